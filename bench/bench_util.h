@@ -1,0 +1,39 @@
+// Shared pieces of the benchmarks: key streams, hashing as a user would do
+// it, and the counters every filter benchmark reports.
+#ifndef SHARDFILTER_BENCH_BENCH_UTIL_H_
+#define SHARDFILTER_BENCH_BENCH_UTIL_H_
+
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+#include <vector>
+
+#include "filters/hash.h"
+
+namespace shardfilter::bench {
+
+// 8-byte keys: present keys are 2i, absent keys 2i+1 (disjoint sets), both
+// passed through a mixer so that memory access is random.
+inline uint64_t PresentKey(uint64_t i) { return Remix(2 * i); }
+inline uint64_t AbsentKey(uint64_t i) { return Remix(2 * i + 1); }
+
+// The key bytes as a user hands them over (hashing is part of every
+// measured operation, as in the targets).
+inline std::string_view KeyBytes(const uint64_t& k) {
+  return std::string_view(reinterpret_cast<const char*>(&k), sizeof k);
+}
+
+// Sets ns/op-independent counters: bits per item, measured FPR, ops/s.
+inline void ReportFilterCounters(benchmark::State& state, double bits_per_item,
+                                 double measured_fpr) {
+  state.counters["bits_per_item"] = bits_per_item;
+  state.counters["fpr_pct"] = measured_fpr * 100.0;
+  state.counters["ops_per_s"] = benchmark::Counter(
+      static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+
+}  // namespace shardfilter::bench
+
+#endif  // SHARDFILTER_BENCH_BENCH_UTIL_H_

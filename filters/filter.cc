@@ -1,0 +1,26 @@
+#include "filters/filter.h"
+
+
+namespace shardfilter {
+
+const char* FilterTypeName(FilterType type) {
+  switch (type) {
+    case FilterType::kBloom:
+      return "bloom";
+    case FilterType::kCountingBloom:
+      return "counting";
+    case FilterType::kCuckoo:
+      return "cuckoo";
+  }
+  return "unknown";
+}
+
+Result<FilterType> ParseFilterType(std::string_view name) {
+  if (name == "bloom") return FilterType::kBloom;
+  if (name == "counting") return FilterType::kCountingBloom;
+  if (name == "cuckoo") return FilterType::kCuckoo;
+  return Status::InvalidArgument("unknown filter type \"" + std::string(name) +
+                                 "\" (expected bloom, counting or cuckoo)");
+}
+
+}  // namespace shardfilter

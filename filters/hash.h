@@ -1,0 +1,65 @@
+// Key hashing: the one entry point from key bytes to the 64-bit hash that
+// every filter, shard router, journal and migration works from.
+//
+// Hash = XXH3-64(key bytes, seed). The seed is a per-filter parameter stored
+// with the filter (serialized header, catalog descriptor), so a persisted
+// filter always rehashes keys exactly as when it was built. After hashing,
+// nothing in shardfilter looks at the key again: positions, fingerprints and
+// shard numbers are all derived from the 64-bit value. That is what lets the
+// journal and the retained-hashes column family store 8 bytes per operation.
+//
+// Thread-safe: pure functions.
+#ifndef SHARDFILTER_FILTERS_HASH_H_
+#define SHARDFILTER_FILTERS_HASH_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+namespace shardfilter {
+
+// Default seed for new filters when the caller does not choose one. Any
+// value works; it is stored, never assumed, when a filter is reopened.
+inline constexpr uint64_t kDefaultSeed = 0x5348415244464C54ULL;  // "SHARDFLT"
+
+// XXH3-64 of the key bytes with `seed`. Stable across versions, platforms
+// and endianness (XXH3 is specified on bytes). Pinned by tests/hash_test.cc.
+inline uint64_t HashKey(std::string_view key, uint64_t seed) {
+  return XXH3_64bits_withSeed(key.data(), key.size(), seed);
+}
+
+// A bijective 64-bit mixer (the splitmix64 / murmur3 finalizer constants).
+// Used to derive bits that are statistically independent of the bits a
+// filter takes from the raw hash: e.g. the shard router uses
+// Remix(h) so that the shard number and the in-shard block index never
+// depend on the same hash bits (which would leave blocks unused).
+inline constexpr uint64_t Remix(uint64_t h) {
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ULL;
+  h ^= h >> 33;
+  return h;
+}
+
+// Maps x uniformly onto [0, n) without a division (Lemire's multiply-shift):
+// uses the high bits of x, so callers take indexes from the top of a hash.
+inline constexpr uint64_t FastRange64(uint64_t x, uint64_t n) {
+  return static_cast<uint64_t>((static_cast<unsigned __int128>(x) * n) >> 64);
+}
+
+inline constexpr uint32_t FastRange32(uint32_t x, uint32_t n) {
+  return static_cast<uint32_t>((static_cast<uint64_t>(x) * n) >> 32);
+}
+
+// Checksum used by every stored encoding: XXH3-64 with seed 0.
+inline uint64_t Checksum64(const void* data, size_t len) {
+  return XXH3_64bits(data, len);
+}
+
+}  // namespace shardfilter
+
+#endif  // SHARDFILTER_FILTERS_HASH_H_

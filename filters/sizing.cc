@@ -1,0 +1,175 @@
+#include "filters/sizing.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace shardfilter {
+namespace {
+
+constexpr long double kLn2 = 0.693147180559945309417232121458176568L;
+
+// P(D = d) for d = 0..k: distinct values among k uniform draws from B.
+// dp over draws: a new draw hits an unseen slot with probability (B - d)/B.
+std::vector<double> DistinctDistribution(uint32_t k, uint32_t slots) {
+  std::vector<double> dist(k + 1, 0.0);
+  dist[0] = 1.0;
+  for (uint32_t draw = 0; draw < k; ++draw) {
+    for (int d = static_cast<int>(draw) + 1; d >= 0; --d) {
+      double stay = dist[d] * (static_cast<double>(d) / slots);
+      double grow =
+          d > 0 ? dist[d - 1] * (static_cast<double>(slots - (d - 1)) / slots)
+                : 0.0;
+      dist[d] = stay + grow;
+    }
+  }
+  return dist;
+}
+
+}  // namespace
+
+Status ValidateCapacityAndFpp(uint64_t n, double p) {
+  if (n == 0) return Status::InvalidArgument("capacity must be at least 1");
+  if (!(p > 0.0) || !(p < 1.0)) {
+    return Status::InvalidArgument(
+        "false-positive rate must be strictly between 0 and 1, got " +
+        std::to_string(p));
+  }
+  return Status::OK();
+}
+
+Result<uint64_t> ClassicBloomBits(uint64_t n, double p) {
+  SF_RETURN_IF_ERROR(ValidateCapacityAndFpp(n, p));
+  long double m = -static_cast<long double>(n) * std::log(static_cast<long double>(p)) /
+                  (kLn2 * kLn2);
+  if (!(m < 1.8e19L)) {
+    return Status::InvalidArgument("filter size overflows 64 bits");
+  }
+  return static_cast<uint64_t>(std::ceil(m));
+}
+
+uint32_t OptimalHashFunctions(uint64_t m, uint64_t n) {
+  if (n == 0) return kMinHashFunctions;
+  long double k = std::round(static_cast<long double>(m) / n * kLn2);
+  return static_cast<uint32_t>(std::clamp<long double>(
+      k, kMinHashFunctions, kMaxHashFunctions));
+}
+
+double ClassicBloomFpr(uint64_t m, uint64_t n, uint32_t k) {
+  if (n == 0 || m == 0) return n == 0 ? 0.0 : 1.0;
+  double x = -static_cast<double>(k) * static_cast<double>(n) / m;
+  return std::pow(-std::expm1(x), k);
+}
+
+double BlockedFpr(uint64_t blocks, uint32_t slots_per_block, uint64_t n,
+                  uint32_t k) {
+  if (n == 0) return 0.0;
+  if (blocks == 0) return 1.0;
+  const std::vector<double> distinct = DistinctDistribution(k, slots_per_block);
+  const double lambda = static_cast<double>(n) / static_cast<double>(blocks);
+  const double log_empty = std::log1p(-1.0 / slots_per_block);
+  // Sum the Poisson mixture outward from the mode until terms vanish.
+  const double log_lambda = lambda > 0 ? std::log(lambda) : 0;
+  auto pmf = [&](uint64_t j) {
+    return std::exp(static_cast<double>(j) * log_lambda - lambda -
+                    std::lgamma(static_cast<double>(j) + 1.0));
+  };
+  auto fpr_given = [&](uint64_t j) {
+    double q = -std::expm1(log_empty * static_cast<double>(k) * j);
+    double e = 0;
+    double qd = 1.0;
+    for (uint32_t d = 0; d <= k; ++d) {
+      e += distinct[d] * qd;
+      qd *= q;
+    }
+    return e;
+  };
+  const uint64_t mode = static_cast<uint64_t>(lambda);
+  double total = 0;
+  for (uint64_t j = mode;; ++j) {  // upward
+    double w = pmf(j);
+    total += w * fpr_given(j);
+    if (j > mode + 10 && w < 1e-18) break;
+  }
+  for (uint64_t j = mode; j-- > 0;) {  // downward
+    double w = pmf(j);
+    total += w * fpr_given(j);
+    if (j + 10 < mode && w < 1e-18) break;
+  }
+  return std::min(total, 1.0);
+}
+
+Result<BlockedSizing> BlockedBloomSizing(uint64_t n, double p, uint32_t k,
+                                         uint32_t slots_per_block,
+                                         uint64_t max_bytes) {
+  SF_RETURN_IF_ERROR(ValidateCapacityAndFpp(n, p));
+  if (k != 0 && (k < kMinHashFunctions || k > kMaxHashFunctions)) {
+    return Status::InvalidArgument("k (hashes per key) must be in 1..32, got " +
+                                   std::to_string(k));
+  }
+  if (slots_per_block == 0) {
+    return Status::InvalidArgument("slots per block must be positive");
+  }
+  const uint64_t max_blocks = std::max<uint64_t>(1, max_bytes / 64);
+  SF_ASSIGN_OR_RETURN(uint64_t classic_bits, ClassicBloomBits(n, p));
+  // A blocked layout never beats the classic one at the same k, so the
+  // classic slot count is a lower bound that keeps the search short.
+  const uint64_t start =
+      std::clamp<uint64_t>(classic_bits / slots_per_block, 1, max_blocks);
+  auto blocks_for = [&](uint32_t kk) -> uint64_t {
+    // Geometric then binary search for the least block count meeting p:
+    // FPR decreases monotonically in the number of blocks. Returns 0 if no
+    // count up to max_blocks suffices.
+    uint64_t lo = start, hi = start;
+    while (BlockedFpr(hi, slots_per_block, n, kk) > p) {
+      if (hi >= max_blocks) return 0;
+      lo = hi + 1;
+      hi = std::min(max_blocks, hi + hi / 4 + 1);
+    }
+    while (lo < hi) {
+      uint64_t mid = lo + (hi - lo) / 2;
+      if (BlockedFpr(mid, slots_per_block, n, kk) <= p) {
+        hi = mid;
+      } else {
+        lo = mid + 1;
+      }
+    }
+    return hi;
+  };
+  BlockedSizing best;
+  if (k != 0) {
+    best.k = k;
+    best.blocks = blocks_for(k);
+  } else {
+    // The optimum sits near the classic k; scan a window around it.
+    uint32_t k0 = OptimalHashFunctions(classic_bits, n);
+    uint32_t k_lo = std::max<uint32_t>(kMinHashFunctions, k0 > 3 ? k0 - 3 : 1);
+    uint32_t k_hi = std::min<uint32_t>(kMaxHashFunctions, k0 + 3);
+    for (uint32_t kk = k_lo; kk <= k_hi; ++kk) {
+      uint64_t b = blocks_for(kk);
+      if (b != 0 && (best.blocks == 0 || b < best.blocks)) {
+        best.blocks = b;
+        best.k = kk;
+      }
+    }
+  }
+  if (best.blocks == 0) {
+    return Status::InvalidArgument(
+        "capacity " + std::to_string(n) + " at rate " + std::to_string(p) +
+        " needs more than the memory limit of " + std::to_string(max_bytes) +
+        " bytes");
+  }
+  best.expected_fpr = BlockedFpr(best.blocks, slots_per_block, n, best.k);
+  return best;
+}
+
+double EstimateCardinality(uint64_t slots, uint64_t set, uint32_t k) {
+  if (slots == 0 || k == 0) return 0;
+  if (set >= slots) return static_cast<double>(slots);
+  double frac = static_cast<double>(set) / slots;
+  return -(static_cast<double>(slots) / k) * std::log1p(-frac);
+}
+
+}  // namespace shardfilter

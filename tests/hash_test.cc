@@ -1,0 +1,43 @@
+#include "filters/hash.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+namespace shardfilter {
+namespace {
+
+// Golden values: a change here changes every persisted filter's positions,
+// which would make stored filters report false negatives. Never update them
+// without a format version bump and a migration.
+TEST(HashKey, GoldenValues) {
+  EXPECT_EQ(HashKey("", 0), 0x2d06800538d394c2ULL);
+  EXPECT_EQ(HashKey("a", 0), 0xe6c632b61e964e1fULL);
+  EXPECT_EQ(HashKey("hello", 0), 0x9555e8555c62dcfdULL);
+  EXPECT_EQ(HashKey("hello", kDefaultSeed), 0x4e035eec89907133ULL);
+  EXPECT_EQ(HashKey("https://example.com/a/b?c=d", 42), 0xf6967d265d0e0d54ULL);
+}
+
+TEST(HashKey, SeedChangesHash) {
+  EXPECT_NE(HashKey("key", 1), HashKey("key", 2));
+  EXPECT_EQ(HashKey("key", 7), HashKey(std::string("key"), 7));
+}
+
+TEST(Remix, IsBijectiveOnSampleAndDiffers) {
+  std::set<uint64_t> seen;
+  for (uint64_t i = 0; i < 10000; ++i) {
+    EXPECT_TRUE(seen.insert(Remix(i)).second);
+  }
+  EXPECT_NE(Remix(12345), 12345u);
+}
+
+TEST(FastRange, StaysInRangeAndUsesHighBits) {
+  EXPECT_EQ(FastRange64(0, 100), 0u);
+  EXPECT_EQ(FastRange64(UINT64_MAX, 100), 99u);
+  EXPECT_EQ(FastRange64(1ULL << 63, 100), 50u);
+  EXPECT_EQ(FastRange32(UINT32_MAX, 7), 6u);
+}
+
+}  // namespace
+}  // namespace shardfilter

@@ -1,0 +1,117 @@
+#include "filters/sizing.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "test_util.h"
+
+namespace shardfilter {
+namespace {
+
+TEST(ClassicSizing, MatchesFormulaFigures) {
+  // m = ceil(-n ln p / ln^2 2), k = round(m/n ln 2).
+  auto m1 = ClassicBloomBits(1'000'000, 0.01);
+  ASSERT_TRUE(m1.ok());
+  EXPECT_EQ(*m1, 9'585'059u);
+  EXPECT_EQ(OptimalHashFunctions(*m1, 1'000'000), 7u);
+
+  auto m2 = ClassicBloomBits(1'000'000, 0.001);
+  ASSERT_TRUE(m2.ok());
+  EXPECT_EQ(*m2, 14'377'588u);
+  EXPECT_EQ(OptimalHashFunctions(*m2, 1'000'000), 10u);
+
+  auto m3 = ClassicBloomBits(10'000'000, 0.01);
+  ASSERT_TRUE(m3.ok());
+  EXPECT_EQ(*m3, 95'850'584u);
+
+  auto m4 = ClassicBloomBits(100'000'000, 0.01);
+  ASSERT_TRUE(m4.ok());
+  EXPECT_EQ(*m4, 958'505'838u);
+  EXPECT_NEAR(*m4 / 8.0 / (1 << 20), 114.3, 0.05);  // MiB
+}
+
+TEST(ClassicSizing, FprFormula) {
+  // (1 - e^{-kn/m})^k at the optimum is ~p.
+  EXPECT_NEAR(ClassicBloomFpr(9'585'059, 1'000'000, 7), 0.01, 0.0005);
+  EXPECT_NEAR(ClassicBloomFpr(14'377'588, 1'000'000, 10), 0.001, 0.00005);
+  EXPECT_EQ(ClassicBloomFpr(1000, 0, 3), 0.0);
+  EXPECT_DOUBLE_EQ(ClassicBloomFpr(1000, 1, 1), 1.0 - std::exp(-1.0 / 1000));
+}
+
+TEST(ClassicSizing, RejectsBadParameters) {
+  EXPECT_TRUE(ClassicBloomBits(0, 0.01).status().IsInvalidArgument());
+  EXPECT_TRUE(ClassicBloomBits(10, 0.0).status().IsInvalidArgument());
+  EXPECT_TRUE(ClassicBloomBits(10, 1.0).status().IsInvalidArgument());
+  EXPECT_TRUE(ClassicBloomBits(10, -0.5).status().IsInvalidArgument());
+  EXPECT_TRUE(ClassicBloomBits(10, std::nan("")).status().IsInvalidArgument());
+  EXPECT_TRUE(
+      ClassicBloomBits(UINT64_MAX, 1e-300).status().IsInvalidArgument());
+}
+
+TEST(BlockedSizing, NeedsMoreBitsThanClassicAndMeetsTarget) {
+  for (double p : {0.1, 0.01, 0.001, 0.0001}) {
+    const uint64_t n = 1'000'000;
+    auto classic = ClassicBloomBits(n, p);
+    ASSERT_TRUE(classic.ok());
+    auto s = BlockedBloomSizing(n, p, 0, 512, kDefaultMaxFilterBytes);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    EXPECT_GT(s->blocks * 512, *classic) << p;
+    EXPECT_LE(s->expected_fpr, p);
+    // Minimal: one block fewer misses the target.
+    EXPECT_GT(BlockedFpr(s->blocks - 1, 512, n, s->k), p);
+    // The blocked penalty is real but bounded (< 25% more bits here).
+    EXPECT_LT(s->blocks * 512, *classic * 1.25) << p;
+  }
+}
+
+TEST(BlockedSizing, OnePercentFigures) {
+  auto s = BlockedBloomSizing(50'000'000, 0.01, 0, 512, kDefaultMaxFilterBytes);
+  ASSERT_TRUE(s.ok());
+  const double bits_per_item = s->blocks * 512.0 / 50'000'000;
+  EXPECT_GT(bits_per_item, 9.59);
+  EXPECT_LT(bits_per_item, 10.7);  // the space target
+  EXPECT_GE(s->k, 5u);
+  EXPECT_LE(s->k, 8u);
+}
+
+TEST(BlockedSizing, FixedKAndCountingSlots) {
+  auto s3 = BlockedBloomSizing(100'000, 0.01, 3, 512, kDefaultMaxFilterBytes);
+  auto s7 = BlockedBloomSizing(100'000, 0.01, 7, 512, kDefaultMaxFilterBytes);
+  ASSERT_TRUE(s3.ok() && s7.ok());
+  EXPECT_EQ(s3->k, 3u);
+  EXPECT_GT(s3->blocks, s7->blocks);  // k=3 is far from optimal at 1%
+  auto c = BlockedBloomSizing(100'000, 0.01, 0, 128, kDefaultMaxFilterBytes);
+  ASSERT_TRUE(c.ok());
+  // 128 counters per line: more variance per block, more slots per item.
+  EXPECT_GT(c->blocks * 128, s7->blocks * 512);
+  EXPECT_LE(c->expected_fpr, 0.01);
+}
+
+TEST(BlockedSizing, RejectsBadParametersAndMemoryLimit) {
+  EXPECT_TRUE(BlockedBloomSizing(0, 0.01, 0, 512, kDefaultMaxFilterBytes)
+                  .status()
+                  .IsInvalidArgument());
+  EXPECT_TRUE(BlockedBloomSizing(10, 0.01, 33, 512, kDefaultMaxFilterBytes)
+                  .status()
+                  .IsInvalidArgument());
+  EXPECT_TRUE(BlockedBloomSizing(10, 1.5, 0, 512, kDefaultMaxFilterBytes)
+                  .status()
+                  .IsInvalidArgument());
+  auto big = BlockedBloomSizing(1'000'000'000, 0.01, 0, 512, 1 << 20);
+  EXPECT_TRUE(big.status().IsInvalidArgument());
+  EXPECT_NE(big.status().message().find("memory limit"), std::string::npos);
+}
+
+TEST(Cardinality, InvertsExpectedFill) {
+  // After n items with k slots each in m slots, E[set] = m(1 - e^{-kn/m}).
+  const uint64_t m = 1'000'000, n = 100'000;
+  const uint32_t k = 7;
+  const double set = m * -std::expm1(-double(k) * n / m);
+  EXPECT_NEAR(EstimateCardinality(m, uint64_t(set), k), n, n * 0.001);
+  EXPECT_EQ(EstimateCardinality(m, 0, k), 0.0);
+  EXPECT_EQ(EstimateCardinality(m, m, k), double(m));
+}
+
+}  // namespace
+}  // namespace shardfilter

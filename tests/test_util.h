@@ -1,0 +1,43 @@
+// Shared test helpers: ASSERT_OK / EXPECT_OK and deterministic key streams.
+#ifndef SHARDFILTER_TESTS_TEST_UTIL_H_
+#define SHARDFILTER_TESTS_TEST_UTIL_H_
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+
+#include "filters/status.h"
+
+#define ASSERT_OK(expr)                                    \
+  do {                                                     \
+    const ::shardfilter::Status& sf_s_ = (expr);           \
+    ASSERT_TRUE(sf_s_.ok()) << sf_s_.ToString();           \
+  } while (0)
+#define EXPECT_OK(expr)                                    \
+  do {                                                     \
+    const ::shardfilter::Status& sf_s_ = (expr);           \
+    EXPECT_TRUE(sf_s_.ok()) << sf_s_.ToString();           \
+  } while (0)
+
+namespace shardfilter::testing {
+
+// Key i of a named stream, as 8 bytes: different streams never overlap, so
+// "present" and "absent" key sets are disjoint by construction.
+inline std::string Key(uint64_t stream, uint64_t i) {
+  uint64_t v = (stream << 48) ^ i;
+  return std::string(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
+// splitmix64: a deterministic stream of well-mixed 64-bit values, used as
+// stand-ins for key hashes in tests that work on hashes directly.
+inline uint64_t SplitMix64(uint64_t* state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+}  // namespace shardfilter::testing
+
+#endif  // SHARDFILTER_TESTS_TEST_UTIL_H_
