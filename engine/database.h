@@ -1,0 +1,182 @@
+// Database: a catalog of named, sharded, persistent filters in one RocksDB
+// directory, with journalled durability, incremental atomic checkpoints and
+// crash recovery on open. The on-disk format is docs/format-store.md.
+//
+//   auto db = Database::Open({.path = "/var/lib/sf"});
+//   auto f = (*db)->Create("users", {.type = FilterType::kCuckoo,
+//                                    .capacity = 10'000'000});
+//   (*f)->Add("alice");
+//   (*db)->Checkpoint("users");
+//
+// Names are arbitrary byte strings of 1..1024 bytes (kMaxFilterNameBytes).
+// Errors: creating an existing name -> AlreadyExists; an unknown name ->
+// NotFound; Get(name, type) of another type -> WrongType; any write on a
+// read-only store -> NotSupported; stored bytes that fail a check ->
+// Corruption naming the filter, shard, chunk or sequence; a stored format
+// version newer than this build -> NotSupported naming it. Nothing prints.
+//
+// Thread safety: every method may be called concurrently with every other
+// (except Close, which must not race with other calls on the same Database,
+// and after which only the destructor may be called). Handles returned by
+// Create/Get are shared_ptrs: they stay valid after Drop/Close, but then
+// mutations return NotFound / NotSupported. A Database must outlive the
+// use of its handles' mutating methods until Close returns.
+//
+// Lock order (numbered, never taken in the other direction):
+//   1. Database catalog mutex (map of open filters; Create/Drop/List).
+//   2. Per-filter checkpoint mutex (one checkpoint of a filter at a time).
+//   3. Shard locks (shared by mutations, ascending shard order in batches;
+//      exclusive by checkpoint / drop, one shard at a time except Drop).
+#ifndef SHARDFILTER_ENGINE_DATABASE_H_
+#define SHARDFILTER_ENGINE_DATABASE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/sharded_filter.h"
+#include "filters/status.h"
+
+namespace shardfilter {
+
+namespace internal {
+class DatabaseImpl;
+}  // namespace internal
+
+inline constexpr size_t kMaxFilterNameBytes = 1024;
+// Largest checkpoint chunk (one RocksDB value).
+inline constexpr uint32_t kMaxChunkBytes = 4u << 20;  // 4 MiB
+
+struct DatabaseOptions {
+  // RocksDB directory. Required.
+  std::string path;
+  // Create the directory and column families when missing (ignored when
+  // read_only). Otherwise opening a missing store is NotFound.
+  bool create_if_missing = true;
+  // Open with rocksdb::DB::OpenForReadOnly: recovery (checkpoint + journal
+  // replay) happens in memory only, nothing is ever written, every mutation
+  // and Create/Drop/Checkpoint returns NotSupported.
+  bool read_only = false;
+  // Durability of filters whose FilterSpec leaves it unset.
+  Durability default_durability = Durability::kJournal;
+  // Background checkpoint of every dirty shard every this many milliseconds;
+  // 0 = off (checkpoints only on demand and at Close).
+  uint32_t checkpoint_interval_ms = 0;
+  // Close() checkpoints every dirty shard first (ignored when read_only).
+  bool checkpoint_on_close = true;
+  // Size of checkpoint chunks, in [4096, kMaxChunkBytes]. Smaller chunks
+  // only serve tests of multi-chunk shards.
+  uint32_t chunk_bytes = kMaxChunkBytes;
+};
+
+// What one Checkpoint call did. Counters are for this call only.
+struct CheckpointStats {
+  uint32_t filters_checkpointed = 0;  // filters with at least one dirty shard
+  uint32_t shards_written = 0;        // dirty shards copied and committed
+  uint32_t shards_skipped = 0;        // clean shards (nothing written)
+  uint64_t chunks_written = 0;
+  uint64_t bytes_written = 0;  // chunk payload bytes
+  // Longest time one shard's lock was held exclusive (copying its state):
+  // the longest a writer of that shard could have waited.
+  uint64_t max_lock_hold_ns = 0;
+};
+
+// Totals since Open.
+struct DatabaseCounters {
+  uint64_t checkpoints = 0;  // completed Checkpoint* calls (incl.
+                             // background ones)
+  uint64_t shards_written = 0;
+  uint64_t bytes_written = 0;
+  uint64_t journal_writes = 0;          // RocksDB writes of journal entries
+  uint64_t journal_ops = 0;             // hashes journalled
+  uint64_t replayed_ops = 0;            // hashes replayed at open
+  uint64_t replay_skipped_removes = 0;  // replayed removes that found
+                                        // nothing (see docs/format-store.md)
+  uint64_t background_errors = 0;       // failed background checkpoints
+};
+
+// Everything Info reports about one filter.
+struct FilterInfo {
+  std::string name;
+  FilterSpec spec;                // all defaults resolved
+  ShardedStats stats;             // live figures, per shard and total
+  uint64_t checkpoint_bytes = 0;  // sum of the shards' committed blob sizes
+};
+
+// Result of Verify: every stored value read back and checked.
+struct VerifyReport {
+  uint64_t filters = 0;      // catalog descriptors checked
+  uint64_t chunks = 0;       // checkpoint chunks checked
+  uint64_t shard_blobs = 0;  // whole-shard blobs checked (xxh3 + decode)
+  uint64_t journal_entries = 0;
+  uint64_t bytes = 0;          // bytes of values read
+  uint64_t orphan_values = 0;  // values no descriptor refers to (left by
+                               // an interrupted checkpoint; removed by
+                               // the next writable open)
+  // One line per problem, naming the filter, shard, chunk or sequence.
+  std::vector<std::string> problems;
+  bool ok() const { return problems.empty(); }
+};
+
+class Database {
+ public:
+  // Opens (or creates) the store and recovers every filter: loads each
+  // shard's committed checkpoint, checks every checksum, replays its journal
+  // entries after the checkpoint, and (unless read_only) removes values of
+  // uncommitted checkpoints. Fails with a clear error naming the filter,
+  // shard, chunk or sequence on any corruption; never drops data silently.
+  static Result<std::unique_ptr<Database>> Open(const DatabaseOptions& options);
+
+  // Calls Close() if it was not called (its status is lost: call Close to
+  // see it).
+  ~Database();
+  Database(const Database&) = delete;
+  Database& operator=(const Database&) = delete;
+
+  // Stops the background checkpointer, takes a final checkpoint (per
+  // options), and closes RocksDB. Idempotent.
+  Status Close();
+
+  // Creates a filter. AlreadyExists, InvalidArgument (name length, spec),
+  // NotSupported (read-only). The descriptor is durable (synced) when this
+  // returns, whatever the durability mode.
+  Result<std::shared_ptr<ShardedFilter>> Create(std::string_view name,
+                                                const FilterSpec& spec);
+  // The open filter of that name, or NotFound.
+  Result<std::shared_ptr<ShardedFilter>> Get(std::string_view name) const;
+  // As Get, and WrongType (naming both types) unless it is of `type`.
+  Result<std::shared_ptr<ShardedFilter>> Get(std::string_view name,
+                                             FilterType type) const;
+  // Names in byte order.
+  std::vector<std::string> List() const;
+  Result<FilterInfo> Info(std::string_view name) const;
+  // Deletes the filter, its checkpoints and journal in one atomic write.
+  // Existing handles then return NotFound on mutation.
+  Status Drop(std::string_view name);
+
+  // Checkpoints the dirty shards of one filter / of all filters.
+  Result<CheckpointStats> Checkpoint(std::string_view name);
+  Result<CheckpointStats> CheckpointAll();
+
+  // Reads back every stored value and checks version, checksum, lengths,
+  // and that each shard's committed chunks reassemble to a blob with the
+  // recorded xxh3 that decodes as a filter. Problems are listed in the
+  // report; the Status is an error only if RocksDB itself fails.
+  Result<VerifyReport> Verify() const;
+
+  bool read_only() const;
+  const DatabaseOptions& options() const;
+  DatabaseCounters counters() const;
+  // The status of the last background checkpoint (OK when none failed).
+  Status background_status() const;
+
+ private:
+  explicit Database(std::unique_ptr<internal::DatabaseImpl> impl);
+  std::unique_ptr<internal::DatabaseImpl> impl_;
+};
+
+}  // namespace shardfilter
+
+#endif  // SHARDFILTER_ENGINE_DATABASE_H_

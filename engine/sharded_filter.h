@@ -1,0 +1,233 @@
+// ShardedFilter: one logical filter of any type (Bloom, counting Bloom,
+// cuckoo), partitioned into a power-of-two number of shards by hash bits.
+//
+// A key is hashed once (XXH3 with the filter's seed); the shard is the top
+// log2(S) bits of Remix(hash), a bijective mixer, so the shard bits are
+// independent of the raw-hash bits the shard's filter uses for positions and
+// fingerprints. Each shard owns its own Filter sized for ceil(capacity / S)
+// items with the same fpp, seed and type parameters, so the whole behaves
+// like one filter of the same total size (tests/sharded_filter_test.cc
+// measures that).
+//
+// A ShardedFilter is either standalone (ShardedFilter::Create: in memory
+// only) or owned by a Database (engine/database.h), which journals its
+// mutations per the filter's durability mode and checkpoints it.
+//
+// Thread safety: every public method may be called from any number of
+// threads at once. Queries take no lock (the shard filters are themselves
+// concurrent). A mutation takes only its shard's lock, shared; a checkpoint
+// takes one shard's lock exclusive at a time, only while it copies that
+// shard (see engine/internal/shard.h for the numbered invariants).
+#ifndef SHARDFILTER_ENGINE_SHARDED_FILTER_H_
+#define SHARDFILTER_ENGINE_SHARDED_FILTER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "filters/filter.h"
+#include "filters/status.h"
+
+namespace shardfilter {
+
+namespace internal {
+struct Shard;
+class JournalSink;
+class ShardedFilterAccess;
+}  // namespace internal
+
+// What survives a crash (DESIGN.md invariant 4). Values are stored in the
+// catalog: they never change meaning.
+enum class Durability : uint8_t {
+  // State as of the last completed checkpoint; mutations write nothing.
+  kNone = 0,
+  // Every acknowledged mutation is in the RocksDB journal (WAL on) before
+  // the call returns: survives kill -9, not power loss.
+  kJournal = 1,
+  // As kJournal, plus the WAL is fsynced before the call returns (concurrent
+  // writers share one fsync through RocksDB's group commit): survives power
+  // loss.
+  kSync = 2,
+};
+
+// "none", "journal", "sync"; "unknown" otherwise.
+const char* DurabilityName(Durability d);
+// Parses the names above; InvalidArgument otherwise.
+Result<Durability> ParseDurability(std::string_view name);
+
+// Most shards a filter may have. A shard costs one cache line of metadata,
+// one journal key range and one checkpoint record.
+inline constexpr uint32_t kMaxShards = 256;
+
+// The shard count used when FilterSpec::shards is 0:
+//   S = next power of two >= ceil(capacity / 1,000,000), clamped to
+//   [1, 256]; and at least 2 once capacity >= 1,000,000 (so that a
+//   checkpoint of a filter that matters never has to copy all of it at
+//   once, and two cores can work on a batch).
+// E.g. 10,000 -> 1; 1e6 -> 2; 5e6 -> 8; 1e8 -> 128; 1e9 -> 256.
+uint32_t DefaultShardCount(uint64_t capacity);
+
+// Everything that defines a filter. Stored whole in the catalog descriptor.
+// Zero in an optional numeric field means "the type's default".
+struct FilterSpec {
+  FilterType type = FilterType::kBloom;
+  // Items the whole filter is sized for (split evenly over the shards).
+  uint64_t capacity = 1'000'000;
+  // Target false-positive rate at capacity, in (0, 1).
+  double fpp = 0.01;
+  // Power of two in [1, 256]; 0 = DefaultShardCount(capacity).
+  uint32_t shards = 0;
+  // Hash seed (stored; keys are always rehashed with it).
+  uint64_t seed = kDefaultSeed;
+  // Per-filter durability; nullopt = the Database's default.
+  std::optional<Durability> durability;
+  // Bloom only: classic layout (k bits over the whole array) instead of the
+  // default cache-line-blocked layout.
+  bool classic_layout = false;
+  // Bloom / counting: slots per key; 0 = optimal for fpp.
+  uint32_t k = 0;
+  // Cuckoo: 8, 12 or 16; 0 = chosen from fpp.
+  uint32_t fingerprint_bits = 0;
+  // Cuckoo: 2, 4 or 8 slots per bucket; 0 = the filter's default (4).
+  uint32_t bucket_size = 0;
+  // Cuckoo: relocations before an insert reports Full; 0 = default.
+  uint32_t max_kicks = 0;
+  // Upper bound on the memory of the whole filter (all shards); 0 = the
+  // filters' default (64 GiB per filter).
+  uint64_t max_bytes = 0;
+};
+
+// One shard's figures.
+struct ShardStats {
+  uint32_t shard = 0;
+  FilterStats filter;                  // the shard filter's own Stats()
+  uint64_t last_sequence = 0;          // last journal sequence assigned
+  uint64_t checkpoint_sequence = 0;    // last sequence in the checkpoint
+  uint64_t checkpoint_generation = 0;  // 0 = never checkpointed
+  uint64_t checkpoint_bytes = 0;       // serialized size at that checkpoint
+  bool dirty = false;                  // changed since the last checkpoint
+};
+
+// Aggregated figures plus one entry per shard. In `total`: capacity, bytes,
+// slots, items, deletes and estimated_cardinality are sums; fill_ratio is
+// slot-weighted; estimated_fpr is the mean over shards (a query lands on a
+// uniformly random shard); bits_per_item = bytes * 8 / capacity.
+struct ShardedStats {
+  FilterStats total;
+  std::vector<ShardStats> shards;
+};
+
+class ShardedFilter {
+ public:
+  // A standalone, in-memory sharded filter (durability is ignored: nothing
+  // is persisted). InvalidArgument for bad parameters (shards not a power
+  // of two or > 256, fpp outside (0, 1), capacity 0, ...), and whatever the
+  // filter type's Create reports.
+  static Result<std::unique_ptr<ShardedFilter>> Create(const FilterSpec& spec);
+
+  ~ShardedFilter();
+  ShardedFilter(const ShardedFilter&) = delete;
+  ShardedFilter& operator=(const ShardedFilter&) = delete;
+
+  // The catalog name ("" for a standalone filter).
+  const std::string& name() const { return name_; }
+  // The spec with every default resolved (shards and durability set).
+  const FilterSpec& spec() const { return spec_; }
+  FilterType type() const { return spec_.type; }
+  uint64_t seed() const { return spec_.seed; }
+  uint32_t shard_count() const { return shard_count_; }
+  Durability durability() const { return *spec_.durability; }
+
+  // HashKey(key, seed()).
+  uint64_t Hash(std::string_view key) const { return HashKey(key, spec_.seed); }
+  // The shard a hash belongs to: Remix(hash) >> (64 - log2 S).
+  uint32_t ShardOf(uint64_t hash) const {
+    return shard_shift_ >= 64
+               ? 0
+               : static_cast<uint32_t>(Remix(hash) >> shard_shift_);
+  }
+  // Direct read access to one shard's filter (tests, tools, benchmarks).
+  // REQUIRES: shard < shard_count(). Valid for the filter's lifetime.
+  const Filter& shard_filter(uint32_t shard) const;
+
+  // --- Single-key operations: touch one shard, no global lock. ---
+  // Adds; Full when a cuckoo shard has no room (nothing changed). With a
+  // journalled durability the entry is written (and synced, for kSync)
+  // before this returns OK. NotSupported on a read-only Database; NotFound
+  // after the filter was dropped; IOError when the journal write failed
+  // (the in-memory change is then undone where the type can undo it).
+  Status Add(std::string_view key) { return AddHash(Hash(key)); }
+  Status AddHash(uint64_t hash);
+  // Removes one copy. NotSupported for a plain Bloom filter; NotFound when the
+  // key is definitely absent (nothing changed, nothing journalled).
+  Status Remove(std::string_view key) { return RemoveHash(Hash(key)); }
+  Status RemoveHash(uint64_t hash);
+  // Lock-free queries.
+  bool MayContain(std::string_view key) const {
+    return MayContainHash(Hash(key));
+  }
+  bool MayContainHash(uint64_t hash) const;
+  // Copies held (an upper bound): Bloom 0/1, counting min counter, cuckoo
+  // matching fingerprints.
+  uint32_t Count(std::string_view key) const { return CountHash(Hash(key)); }
+  uint32_t CountHash(uint64_t hash) const;
+
+  // --- Batch operations ---
+  // Items are grouped by shard; shard groups run in parallel (oneTBB); all
+  // journal entries of one call go to RocksDB in one WriteBatch (one sync).
+  // Unlike Filter::AddHashes, every item is attempted: the result is OK when
+  // all succeeded, else the first failure in input order. `per_item`
+  // (optional) receives one Status per input item, in input order.
+  Status AddHashes(std::span<const uint64_t> hashes,
+                   std::vector<Status>* per_item = nullptr);
+  Status AddKeys(std::span<const std::string_view> keys,
+                 std::vector<Status>* per_item = nullptr);
+  // As AddHashes, for removes (NotSupported for Bloom, before anything runs).
+  Status RemoveHashes(std::span<const uint64_t> hashes,
+                      std::vector<Status>* per_item = nullptr);
+  Status RemoveKeys(std::span<const std::string_view> keys,
+                    std::vector<Status>* per_item = nullptr);
+  // out[i] = 1 if item i may be present, else 0, in input order.
+  // REQUIRES: out.size() == input size.
+  void MayContainHashes(std::span<const uint64_t> hashes,
+                        std::span<uint8_t> out) const;
+  void MayContainKeys(std::span<const std::string_view> keys,
+                      std::span<uint8_t> out) const;
+
+  // Per-shard and aggregated figures (approximate while writers run).
+  ShardedStats Stats() const;
+
+  // True when every shard filter Equals the other's (same spec and bits).
+  bool Equals(const ShardedFilter& other) const;
+
+ private:
+  friend class internal::ShardedFilterAccess;
+
+  ShardedFilter(std::string name, FilterSpec resolved);
+  // Applies one op kind to a batch; shared by the four batch calls.
+  Status RunBatch(bool remove, std::span<const uint64_t> hashes,
+                  std::vector<Status>* per_item);
+  Status CheckWritable() const;
+
+  std::string name_;
+  FilterSpec spec_;
+  uint32_t shard_count_ = 1;
+  uint32_t shard_shift_ = 64;  // 64 - log2(S); 64 means one shard
+  std::unique_ptr<internal::Shard[]> shards_;
+  // Set by Database: where journal entries go (null: standalone or
+  // durability none). Not owned; outlives this filter's use by Database.
+  internal::JournalSink* journal_ = nullptr;
+  bool read_only_ = false;
+  // Set (under every shard lock held exclusive) by Database::Drop; read
+  // under a shard lock by mutations, so relaxed order suffices.
+  std::atomic<bool> dropped_{false};
+};
+
+}  // namespace shardfilter
+
+#endif  // SHARDFILTER_ENGINE_SHARDED_FILTER_H_
