@@ -1,0 +1,360 @@
+#include "filters/bloom_filter.h"
+
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "filters/envelope.h"
+#include "filters/internal/coding.h"
+
+namespace shardfilter {
+namespace {
+
+constexpr uint8_t kBloomFormatVersion = 1;
+// Params of version 1, byte by byte in docs/format-bloom.md.
+constexpr size_t kBloomParamsSize = 44;
+// Largest table Deserialize accepts (1 TiB), whatever max_bytes it was
+// created with; the body must be present in full anyway.
+constexpr uint64_t kMaxDeserializedBytes = uint64_t{1} << 40;
+// BlockIndex reaches 2^32 blocks (h[63:32]); more would leave blocks unused.
+constexpr uint64_t kMaxBlocks = uint64_t{1} << 32;
+
+// Bits for a classic filter with k probes to meet p at n items:
+// (1 - e^{-kn/m})^k = p  <=>  m = k n / -ln(1 - p^{1/k}).
+Result<uint64_t> ClassicBitsForK(uint64_t n, double p, uint32_t k) {
+  const long double root = std::pow(static_cast<long double>(p), 1.0L / k);
+  const long double m = static_cast<long double>(k) * n / -std::log1p(-root);
+  if (!(m < 9.0e18L)) {
+    return Status::InvalidArgument("filter size overflows 64 bits");
+  }
+  return static_cast<uint64_t>(std::ceil(m));
+}
+
+// Popcount histogram of the 512-bit blocks: the input of the blocked
+// layout's fill, FPR and cardinality estimates.
+std::array<uint64_t, internal::kBlockBits + 1> BlockPopcounts(
+    const std::atomic<uint64_t>* words, uint64_t num_blocks) {
+  std::array<uint64_t, internal::kBlockBits + 1> hist{};
+  for (uint64_t b = 0; b < num_blocks; ++b) {
+    int pop = 0;
+    for (uint32_t w = 0; w < internal::kBlockWords; ++w) {
+      pop += std::popcount(
+          words[b * internal::kBlockWords + w].load(std::memory_order_relaxed));
+    }
+    ++hist[pop];
+  }
+  return hist;
+}
+
+}  // namespace
+
+BloomFilter::BloomFilter(BloomLayout layout, uint32_t k, uint64_t seed,
+                         uint64_t capacity, double fpp, uint64_t num_bits)
+    : layout_(layout),
+      k_(k),
+      seed_(seed),
+      capacity_(capacity),
+      fpp_(fpp),
+      num_bits_(num_bits),
+      num_blocks_(num_bits / internal::kBlockBits) {}
+
+Result<std::unique_ptr<BloomFilter>> BloomFilter::Create(
+    const BloomOptions& options) {
+  SF_RETURN_IF_ERROR(ValidateCapacityAndFpp(options.capacity, options.fpp));
+  if (options.k > kMaxHashFunctions) {
+    return Status::InvalidArgument("k (bits per key) must be in 1..32, got " +
+                                   std::to_string(options.k));
+  }
+  const uint64_t n = options.capacity;
+  const double p = options.fpp;
+  uint64_t num_bits = 0;
+  uint32_t k = options.k;
+  if (options.layout == BloomLayout::kBlocked) {
+    SF_ASSIGN_OR_RETURN(
+        BlockedSizing s,
+        BlockedBloomSizing(n, p, k, internal::kBlockBits, options.max_bytes));
+    if (s.blocks > kMaxBlocks) {
+      return Status::InvalidArgument(
+          "blocked Bloom filter would need more than 2^32 blocks (256 GiB)");
+    }
+    num_bits = s.blocks * internal::kBlockBits;
+    k = s.k;
+  } else if (options.layout == BloomLayout::kClassic) {
+    SF_ASSIGN_OR_RETURN(uint64_t m0, ClassicBloomBits(n, p));
+    if (k == 0) k = OptimalHashFunctions(m0, n);
+    // With k rounded (or forced), m0 may miss p; size for this k instead.
+    SF_ASSIGN_OR_RETURN(uint64_t m, ClassicBitsForK(n, p, k));
+    if (m > (uint64_t{1} << 62)) {
+      return Status::InvalidArgument("filter size overflows 64 bits");
+    }
+    num_bits = (m + 63) / 64 * 64;
+    if (num_bits / 8 > options.max_bytes) {
+      return Status::InvalidArgument("capacity " + std::to_string(n) +
+                                     " at rate " + std::to_string(p) +
+                                     " needs " + std::to_string(num_bits / 8) +
+                                     " bytes, over the memory limit of " +
+                                     std::to_string(options.max_bytes));
+    }
+  } else {
+    return Status::InvalidArgument(
+        "unknown Bloom layout " +
+        std::to_string(static_cast<int>(options.layout)));
+  }
+  std::unique_ptr<BloomFilter> f(
+      new BloomFilter(options.layout, k, options.seed, n, p, num_bits));
+  if (!f->table_.Allocate(num_bits / 64)) {
+    return Status::InvalidArgument("cannot allocate " +
+                                   std::to_string(num_bits / 8) + " bytes");
+  }
+  return f;
+}
+
+Status BloomFilter::AddHash(uint64_t hash) {
+  AddHashInline(hash);
+  return Status::OK();
+}
+
+Status BloomFilter::RemoveHash(uint64_t) {
+  return Status::NotSupported(
+      "a Bloom filter cannot remove keys (use a counting Bloom or cuckoo "
+      "filter)");
+}
+
+bool BloomFilter::MayContainHash(uint64_t hash) const {
+  return MayContainHashInline(hash);
+}
+
+uint32_t BloomFilter::CountHash(uint64_t hash) const {
+  return MayContainHashInline(hash) ? 1 : 0;
+}
+
+void BloomFilter::Prefetch(uint64_t h, bool write) const {
+  if (layout_ == BloomLayout::kBlocked) {
+    if (write) {
+      internal::PrefetchWrite(Block(h));
+    } else {
+      internal::PrefetchRead(Block(h));
+    }
+  } else {
+    internal::ClassicPrefetch(table_.data(), num_bits_, h, k_);
+  }
+}
+
+Status BloomFilter::AddHashes(std::span<const uint64_t> hashes, size_t* added) {
+  internal::PipelinedProbe(
+      hashes.size(), [&](size_t i) { return hashes[i]; },
+      [&](uint64_t h) { Prefetch(h, /*write=*/true); },
+      [&](size_t, uint64_t h) { AddHashInline(h); });
+  if (added != nullptr) *added = hashes.size();
+  return Status::OK();
+}
+
+void BloomFilter::MayContainHashes(std::span<const uint64_t> hashes,
+                                   std::span<uint8_t> out) const {
+  const size_t n = std::min(hashes.size(), out.size());
+  internal::PipelinedProbe(
+      n, [&](size_t i) { return hashes[i]; },
+      [&](uint64_t h) { Prefetch(h, /*write=*/false); },
+      [&](size_t i, uint64_t h) { out[i] = MayContainHashInline(h); });
+}
+
+void BloomFilter::AddKeys(std::span<const std::string_view> keys) {
+  internal::PipelinedProbe(
+      keys.size(), [&](size_t i) { return Hash(keys[i]); },
+      [&](uint64_t h) { Prefetch(h, /*write=*/true); },
+      [&](size_t, uint64_t h) { AddHashInline(h); });
+}
+
+void BloomFilter::MayContainKeys(std::span<const std::string_view> keys,
+                                 std::span<uint8_t> out) const {
+  const size_t n = std::min(keys.size(), out.size());
+  internal::PipelinedProbe(
+      n, [&](size_t i) { return Hash(keys[i]); },
+      [&](uint64_t h) { Prefetch(h, /*write=*/false); },
+      [&](size_t i, uint64_t h) { out[i] = MayContainHashInline(h); });
+}
+
+uint64_t BloomFilter::items() const {
+  uint64_t total = 0;
+  for (const ItemStripe& s : items_) {
+    total += s.n.load(std::memory_order_relaxed);  // a statistic
+  }
+  return total;
+}
+
+Status BloomFilter::UnionWith(const BloomFilter& other) {
+  if (other.layout_ != layout_ || other.k_ != k_ ||
+      other.num_bits_ != num_bits_ || other.seed_ != seed_) {
+    return Status::InvalidArgument(
+        "cannot union Bloom filters of different shape: this has layout " +
+        std::to_string(static_cast<int>(layout_)) + ", k " +
+        std::to_string(k_) + ", " + std::to_string(num_bits_) + " bits, seed " +
+        std::to_string(seed_) + "; the other has layout " +
+        std::to_string(static_cast<int>(other.layout_)) + ", k " +
+        std::to_string(other.k_) + ", " + std::to_string(other.num_bits_) +
+        " bits, seed " + std::to_string(other.seed_));
+  }
+  if (&other == this) return Status::OK();
+  for (uint64_t i = 0; i < table_.size(); ++i) {
+    // Relaxed, as for adds: bits only get set; an OR never loses a bit a
+    // concurrent add sets in this filter.
+    const uint64_t v = other.table_[i].load(std::memory_order_relaxed);
+    if ((table_[i].load(std::memory_order_relaxed) & v) != v) {
+      table_[i].fetch_or(v, std::memory_order_relaxed);
+    }
+  }
+  // Keys present in both are counted twice: items stays an approximation.
+  items_[0].n.fetch_add(other.items(), std::memory_order_relaxed);
+  return Status::OK();
+}
+
+FilterStats BloomFilter::Stats() const {
+  FilterStats s;
+  s.type = FilterType::kBloom;
+  s.capacity = capacity_;
+  s.target_fpr = fpp_;
+  s.bytes = num_bits_ / 8;
+  s.slots = num_bits_;
+  s.k = k_;
+  s.items = items();
+  s.bits_per_item = static_cast<double>(num_bits_) / capacity_;
+  uint64_t set = 0;
+  if (layout_ == BloomLayout::kBlocked) {
+    // Per block: a foreign key hits k set bits (drawn with replacement)
+    // with probability (pop_b / 512)^k; the filter's FPR is the mean.
+    const auto hist = BlockPopcounts(table_.data(), num_blocks_);
+    double fpr = 0, card = 0;
+    for (uint32_t pop = 0; pop <= internal::kBlockBits; ++pop) {
+      if (hist[pop] == 0) continue;
+      set += hist[pop] * pop;
+      fpr += hist[pop] * std::pow(pop / 512.0, k_);
+      card += hist[pop] * EstimateCardinality(internal::kBlockBits, pop, k_);
+    }
+    s.estimated_fpr = fpr / num_blocks_;
+    s.estimated_cardinality = card;
+  } else {
+    for (uint64_t i = 0; i < table_.size(); ++i) {
+      set += std::popcount(table_[i].load(std::memory_order_relaxed));
+    }
+    s.estimated_fpr = std::pow(static_cast<double>(set) / num_bits_, k_);
+    s.estimated_cardinality = EstimateCardinality(num_bits_, set, k_);
+  }
+  s.fill_ratio = static_cast<double>(set) / num_bits_;
+  return s;
+}
+
+std::string BloomFilter::Serialize() const {
+  std::string params;
+  internal::PutU8(&params, static_cast<uint8_t>(layout_));
+  internal::PutU8(&params, static_cast<uint8_t>(k_));
+  internal::PutU16(&params, 0);
+  internal::PutU64(&params, seed_);
+  internal::PutU64(&params, capacity_);
+  internal::PutF64(&params, fpp_);
+  internal::PutU64(&params, num_bits_);
+  internal::PutU64(&params, items());
+  std::string out;
+  const uint64_t body_len = num_bits_ / 8;
+  BeginEnvelope(FilterType::kBloom, kBloomFormatVersion, params, body_len,
+                &out);
+  size_t pos = out.size();
+  out.resize(pos + body_len);
+  for (uint64_t i = 0; i < table_.size(); ++i, pos += 8) {
+    uint64_t v = table_[i].load(std::memory_order_relaxed);
+    if constexpr (std::endian::native == std::endian::big) {
+      v = __builtin_bswap64(v);
+    }
+    std::memcpy(out.data() + pos, &v, 8);
+  }
+  FinishEnvelope(&out);
+  return out;
+}
+
+Result<std::unique_ptr<BloomFilter>> BloomFilter::Deserialize(
+    std::string_view bytes) {
+  SF_ASSIGN_OR_RETURN(EnvelopeView env, OpenEnvelope(bytes));
+  if (env.type != FilterType::kBloom) {
+    return Status::WrongType(std::string("expected a serialized bloom filter, "
+                                         "got type ") +
+                             FilterTypeName(env.type) + " (" +
+                             std::to_string(static_cast<int>(env.type)) + ")");
+  }
+  SF_RETURN_IF_ERROR(CheckEnvelopeVersion(env, kBloomFormatVersion));
+  auto corrupt = [](const std::string& what) {
+    return Status::Corruption("serialized bloom filter: " + what);
+  };
+  if (env.params.size() != kBloomParamsSize) {
+    return corrupt("params are " + std::to_string(env.params.size()) +
+                   " bytes, expected " + std::to_string(kBloomParamsSize));
+  }
+  internal::ByteReader r(env.params);
+  uint8_t layout = 0, k = 0;
+  uint16_t reserved = 0;
+  uint64_t seed = 0, capacity = 0, num_bits = 0, items = 0;
+  double fpp = 0;
+  (void)r.ReadU8(&layout);  // lengths checked above: reads cannot fail
+  (void)r.ReadU8(&k);
+  (void)r.ReadU16(&reserved);
+  (void)r.ReadU64(&seed);
+  (void)r.ReadU64(&capacity);
+  (void)r.ReadF64(&fpp);
+  (void)r.ReadU64(&num_bits);
+  (void)r.ReadU64(&items);
+  if (layout != static_cast<uint8_t>(BloomLayout::kBlocked) &&
+      layout != static_cast<uint8_t>(BloomLayout::kClassic)) {
+    return corrupt("unknown layout " + std::to_string(layout));
+  }
+  if (k < kMinHashFunctions || k > kMaxHashFunctions) {
+    return corrupt("k = " + std::to_string(k) + " is outside 1..32");
+  }
+  if (reserved != 0) return corrupt("reserved params field is not zero");
+  if (capacity == 0) return corrupt("capacity is 0");
+  if (!(fpp > 0.0) || !(fpp < 1.0)) return corrupt("fpp outside (0, 1)");
+  const uint64_t granule = layout == 1 ? internal::kBlockBits : 64;
+  if (num_bits == 0 || num_bits % granule != 0) {
+    return corrupt("bit count " + std::to_string(num_bits) +
+                   " is not a positive multiple of " + std::to_string(granule));
+  }
+  if (num_bits / 8 > kMaxDeserializedBytes ||
+      (layout == 1 && num_bits / internal::kBlockBits > kMaxBlocks)) {
+    return corrupt("bit count " + std::to_string(num_bits) + " is too large");
+  }
+  if (env.body.size() != num_bits / 8) {
+    return corrupt("body is " + std::to_string(env.body.size()) +
+                   " bytes, params announce " + std::to_string(num_bits / 8));
+  }
+  // `items` is a statistic (approximate under concurrency and after unions):
+  // any value is accepted.
+  std::unique_ptr<BloomFilter> f(new BloomFilter(
+      static_cast<BloomLayout>(layout), k, seed, capacity, fpp, num_bits));
+  if (!f->table_.Allocate(num_bits / 64)) {
+    return Status::InvalidArgument("cannot allocate " +
+                                   std::to_string(num_bits / 8) + " bytes");
+  }
+  for (uint64_t i = 0; i < num_bits / 64; ++i) {
+    f->table_[i].store(internal::LoadLE(env.body.data() + 8 * i, 8),
+                       std::memory_order_relaxed);
+  }
+  f->items_[0].n.store(items, std::memory_order_relaxed);
+  return f;
+}
+
+bool BloomFilter::Equals(const Filter& other) const {
+  if (other.type() != FilterType::kBloom) return false;
+  const auto& o = static_cast<const BloomFilter&>(other);
+  if (o.layout_ != layout_ || o.k_ != k_ || o.seed_ != seed_ ||
+      o.capacity_ != capacity_ || o.fpp_ != fpp_ || o.num_bits_ != num_bits_) {
+    return false;
+  }
+  for (uint64_t i = 0; i < table_.size(); ++i) {
+    if (table_[i].load(std::memory_order_relaxed) !=
+        o.table_[i].load(std::memory_order_relaxed)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace shardfilter

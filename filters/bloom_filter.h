@@ -1,0 +1,180 @@
+// BloomFilter: a concurrent, lock-free Bloom filter over 64-bit key hashes.
+//
+// Two layouts (stored in the serialized format):
+//  * kBlocked (default): all k bits of a key in one 64-byte cache line, so a
+//    query or add costs exactly one cache miss. Sized by BlockedBloomSizing
+//    (filters/sizing.h) so that the promised rate holds at capacity: at
+//    p = 1% that is ~10.0 bits/item (k = 7) against 9.59 for classic and the
+//    log2(1/p) = 6.64 lower bound; at 0.1% ~15.1 against 14.4.
+//  * kClassic: k positions over the whole array (k cache misses per probe on
+//    a large filter), m = max(ClassicBloomBits, bits for the chosen k).
+// Bit kernels live in filters/internal/bloom_kernels.h.
+//
+// Thread safety: every method may run concurrently with every other. The
+// table is std::atomic<uint64_t> words; adds are atomic ORs and queries are
+// relaxed loads, so there is no lock and no torn state, and no acknowledged
+// add is ever lost (bits are never cleared). A query in thread B sees an add
+// acknowledged by thread A when A's acknowledgement happens-before B's query
+// (the caller's own synchronization: a mutex, a queue, a join...). Stats()
+// and Serialize() are exact only when no add runs concurrently; with
+// concurrent adds, each word is a consistent snapshot, and an add is wholly
+// in a later word snapshot once wholly in an earlier one.
+//
+// Serialized format: docs/format-bloom.md (envelope type kBloom, version 1).
+#ifndef SHARDFILTER_FILTERS_BLOOM_FILTER_H_
+#define SHARDFILTER_FILTERS_BLOOM_FILTER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "filters/filter.h"
+#include "filters/internal/atomic_table.h"
+#include "filters/internal/bloom_kernels.h"
+#include "filters/sizing.h"
+#include "filters/status.h"
+
+namespace shardfilter {
+
+// Stored in the format: values never change meaning.
+enum class BloomLayout : uint8_t { kBlocked = 1, kClassic = 2 };
+
+struct BloomOptions {
+  // Number of distinct keys the filter is sized for. Required (> 0). Past
+  // capacity the filter keeps working but its FPR climbs above `fpp`.
+  uint64_t capacity = 0;
+  // False-positive rate promised at capacity, in (0, 1). Default 1%. Each
+  // 10x lower costs ~4.8 bits/item (blocked) and ~3 more hash probes.
+  double fpp = 0.01;
+  // kBlocked: one cache miss per operation, ~5% more memory at 1%.
+  // kClassic: least memory for the rate, k misses per operation.
+  BloomLayout layout = BloomLayout::kBlocked;
+  // Bits set per key. 0 (default) picks the k that needs the least memory
+  // for (capacity, fpp) in the chosen layout. 1..32 forces k; the table is
+  // then sized so that fpp still holds, which costs memory away from the
+  // optimum. Each probe costs ~1 ns in cache; users tune 3..17.
+  uint32_t k = 0;
+  // Hash seed (HashKey(key, seed)); stored in the format. Filters to be
+  // unioned must share it.
+  uint64_t seed = kDefaultSeed;
+  // Upper bound on the table's bytes: larger requests fail with
+  // InvalidArgument instead of allocating. Default 64 GiB.
+  uint64_t max_bytes = kDefaultMaxFilterBytes;
+};
+
+class BloomFilter final : public Filter {
+ public:
+  // InvalidArgument for capacity 0, fpp outside (0, 1) or NaN, k > 32, or a
+  // table larger than max_bytes (or than 2^32 blocks).
+  static Result<std::unique_ptr<BloomFilter>> Create(
+      const BloomOptions& options);
+  // Decodes Serialize() output (the whole envelope). InvalidArgument for
+  // foreign bytes, WrongType for another filter type, NotSupported for a
+  // future version, Corruption for anything inconsistent.
+  static Result<std::unique_ptr<BloomFilter>> Deserialize(
+      std::string_view bytes);
+
+  BloomFilter(const BloomFilter&) = delete;
+  BloomFilter& operator=(const BloomFilter&) = delete;
+  ~BloomFilter() override = default;
+
+  // ---- Filter -------------------------------------------------------------
+  FilterType type() const override { return FilterType::kBloom; }
+  uint64_t seed() const override { return seed_; }
+  uint64_t capacity() const override { return capacity_; }
+  double target_fpr() const override { return fpp_; }
+
+  Status AddHash(uint64_t hash) override;
+  // Always NotSupported: bits cannot be cleared without false negatives.
+  Status RemoveHash(uint64_t hash) override;
+  bool MayContainHash(uint64_t hash) const override;
+  uint32_t CountHash(uint64_t hash) const override;  // 0 or 1
+  Status AddHashes(std::span<const uint64_t> hashes, size_t* added) override;
+  void MayContainHashes(std::span<const uint64_t> hashes,
+                        std::span<uint8_t> out) const override;
+  FilterStats Stats() const override;
+  std::string Serialize() const override;
+  // Same layout, k, seed, capacity, fpp, size and bits. The `items`
+  // statistic is not compared.
+  bool Equals(const Filter& other) const override;
+
+  // ---- Non-virtual fast paths ----------------------------------------------
+  // Returns true if the add set at least one new bit.
+  bool AddHashInline(uint64_t h) {
+    bool added;
+    if (layout_ == BloomLayout::kBlocked) {
+      added = internal::BlockedAdd(Block(h), static_cast<uint32_t>(h), k_);
+    } else {
+      added = internal::ClassicAdd(table_.data(), num_bits_, h, k_);
+    }
+    if (added) CountNewItem(h);
+    return added;
+  }
+  bool MayContainHashInline(uint64_t h) const {
+    if (layout_ == BloomLayout::kBlocked) {
+      return internal::BlockedMayContain(Block(h), static_cast<uint32_t>(h),
+                                         k_);
+    }
+    return internal::ClassicMayContain(table_.data(), num_bits_, h, k_);
+  }
+  bool Add(std::string_view key) { return AddHashInline(Hash(key)); }
+  bool MayContain(std::string_view key) const {
+    return MayContainHashInline(Hash(key));
+  }
+  // Batches: hash a window ahead, prefetch the lines, then probe.
+  void AddKeys(std::span<const std::string_view> keys);
+  // REQUIRES: out.size() == keys.size() (only the common prefix is done).
+  void MayContainKeys(std::span<const std::string_view> keys,
+                      std::span<uint8_t> out) const;
+
+  // ORs `other` into this filter. InvalidArgument (nothing changes) unless
+  // both have the same layout, k, number of bits and seed. Safe against
+  // concurrent adds to either filter; the result then contains at least
+  // every key acknowledged in `other` before the call.
+  Status UnionWith(const BloomFilter& other);
+
+  uint32_t k() const { return k_; }
+  BloomLayout layout() const { return layout_; }
+  uint64_t num_bits() const { return num_bits_; }
+  uint64_t num_bytes() const { return num_bits_ / 8; }
+
+ private:
+  // Items counter, striped over cache lines so that concurrent adds in
+  // different blocks do not bounce one line between cores.
+  static constexpr size_t kItemStripes = 16;
+  struct alignas(64) ItemStripe {
+    std::atomic<uint64_t> n{0};
+  };
+
+  BloomFilter(BloomLayout layout, uint32_t k, uint64_t seed, uint64_t capacity,
+              double fpp, uint64_t num_bits);
+
+  std::atomic<uint64_t>* Block(uint64_t h) const {
+    return table_.data() +
+           internal::BlockIndex(h, num_blocks_) * internal::kBlockWords;
+  }
+  void Prefetch(uint64_t h, bool write) const;
+  void CountNewItem(uint64_t h) {
+    // Relaxed: a statistic; nothing is ordered by it.
+    items_[(h >> 32) & (kItemStripes - 1)].n.fetch_add(
+        1, std::memory_order_relaxed);
+  }
+  uint64_t items() const;
+
+  const BloomLayout layout_;
+  const uint32_t k_;
+  const uint64_t seed_;
+  const uint64_t capacity_;
+  const double fpp_;
+  const uint64_t num_bits_;
+  const uint64_t num_blocks_;  // num_bits_ / 512 (blocked layout)
+  internal::AtomicWordTable table_;
+  ItemStripe items_[kItemStripes];
+};
+
+}  // namespace shardfilter
+
+#endif  // SHARDFILTER_FILTERS_BLOOM_FILTER_H_

@@ -1,0 +1,285 @@
+#include "filters/counting_bloom_filter.h"
+
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "filters/envelope.h"
+#include "filters/internal/coding.h"
+
+namespace shardfilter {
+namespace {
+
+constexpr uint8_t kCountingFormatVersion = 1;
+// Params of version 1, byte by byte in docs/format-bloom.md.
+constexpr size_t kCountingParamsSize = 52;
+constexpr uint64_t kMaxDeserializedBytes = uint64_t{1} << 40;  // 1 TiB
+constexpr uint64_t kMaxBlocks = uint64_t{1} << 32;  // BlockIndex's reach
+
+}  // namespace
+
+void CountingBloomFilter::SpinLock::Yield() { std::this_thread::yield(); }
+
+CountingBloomFilter::CountingBloomFilter(uint32_t k, uint64_t seed,
+                                         uint64_t capacity, double fpp,
+                                         uint64_t num_blocks)
+    : k_(k),
+      seed_(seed),
+      capacity_(capacity),
+      fpp_(fpp),
+      num_blocks_(num_blocks),
+      // Enough stripes that two writers rarely meet, few enough (64 KiB of
+      // locks at most) to stay cache-resident.
+      stripe_mask_(std::bit_ceil(std::min(num_blocks, kMaxStripes)) - 1),
+      stripes_(new Stripe[stripe_mask_ + 1]) {}
+
+Result<std::unique_ptr<CountingBloomFilter>> CountingBloomFilter::Create(
+    const CountingBloomOptions& options) {
+  SF_RETURN_IF_ERROR(ValidateCapacityAndFpp(options.capacity, options.fpp));
+  if (options.k > kMaxHashFunctions) {
+    return Status::InvalidArgument(
+        "k (counters per key) must be in 1..32, got " +
+        std::to_string(options.k));
+  }
+  SF_ASSIGN_OR_RETURN(
+      BlockedSizing s,
+      BlockedBloomSizing(options.capacity, options.fpp, options.k,
+                         internal::kCountersPerBlock, options.max_bytes));
+  if (s.blocks > kMaxBlocks) {
+    return Status::InvalidArgument(
+        "counting Bloom filter would need more than 2^32 blocks (256 GiB)");
+  }
+  std::unique_ptr<CountingBloomFilter> f(new CountingBloomFilter(
+      s.k, options.seed, options.capacity, options.fpp, s.blocks));
+  if (!f->table_.Allocate(s.blocks * internal::kBlockWords)) {
+    return Status::InvalidArgument("cannot allocate " +
+                                   std::to_string(s.blocks * 64) + " bytes");
+  }
+  return f;
+}
+
+Status CountingBloomFilter::AddHash(uint64_t hash) {
+  AddHashInline(hash);
+  return Status::OK();
+}
+
+Status CountingBloomFilter::RemoveHash(uint64_t hash) {
+  if (RemoveHashInline(hash)) return Status::OK();
+  return Status::NotFound("key is not in the counting Bloom filter");
+}
+
+bool CountingBloomFilter::MayContainHash(uint64_t hash) const {
+  return MayContainHashInline(hash);
+}
+
+uint32_t CountingBloomFilter::CountHash(uint64_t hash) const {
+  return CountHashInline(hash);
+}
+
+void CountingBloomFilter::Prefetch(uint64_t h, bool write) const {
+  const uint64_t b = internal::BlockIndex(h, num_blocks_);
+  if (write) {
+    internal::PrefetchWrite(BlockAt(b));
+    internal::PrefetchWrite(&stripes_[b & stripe_mask_]);
+  } else {
+    internal::PrefetchRead(BlockAt(b));
+  }
+}
+
+Status CountingBloomFilter::AddHashes(std::span<const uint64_t> hashes,
+                                      size_t* added) {
+  // One stripe at a time: AddHashInline locks and unlocks per key.
+  internal::PipelinedProbe(
+      hashes.size(), [&](size_t i) { return hashes[i]; },
+      [&](uint64_t h) { Prefetch(h, /*write=*/true); },
+      [&](size_t, uint64_t h) { AddHashInline(h); });
+  if (added != nullptr) *added = hashes.size();
+  return Status::OK();
+}
+
+void CountingBloomFilter::MayContainHashes(std::span<const uint64_t> hashes,
+                                           std::span<uint8_t> out) const {
+  const size_t n = std::min(hashes.size(), out.size());
+  internal::PipelinedProbe(
+      n, [&](size_t i) { return hashes[i]; },
+      [&](uint64_t h) { Prefetch(h, /*write=*/false); },
+      [&](size_t i, uint64_t h) { out[i] = MayContainHashInline(h); });
+}
+
+void CountingBloomFilter::AddKeys(std::span<const std::string_view> keys) {
+  internal::PipelinedProbe(
+      keys.size(), [&](size_t i) { return Hash(keys[i]); },
+      [&](uint64_t h) { Prefetch(h, /*write=*/true); },
+      [&](size_t, uint64_t h) { AddHashInline(h); });
+}
+
+void CountingBloomFilter::MayContainKeys(std::span<const std::string_view> keys,
+                                         std::span<uint8_t> out) const {
+  const size_t n = std::min(keys.size(), out.size());
+  internal::PipelinedProbe(
+      n, [&](size_t i) { return Hash(keys[i]); },
+      [&](uint64_t h) { Prefetch(h, /*write=*/false); },
+      [&](size_t i, uint64_t h) { out[i] = MayContainHashInline(h); });
+}
+
+FilterStats CountingBloomFilter::Stats() const {
+  FilterStats s;
+  s.type = FilterType::kCountingBloom;
+  s.capacity = capacity_;
+  s.target_fpr = fpp_;
+  s.bytes = num_bytes();
+  s.slots = num_counters();
+  s.k = k_;
+  uint64_t adds = 0, removes = 0;
+  for (uint64_t i = 0; i <= stripe_mask_; ++i) {
+    // Relaxed: statistics, approximate while writers run.
+    adds += stripes_[i].adds.load(std::memory_order_relaxed);
+    removes += stripes_[i].removes.load(std::memory_order_relaxed);
+  }
+  s.items = adds - removes;
+  s.deletes = removes;
+  s.bits_per_item = static_cast<double>(num_bytes()) * 8 / capacity_;
+  // Histogram of non-zero counters per block; per block the FPR is
+  // (nz_b / 128)^k (k draws with replacement), the filter's is the mean.
+  std::array<uint64_t, internal::kCountersPerBlock + 1> hist{};
+  for (uint64_t b = 0; b < num_blocks_; ++b) {
+    int nz = 0;
+    for (uint32_t w = 0; w < internal::kBlockWords; ++w) {
+      nz +=
+          internal::NonZeroCounters(table_[b * internal::kBlockWords + w].load(
+              std::memory_order_relaxed));
+    }
+    ++hist[nz];
+  }
+  uint64_t set = 0;
+  double fpr = 0, card = 0;
+  for (uint32_t nz = 0; nz <= internal::kCountersPerBlock; ++nz) {
+    if (hist[nz] == 0) continue;
+    set += hist[nz] * nz;
+    fpr += hist[nz] * std::pow(nz / 128.0, k_);
+    card += hist[nz] * EstimateCardinality(internal::kCountersPerBlock, nz, k_);
+  }
+  s.fill_ratio = static_cast<double>(set) / num_counters();
+  s.estimated_fpr = fpr / num_blocks_;
+  s.estimated_cardinality = card;
+  return s;
+}
+
+std::string CountingBloomFilter::Serialize() const {
+  const FilterStats st = Stats();
+  std::string params;
+  internal::PutU8(&params, static_cast<uint8_t>(k_));
+  internal::PutU8(&params, 0);
+  internal::PutU16(&params, 0);
+  internal::PutU64(&params, seed_);
+  internal::PutU64(&params, capacity_);
+  internal::PutF64(&params, fpp_);
+  internal::PutU64(&params, num_blocks_);
+  internal::PutU64(&params, st.items);
+  internal::PutU64(&params, st.deletes);
+  std::string out;
+  const uint64_t body_len = num_bytes();
+  BeginEnvelope(FilterType::kCountingBloom, kCountingFormatVersion, params,
+                body_len, &out);
+  size_t pos = out.size();
+  out.resize(pos + body_len);
+  for (uint64_t i = 0; i < table_.size(); ++i, pos += 8) {
+    uint64_t v = table_[i].load(std::memory_order_relaxed);
+    if constexpr (std::endian::native == std::endian::big) {
+      v = __builtin_bswap64(v);
+    }
+    std::memcpy(out.data() + pos, &v, 8);
+  }
+  FinishEnvelope(&out);
+  return out;
+}
+
+Result<std::unique_ptr<CountingBloomFilter>> CountingBloomFilter::Deserialize(
+    std::string_view bytes) {
+  SF_ASSIGN_OR_RETURN(EnvelopeView env, OpenEnvelope(bytes));
+  if (env.type != FilterType::kCountingBloom) {
+    return Status::WrongType(
+        std::string("expected a serialized counting filter, got type ") +
+        FilterTypeName(env.type) + " (" +
+        std::to_string(static_cast<int>(env.type)) + ")");
+  }
+  SF_RETURN_IF_ERROR(CheckEnvelopeVersion(env, kCountingFormatVersion));
+  auto corrupt = [](const std::string& what) {
+    return Status::Corruption("serialized counting filter: " + what);
+  };
+  if (env.params.size() != kCountingParamsSize) {
+    return corrupt("params are " + std::to_string(env.params.size()) +
+                   " bytes, expected " + std::to_string(kCountingParamsSize));
+  }
+  internal::ByteReader r(env.params);
+  uint8_t k = 0, reserved8 = 0;
+  uint16_t reserved16 = 0;
+  uint64_t seed = 0, capacity = 0, num_blocks = 0, items = 0, deletes = 0;
+  double fpp = 0;
+  (void)r.ReadU8(&k);  // length checked above: reads cannot fail
+  (void)r.ReadU8(&reserved8);
+  (void)r.ReadU16(&reserved16);
+  (void)r.ReadU64(&seed);
+  (void)r.ReadU64(&capacity);
+  (void)r.ReadF64(&fpp);
+  (void)r.ReadU64(&num_blocks);
+  (void)r.ReadU64(&items);
+  (void)r.ReadU64(&deletes);
+  if (k < kMinHashFunctions || k > kMaxHashFunctions) {
+    return corrupt("k = " + std::to_string(k) + " is outside 1..32");
+  }
+  if (reserved8 != 0 || reserved16 != 0) {
+    return corrupt("reserved params field is not zero");
+  }
+  if (capacity == 0) return corrupt("capacity is 0");
+  if (!(fpp > 0.0) || !(fpp < 1.0)) return corrupt("fpp outside (0, 1)");
+  if (num_blocks == 0 || num_blocks > kMaxBlocks ||
+      num_blocks > kMaxDeserializedBytes / internal::kBlockBytes) {
+    return corrupt("block count " + std::to_string(num_blocks) +
+                   " is zero or too large");
+  }
+  if (env.body.size() != num_blocks * internal::kBlockBytes) {
+    return corrupt("body is " + std::to_string(env.body.size()) +
+                   " bytes, params announce " +
+                   std::to_string(num_blocks * internal::kBlockBytes));
+  }
+  if (items > UINT64_MAX - deletes) {
+    return corrupt("items + deletes overflow 64 bits");
+  }
+  std::unique_ptr<CountingBloomFilter> f(
+      new CountingBloomFilter(k, seed, capacity, fpp, num_blocks));
+  if (!f->table_.Allocate(num_blocks * internal::kBlockWords)) {
+    return Status::InvalidArgument(
+        "cannot allocate " +
+        std::to_string(num_blocks * internal::kBlockBytes) + " bytes");
+  }
+  for (uint64_t i = 0; i < f->table_.size(); ++i) {
+    f->table_[i].store(internal::LoadLE(env.body.data() + 8 * i, 8),
+                       std::memory_order_relaxed);
+  }
+  // Statistics: any values are accepted (approximate under concurrency).
+  f->stripes_[0].adds.store(items + deletes, std::memory_order_relaxed);
+  f->stripes_[0].removes.store(deletes, std::memory_order_relaxed);
+  return f;
+}
+
+bool CountingBloomFilter::Equals(const Filter& other) const {
+  if (other.type() != FilterType::kCountingBloom) return false;
+  const auto& o = static_cast<const CountingBloomFilter&>(other);
+  if (o.k_ != k_ || o.seed_ != seed_ || o.capacity_ != capacity_ ||
+      o.fpp_ != fpp_ || o.num_blocks_ != num_blocks_) {
+    return false;
+  }
+  for (uint64_t i = 0; i < table_.size(); ++i) {
+    if (table_[i].load(std::memory_order_relaxed) !=
+        o.table_[i].load(std::memory_order_relaxed)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace shardfilter

@@ -1,0 +1,214 @@
+// CountingBloomFilter: a concurrent blocked counting Bloom filter (adds,
+// removes, counts) over 64-bit key hashes.
+//
+// Layout: 4-bit counters, 128 per 64-byte cache line; all k counters of a
+// key in one line (kernels in filters/internal/bloom_kernels.h). Sized by
+// BlockedBloomSizing(n, p, k, 128, max_bytes): at p = 1% about 4 x 10.6 =
+// 42 bits/item (k = 5), four times a plain blocked Bloom filter, the price
+// of deletes. Counters saturate at 15 and then stay there (sticky): a
+// saturated counter is never decremented, since its true value is unknown,
+// so a key never becomes a false negative through overflow (it may stay a
+// false positive after all its copies are removed).
+//
+// Thread safety: every method may run concurrently with every other.
+// Writers (add, remove) lock the stripe of the key's block: stripe =
+// block index mod S (S a power of two, at most 1024, each stripe a spinlock
+// on its own cache line), so a key's whole update (its k counters, across
+// several words) is atomic with respect to other writers. Locking order:
+// a thread holds at most one stripe at a time; batches take and release
+// stripes key by key; nothing else is locked. Hence no deadlock.
+// Readers (MayContain, Count, Stats, Serialize) take no lock: they load
+// table words with relaxed atomics. Writers replace whole words, so a
+// reader never sees a torn counter, and every add acknowledged before the
+// query (by the caller's synchronization) is in the word the reader loads
+// (coherence). Counters only go down through removes, and a remove only
+// takes back a copy that an add put in (or a false positive's, the caveat
+// of Filter::RemoveHash), so a reader never sees a counter below the number
+// of acknowledged, not-removed adds of the keys touching it, capped at 15.
+// During an in-flight add or remove, a reader may see some of its words
+// updated and not others; such an operation is not acknowledged yet.
+// Stats() and Serialize() are exact only when no writer runs.
+//
+// Serialized format: docs/format-bloom.md (envelope type kCountingBloom,
+// version 1).
+#ifndef SHARDFILTER_FILTERS_COUNTING_BLOOM_FILTER_H_
+#define SHARDFILTER_FILTERS_COUNTING_BLOOM_FILTER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "filters/filter.h"
+#include "filters/internal/atomic_table.h"
+#include "filters/internal/bloom_kernels.h"
+#include "filters/sizing.h"
+#include "filters/status.h"
+
+namespace shardfilter {
+
+struct CountingBloomOptions {
+  // Distinct keys held at once that the filter is sized for. Required.
+  uint64_t capacity = 0;
+  // False-positive rate promised at capacity, in (0, 1). Default 1%.
+  double fpp = 0.01;
+  // Counters per key: 0 (default) = the k needing the least memory; else
+  // 1..32, with the table sized so that fpp still holds.
+  uint32_t k = 0;
+  // Hash seed, stored in the format.
+  uint64_t seed = kDefaultSeed;
+  // Upper bound on the table's bytes (InvalidArgument beyond). 64 GiB.
+  uint64_t max_bytes = kDefaultMaxFilterBytes;
+};
+
+class CountingBloomFilter final : public Filter {
+ public:
+  // InvalidArgument for capacity 0, fpp outside (0, 1) or NaN, k > 32, or a
+  // table over max_bytes (or 2^32 blocks).
+  static Result<std::unique_ptr<CountingBloomFilter>> Create(
+      const CountingBloomOptions& options);
+  // As BloomFilter::Deserialize, for envelope type kCountingBloom.
+  static Result<std::unique_ptr<CountingBloomFilter>> Deserialize(
+      std::string_view bytes);
+
+  CountingBloomFilter(const CountingBloomFilter&) = delete;
+  CountingBloomFilter& operator=(const CountingBloomFilter&) = delete;
+  ~CountingBloomFilter() override = default;
+
+  // ---- Filter -------------------------------------------------------------
+  FilterType type() const override { return FilterType::kCountingBloom; }
+  uint64_t seed() const override { return seed_; }
+  uint64_t capacity() const override { return capacity_; }
+  double target_fpr() const override { return fpp_; }
+
+  Status AddHash(uint64_t hash) override;  // always OK (saturates)
+  // NotFound, changing nothing, when one of the key's counters is 0.
+  Status RemoveHash(uint64_t hash) override;
+  bool MayContainHash(uint64_t hash) const override;
+  uint32_t CountHash(uint64_t hash) const override;  // min counter, <= 15
+  Status AddHashes(std::span<const uint64_t> hashes, size_t* added) override;
+  void MayContainHashes(std::span<const uint64_t> hashes,
+                        std::span<uint8_t> out) const override;
+  FilterStats Stats() const override;
+  std::string Serialize() const override;
+  // Same k, seed, capacity, fpp, size and counters; statistics (items,
+  // deletes) are not compared.
+  bool Equals(const Filter& other) const override;
+
+  // ---- Non-virtual fast paths ----------------------------------------------
+  void AddHashInline(uint64_t h) {
+    uint64_t masks[internal::kBlockWords];
+    internal::CounterMasks(static_cast<uint32_t>(h), k_, masks);
+    const uint64_t b = internal::BlockIndex(h, num_blocks_);
+    Stripe& s = stripes_[b & stripe_mask_];
+    s.lock.Lock();
+    internal::CounterIncrementLocked(BlockAt(b), masks);
+    // Guarded by s.lock; atomic only so that Stats() may read it unlocked.
+    s.adds.store(s.adds.load(std::memory_order_relaxed) + 1,
+                 std::memory_order_relaxed);
+    s.lock.Unlock();
+  }
+  // False (nothing changed) when the key is definitely absent.
+  bool RemoveHashInline(uint64_t h) {
+    uint64_t masks[internal::kBlockWords];
+    internal::CounterMasks(static_cast<uint32_t>(h), k_, masks);
+    const uint64_t b = internal::BlockIndex(h, num_blocks_);
+    Stripe& s = stripes_[b & stripe_mask_];
+    s.lock.Lock();
+    const bool removed = internal::CounterDecrementLocked(BlockAt(b), masks);
+    if (removed) {
+      s.removes.store(s.removes.load(std::memory_order_relaxed) + 1,
+                      std::memory_order_relaxed);
+    }
+    s.lock.Unlock();
+    return removed;
+  }
+  uint32_t CountHashInline(uint64_t h) const {
+    return internal::CounterMin(BlockAt(internal::BlockIndex(h, num_blocks_)),
+                                static_cast<uint32_t>(h), k_);
+  }
+  bool MayContainHashInline(uint64_t h) const {
+    return CountHashInline(h) != 0;
+  }
+
+  void Add(std::string_view key) { AddHashInline(Hash(key)); }
+  bool Remove(std::string_view key) { return RemoveHashInline(Hash(key)); }
+  bool MayContain(std::string_view key) const {
+    return MayContainHashInline(Hash(key));
+  }
+  uint32_t Count(std::string_view key) const {
+    return CountHashInline(Hash(key));
+  }
+  void AddKeys(std::span<const std::string_view> keys);
+  // REQUIRES: out.size() == keys.size() (only the common prefix is done).
+  void MayContainKeys(std::span<const std::string_view> keys,
+                      std::span<uint8_t> out) const;
+
+  uint32_t k() const { return k_; }
+  uint64_t num_blocks() const { return num_blocks_; }
+  uint64_t num_counters() const {
+    return num_blocks_ * internal::kCountersPerBlock;
+  }
+  uint64_t num_bytes() const { return num_blocks_ * internal::kBlockBytes; }
+  size_t num_stripes() const { return stripe_mask_ + 1; }
+
+ private:
+  // Test-and-test-and-set spinlock. Acquire on lock / release on unlock
+  // order the guarded words and counters between successive writers.
+  class SpinLock {
+   public:
+    void Lock() {
+      while (state_.exchange(1, std::memory_order_acquire) != 0) {
+        for (int spins = 0; state_.load(std::memory_order_relaxed) != 0;) {
+          if (++spins < 64) {
+            CpuRelax();
+          } else {
+            Yield();  // the holder may be descheduled (2 cores, shared)
+            spins = 0;
+          }
+        }
+      }
+    }
+    void Unlock() { state_.store(0, std::memory_order_release); }
+
+   private:
+    static void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#elif defined(__aarch64__)
+      asm volatile("yield");
+#endif
+    }
+    static void Yield();
+    std::atomic<uint32_t> state_{0};
+  };
+  struct alignas(64) Stripe {
+    SpinLock lock;
+    std::atomic<uint64_t> adds{0};     // GUARDED_BY(lock) for writes
+    std::atomic<uint64_t> removes{0};  // GUARDED_BY(lock) for writes
+  };
+  static constexpr uint64_t kMaxStripes = 1024;
+
+  CountingBloomFilter(uint32_t k, uint64_t seed, uint64_t capacity, double fpp,
+                      uint64_t num_blocks);
+
+  std::atomic<uint64_t>* BlockAt(uint64_t b) const {
+    return table_.data() + b * internal::kBlockWords;
+  }
+  void Prefetch(uint64_t h, bool write) const;
+
+  const uint32_t k_;
+  const uint64_t seed_;
+  const uint64_t capacity_;
+  const double fpp_;
+  const uint64_t num_blocks_;
+  const uint64_t stripe_mask_;
+  internal::AtomicWordTable table_;
+  std::unique_ptr<Stripe[]> stripes_;
+};
+
+}  // namespace shardfilter
+
+#endif  // SHARDFILTER_FILTERS_COUNTING_BLOOM_FILTER_H_
