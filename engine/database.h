@@ -61,6 +61,11 @@ struct DatabaseOptions {
   bool read_only = false;
   // Durability of filters whose FilterSpec leaves it unset.
   Durability default_durability = Durability::kJournal;
+  // When set, every filter opened or created by this Database instance uses
+  // this durability instead of the one in its stored spec (which is left
+  // unchanged). For sessions that need a stronger (or weaker) promise than
+  // the filter's default, e.g. the CLI's `add --durability sync`.
+  std::optional<Durability> durability_override;
   // Background checkpoint of every dirty shard every this many milliseconds;
   // 0 = off (checkpoints only on demand and at Close).
   uint32_t checkpoint_interval_ms = 0;
