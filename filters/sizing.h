@@ -77,6 +77,63 @@ Result<BlockedSizing> BlockedBloomSizing(uint64_t n, double p, uint32_t k,
 // slots (not infinity) when the array is full.
 double EstimateCardinality(uint64_t slots, uint64_t set, uint32_t k);
 
+// ---------------------------------------------------------------------------
+// Cuckoo filter sizing (partial-key cuckoo hashing, Fan et al., CoNEXT'14).
+//
+// A table of `buckets` buckets of b slots each holds one f-bit fingerprint
+// per slot; every key has two candidate buckets. A query for an absent key
+// compares its fingerprint with the 2b slots of its two buckets; at load
+// alpha (occupied / total slots) each slot is occupied with probability
+// alpha, so
+//   FPR(f, b, alpha) = 1 - (1 - 2^-f)^(2 b alpha)  ~  2 b alpha / 2^f.
+// (Fingerprint 0 means "empty" and is mapped to 1, so value 1 is twice as
+// likely as the others: this raises the rate by a factor (1 + 2^{1-f}),
+// 0.8% at f = 8, which the formula ignores.) Figures at b = 4:
+//   f =  8: 2.88% at alpha 0.94, 3.0% full;   8 / 0.94 =  8.5 bits/item
+//   f = 12: 0.183% at alpha 0.94, 0.195% full; 12 / 0.94 = 12.8 bits/item
+//   f = 16: 0.0115% at alpha 0.94;            16 / 0.94 = 17.0 bits/item
+// The load a table reaches before an insert first fails (two choices,
+// breadth-first displacement search) is about 84% for b = 2, 95-96% for
+// b = 4 and 98% for b = 8 on large tables. The design load below keeps a
+// margin under those, so a filter filled to its capacity does not fail.
+// The bucket count is NOT rounded to a power of two: any count works with
+// FastRange and the alternate-bucket involution of cuckoo_filter.h, so the
+// memory follows the capacity (bits/item = f / alpha exactly).
+// ---------------------------------------------------------------------------
+
+inline constexpr uint32_t kCuckooMaxKicksLimit = 1u << 16;
+
+// 1 - (1 - 2^-f)^(2 b load). 0 when load <= 0.
+double CuckooFpr(uint32_t fingerprint_bits, uint32_t bucket_size, double load);
+
+// Load at capacity that Create sizes for: 0.80 (b=2), 0.94 (b=4), 0.96
+// (b=8). 0 for an unsupported bucket size.
+double CuckooDesignLoad(uint32_t bucket_size);
+
+// Bytes of a packed table: buckets * b * f bits rounded up to 64-bit words.
+// Saturates at UINT64_MAX on overflow.
+uint64_t CuckooTableBytes(uint64_t buckets, uint32_t bucket_size,
+                          uint32_t fingerprint_bits);
+
+struct CuckooSizing {
+  uint64_t buckets = 0;
+  uint32_t bucket_size = 0;
+  uint32_t fingerprint_bits = 0;
+  double load_at_capacity = 0;  // capacity / (buckets * bucket_size)
+  double expected_fpr = 0;      // CuckooFpr at that load, <= the target
+  uint64_t table_bytes = 0;     // CuckooTableBytes
+};
+
+// Smallest table meeting rate p at n items. bucket_size must be 2, 4 or 8;
+// fingerprint_bits 8, 12 or 16, or 0 to choose the width that needs the
+// fewest bytes. For a width whose rate at the design load exceeds p, the
+// load at capacity is lowered until the rate holds (more buckets). Errors
+// on bad parameters, on p below what 16 bits can give, or past max_bytes.
+Result<CuckooSizing> CuckooFilterSizing(uint64_t n, double p,
+                                        uint32_t fingerprint_bits,
+                                        uint32_t bucket_size,
+                                        uint64_t max_bytes);
+
 }  // namespace shardfilter
 
 #endif  // SHARDFILTER_FILTERS_SIZING_H_

@@ -1,0 +1,330 @@
+// CuckooFilter: creation, inserts with a locked-after-search displacement
+// path, removes, counts, batches and statistics. Serialization lives in
+// filters/internal/cuckoo_codec.cc. Invariant numbers refer to the block in
+// cuckoo_filter.h.
+#include "filters/cuckoo_filter.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace shardfilter {
+
+// Breadth-first search for a displacement path (libcuckoo's approach): the
+// search reads the table without locks; the path is then executed one move
+// at a time from its free end back to the key's bucket, each move locking
+// its two buckets and re-validating what the search saw (invariant 3).
+// BFS rather than a random walk: the shortest path means the fewest moves
+// to lock and validate, and with b = 4 a budget of 500 buckets reaches
+// depth ~4 from both roots, enough for >= 95% load.
+class CuckooPathFinder {
+ public:
+  struct Node {
+    uint64_t bucket;
+    int32_t parent;  // index in nodes_, -1 for the key's own buckets
+    uint32_t slot;   // slot of the parent's bucket whose fingerprint...
+    uint32_t fp;     // ...fp moves into `bucket`
+  };
+
+  explicit CuckooPathFinder(CuckooFilter& f) : f_(f), nodes_(Scratch()) {}
+
+  // Searches from p's buckets for a bucket with a free slot. On success
+  // the path ends at nodes_[leaf_]. Reads are racy by design: every move
+  // re-validates under locks.
+  bool Search(const CuckooFilter::Position& p) {
+    const internal::CuckooTable& t = f_.table_;
+    const size_t budget = std::max<uint32_t>(f_.max_kicks_, 2);
+    nodes_.clear();
+    nodes_.push_back({p.i1, -1, 0, 0});
+    if (p.i2 != p.i1) nodes_.push_back({p.i2, -1, 0, 0});
+    for (size_t head = 0; head < nodes_.size(); ++head) {
+      const uint64_t bucket = nodes_[head].bucket;
+      for (uint32_t j = 0; j < t.bucket_size(); ++j) {
+        const uint32_t fp = t.ReadSlot(bucket, j);
+        if (fp == 0) continue;  // raced with a remove; the retry sees it
+        const uint64_t alt = f_.AltBucket(bucket, fp);
+        if (alt == bucket || OnPath(head, alt)) continue;
+        if (nodes_.size() >= budget) return false;
+        nodes_.push_back({alt, static_cast<int32_t>(head), j, fp});
+        if (t.FindSlot(alt, 0) >= 0) {
+          leaf_ = nodes_.size() - 1;
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  // Moves fingerprints along the path, free end first. kLocked: the
+  // caller holds every stripe (all-stripes mode); otherwise each move takes
+  // its two stripes. False when a validation fails (a concurrent writer
+  // changed the path): nothing is lost, the caller searches again.
+  template <bool kLocked>
+  bool Execute() {
+    for (size_t v = leaf_; nodes_[v].parent >= 0;
+         v = static_cast<size_t>(nodes_[v].parent)) {
+      const Node& n = nodes_[v];
+      const uint64_t src = nodes_[n.parent].bucket;
+      if constexpr (kLocked) {
+        if (!Move(src, n.slot, n.fp, n.bucket, nullptr)) return false;
+      } else {
+        internal::TwoStripeLock g(f_.stripes_, src, n.bucket);
+        if (!Move(src, n.slot, n.fp, n.bucket, &g)) return false;
+      }
+    }
+    return true;
+  }
+
+ private:
+  static std::vector<Node>& Scratch() {
+    thread_local std::vector<Node> nodes;
+    return nodes;
+  }
+
+  // True if `bucket` is `head` or one of its ancestors: a path visits each
+  // bucket once, so its moves never undo one another.
+  bool OnPath(size_t head, uint64_t bucket) const {
+    for (int64_t v = static_cast<int64_t>(head); v >= 0; v = nodes_[v].parent) {
+      if (nodes_[v].bucket == bucket) return true;
+    }
+    return false;
+  }
+
+  // REQUIRES: stripes of src and dst held. Copy, then clear (invariant 3),
+  // inside a move-version window (invariants 4-5).
+  bool Move(uint64_t src, uint32_t slot, uint32_t fp, uint64_t dst,
+            internal::TwoStripeLock* g) {
+    internal::CuckooTable& t = f_.table_;
+    internal::CuckooStripes& st = f_.stripes_;
+    if (t.ReadSlot(src, slot) != fp) return false;
+    const int free_slot = t.FindSlot(dst, 0);
+    if (free_slot < 0) return false;
+    const uint64_t s_lo = std::min(st.StripeOf(src), st.StripeOf(dst));
+    const uint64_t s_hi = std::max(st.StripeOf(src), st.StripeOf(dst));
+    if (g != nullptr) {
+      g->BeginMove();
+    } else {
+      st.MoveBegin(s_lo);
+      if (s_hi != s_lo) st.MoveBegin(s_hi);
+      internal::CuckooStripes::MoveFence();
+    }
+    t.FillSlot(dst, static_cast<uint32_t>(free_slot), fp);
+    t.ClearSlot(src, slot);
+    if (g != nullptr) {
+      g->EndMove();
+    } else {
+      if (s_hi != s_lo) st.MoveEnd(s_hi);
+      st.MoveEnd(s_lo);
+    }
+    return true;
+  }
+
+  CuckooFilter& f_;
+  std::vector<Node>& nodes_;
+  size_t leaf_ = 0;
+};
+
+Result<std::unique_ptr<CuckooFilter>> CuckooFilter::Create(
+    const CuckooOptions& o) {
+  SF_ASSIGN_OR_RETURN(CuckooSizing sz,
+                      CuckooFilterSizing(o.capacity, o.fpp, o.fingerprint_bits,
+                                         o.bucket_size, o.max_bytes));
+  if (o.max_kicks == 0 || o.max_kicks > kCuckooMaxKicksLimit) {
+    return Status::InvalidArgument("cuckoo max_kicks must be in 1.." +
+                                   std::to_string(kCuckooMaxKicksLimit) +
+                                   ", got " + std::to_string(o.max_kicks));
+  }
+  std::unique_ptr<CuckooFilter> f(new CuckooFilter());
+  f->seed_ = o.seed;
+  f->capacity_ = o.capacity;
+  f->fpp_ = o.fpp;
+  f->max_kicks_ = o.max_kicks;
+  SF_RETURN_IF_ERROR(f->Init(sz.buckets, sz.bucket_size, sz.fingerprint_bits));
+  return f;
+}
+
+Status CuckooFilter::Init(uint64_t buckets, uint32_t bucket_size,
+                          uint32_t fp_bits) {
+  fp_mask_ = (uint64_t{1} << fp_bits) - 1;
+  if (!table_.Init(buckets, bucket_size, fp_bits) || !stripes_.Init(buckets)) {
+    return Status::InvalidArgument(
+        "out of memory allocating a cuckoo table of " +
+        std::to_string(CuckooTableBytes(buckets, bucket_size, fp_bits)) +
+        " bytes");
+  }
+  return Status::OK();
+}
+
+bool CuckooFilter::TryPlace(const Position& p) {
+  for (uint64_t bucket : {p.i1, p.i2}) {
+    const int j = table_.FindSlot(bucket, 0);
+    if (j >= 0) {
+      table_.FillSlot(bucket, static_cast<uint32_t>(j), p.fp);
+      stripes_.AddItems(stripes_.StripeOf(p.i1), 1);  // invariant 7
+      return true;
+    }
+  }
+  return false;
+}
+
+Status CuckooFilter::Insert(uint64_t h, bool unique) {
+  const Position p = Locate(h);
+  // Optimistic rounds: a validation failure means another writer got in
+  // between; after a few, settle it under all stripes.
+  for (int round = 0; round < 8; ++round) {
+    {
+      internal::TwoStripeLock g(stripes_, p.i1, p.i2);
+      if (unique && ContainsUnlocked(p)) return Status::OK();
+      if (TryPlace(p)) return Status::OK();
+    }
+    CuckooPathFinder finder(*this);
+    if (!finder.Search(p)) break;   // confirm "no path" exclusively
+    (void)finder.Execute<false>();  // success or not, try to place again
+  }
+  return InsertExclusive(p, unique);
+}
+
+Status CuckooFilter::InsertExclusive(const Position& p, bool unique) {
+  internal::AllStripesLock all(stripes_);
+  if (unique && ContainsUnlocked(p)) return Status::OK();
+  if (TryPlace(p)) return Status::OK();
+  CuckooPathFinder finder(*this);
+  // With every stripe held the table is still, so the search is exact and
+  // the moves validate; Full is then the truth, with nothing evicted.
+  if (finder.Search(p) && finder.Execute<true>() && TryPlace(p)) {
+    return Status::OK();
+  }
+  const uint64_t items = stripes_.Items();
+  return Status::Full(
+      "cuckoo filter full: no free slot within " + std::to_string(max_kicks_) +
+      " buckets of displacement search at load " +
+      std::to_string(static_cast<double>(items) / table_.slots()) +
+      " (capacity " + std::to_string(capacity_) + ")");
+}
+
+Status CuckooFilter::RemoveHash(uint64_t hash) {
+  const Position p = Locate(hash);
+  internal::TwoStripeLock g(stripes_, p.i1, p.i2);
+  for (uint64_t bucket : {p.i1, p.i2}) {
+    const int j = table_.FindSlot(bucket, p.fp);
+    if (j >= 0) {
+      table_.ClearSlot(bucket, static_cast<uint32_t>(j));
+      const uint64_t s1 = stripes_.StripeOf(p.i1);
+      stripes_.AddItems(s1, -1);
+      stripes_.AddDeletes(s1, 1);
+      return Status::OK();
+    }
+  }
+  return Status::NotFound("key not in the cuckoo filter");
+}
+
+uint32_t CuckooFilter::CountHash(uint64_t hash) const {
+  const Position p = Locate(hash);
+  const uint64_t s1 = stripes_.StripeOf(p.i1);
+  const uint64_t s2 = stripes_.StripeOf(p.i2);
+  for (;;) {  // invariant 6: counts only from a validated scan
+    const uint64_t v1 = stripes_.ReadBegin(s1);
+    const uint64_t v2 = stripes_.ReadBegin(s2);
+    uint32_t n = table_.CountInBucket(p.i1, p.fp);
+    if (p.i2 != p.i1) n += table_.CountInBucket(p.i2, p.fp);
+    internal::CuckooStripes::ReadFence();
+    if (stripes_.ReadValidate(s1, v1) && stripes_.ReadValidate(s2, v2)) {
+      return n;
+    }
+    internal::CpuRelax();
+  }
+}
+
+Status CuckooFilter::AddHashes(std::span<const uint64_t> hashes,
+                               size_t* added) {
+  const size_t n = hashes.size();
+  for (size_t i = 0; i < std::min(n, kPrefetchWindow); ++i) {
+    PrefetchBuckets(hashes[i]);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (i + kPrefetchWindow < n) PrefetchBuckets(hashes[i + kPrefetchWindow]);
+    Status s = Insert(hashes[i], false);
+    if (!s.ok()) {
+      if (added != nullptr) *added = i;
+      return s;
+    }
+  }
+  if (added != nullptr) *added = n;
+  return Status::OK();
+}
+
+void CuckooFilter::MayContainHashes(std::span<const uint64_t> hashes,
+                                    std::span<uint8_t> out) const {
+  const size_t n = std::min(hashes.size(), out.size());
+  for (size_t i = 0; i < std::min(n, kPrefetchWindow); ++i) {
+    PrefetchBuckets(hashes[i]);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (i + kPrefetchWindow < n) PrefetchBuckets(hashes[i + kPrefetchWindow]);
+    out[i] = MayContainHashInline(hashes[i]) ? 1 : 0;
+  }
+}
+
+namespace {
+constexpr size_t kHashChunk = 256;
+}  // namespace
+
+Status CuckooFilter::AddKeys(std::span<const std::string_view> keys,
+                             size_t* added) {
+  uint64_t hashes[kHashChunk];
+  size_t done = 0;
+  while (done < keys.size()) {
+    const size_t m = std::min(kHashChunk, keys.size() - done);
+    for (size_t i = 0; i < m; ++i) hashes[i] = HashKey(keys[done + i], seed_);
+    size_t chunk_added = 0;
+    Status s = AddHashes(std::span<const uint64_t>(hashes, m), &chunk_added);
+    done += chunk_added;
+    if (!s.ok()) {
+      if (added != nullptr) *added = done;
+      return s;
+    }
+  }
+  if (added != nullptr) *added = done;
+  return Status::OK();
+}
+
+void CuckooFilter::MayContainKeys(std::span<const std::string_view> keys,
+                                  std::span<uint8_t> out) const {
+  uint64_t hashes[kHashChunk];
+  const size_t n = std::min(keys.size(), out.size());
+  for (size_t done = 0; done < n;) {
+    const size_t m = std::min(kHashChunk, n - done);
+    for (size_t i = 0; i < m; ++i) hashes[i] = HashKey(keys[done + i], seed_);
+    MayContainHashes(std::span<const uint64_t>(hashes, m),
+                     out.subspan(done, m));
+    done += m;
+  }
+}
+
+CuckooStats CuckooFilter::CuckooStatistics() const {
+  CuckooStats s;
+  FilterStats& b = s.base;
+  b.type = FilterType::kCuckoo;
+  b.capacity = capacity_;
+  b.target_fpr = fpp_;
+  b.bytes = table_.bytes();
+  b.slots = table_.slots();
+  b.items = stripes_.Items();
+  b.deletes = stripes_.Deletes();
+  b.fill_ratio = static_cast<double>(b.items) / static_cast<double>(b.slots);
+  // 1 - (1 - 2^-f)^(2 b load): each of the 2b compared slots is occupied
+  // with probability `load` and then matches with probability 2^-f.
+  b.estimated_fpr =
+      CuckooFpr(table_.fp_bits(), table_.bucket_size(), b.fill_ratio);
+  b.estimated_cardinality = static_cast<double>(b.items);
+  b.bits_per_item =
+      static_cast<double>(b.bytes) * 8.0 / static_cast<double>(capacity_);
+  s.buckets = table_.buckets();
+  s.bucket_size = table_.bucket_size();
+  s.fingerprint_bits = table_.fp_bits();
+  s.max_kicks = max_kicks_;
+  s.stripes = stripes_.count();
+  return s;
+}
+
+}  // namespace shardfilter

@@ -1,0 +1,270 @@
+// CuckooFilter: a concurrent, lock-striped cuckoo filter with deletes and
+// counts (partial-key cuckoo hashing, Fan, Andersen, Kaminsky, Mitzenmacher,
+// CoNEXT 2014), persisted in the shared envelope (docs/format-cuckoo.md).
+//
+// Each key hash h gives an f-bit fingerprint (f = 8, 12 or 16) and two
+// candidate buckets of b slots (b = 2, 4 or 8):
+//   fp = h & (2^f - 1), mapped 0 -> 1 (0 marks an empty slot)
+//   i1 = FastRange64(h with its low 16 bits cleared, n)
+//   i2 = (H(fp) - i1) mod n,  H(fp) = FastRange64(fp * odd constant, n)
+// Fingerprint and bucket come from disjoint bits of h; the engine's shard
+// router uses Remix(h), independent of both. i -> (H(fp) - i) mod n is an
+// involution for every n, so the bucket count need not be a power of two
+// and memory follows the capacity: 12-bit fingerprints, b = 4, sized for
+// 94% load -> 12.77 bits per item, FPR 0.18% at capacity (sizing.h).
+//
+// Thread safety: every method may be called concurrently with any other.
+// Writers lock the stripes of the two buckets they touch; queries take no
+// lock. Serialize() takes all stripes and is an exact snapshot.
+//
+// Locking protocol, numbered invariants (referred to in the code):
+//  1. Stripe of bucket i = i & (stripes - 1). A thread holds at most two
+//     stripes at once, taken in ascending order (TwoStripeLock), or all of
+//     them in ascending order (AllStripesLock), and never waits for another
+//     stripe while holding some otherwise: no deadlock. Guards are RAII.
+//  2. A slot changes only under the lock of its bucket's stripe: filled
+//     (0 -> fp) by an add, cleared (fp -> 0) by a remove, or as the two
+//     halves of a move. Words shared with a bucket of another stripe are
+//     changed by fetch_or / fetch_and only, so no writer loses another's
+//     bits; readers load words with relaxed atomic loads (no data race).
+//  3. A move takes the stripes of both the source and destination buckets
+//     (the fingerprint's two candidate buckets), re-validates that the
+//     source slot still holds the fingerprint the unlocked path search saw
+//     and that the destination has an empty slot, then copies the
+//     fingerprint into the destination before clearing the source. No
+//     fingerprint is ever overwritten: a failed insert (Full) evicts
+//     nothing, and every acknowledged key stays in one of its two buckets.
+//  4. Only moves can make a present key momentarily invisible to a reader
+//     scanning i1 then i2 (adds only fill empty slots, removes clear the
+//     remover's own copy). Each move makes the move versions of both
+//     stripes odd before writing and even (+2 in all) after.
+//  5. Memory order of a move: version store (relaxed), release fence, slot
+//     RMWs (relaxed), version store (release). A reader loads both versions
+//     (acquire), reads the buckets (relaxed), issues an acquire fence and
+//     reloads the versions. If the reader saw any slot write of the move,
+//     the fence pair makes the odd version visible to its reload; if its
+//     first load saw the final version, the release/acquire pair makes the
+//     whole move visible. So an unchanged, even pair of versions means no
+//     move touched either bucket during the scan (Boehm's seqlock argument).
+//  6. A positive query answer needs no validation (a matching fingerprint
+//     was in a candidate bucket); a negative answer or a count is returned
+//     only from a validated scan, otherwise the scan is retried. Queries
+//     never write shared memory.
+//  7. Item and delete counters live in the stripe of i1 and change only
+//     under its lock; their sum is exact under AllStripesLock.
+//
+// Removal risk: RemoveHash removes one fingerprint equal to the key's from
+// one of its buckets. Removing a key that was never added (or removed more
+// often than added) may remove a different key that shares fingerprint and
+// bucket pair, which then becomes a false negative. Callers that cannot rule
+// that out must check an exact source of truth first (the dedup store does).
+#ifndef SHARDFILTER_FILTERS_CUCKOO_FILTER_H_
+#define SHARDFILTER_FILTERS_CUCKOO_FILTER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "filters/filter.h"
+#include "filters/hash.h"
+#include "filters/internal/cuckoo_stripes.h"
+#include "filters/internal/cuckoo_table.h"
+#include "filters/sizing.h"
+#include "filters/status.h"
+
+namespace shardfilter {
+
+struct CuckooOptions {
+  // Required (> 0): items the filter must hold with the promised rate. The
+  // table is sized for CuckooDesignLoad(bucket_size) at this count (94% for
+  // b = 4), so inserts past it soon fail with Full (near 95-96% load).
+  uint64_t capacity = 0;
+  // Target false-positive rate at capacity, in (0, 1). Picks the
+  // fingerprint width needing the fewest bytes (0.01 -> 12 bits, 0.001 ->
+  // 16 bits). Smaller rates cost more bits per item.
+  double fpp = 0.01;
+  // 0 = choose from fpp; else 8, 12 or 16. A width too narrow for fpp is
+  // honoured by sizing for a lower load (more buckets, more memory), so the
+  // rate at capacity still holds. Wider = fewer false positives, more bytes.
+  uint32_t fingerprint_bits = 0;
+  // Slots per bucket: 2, 4 (default) or 8. Larger buckets reach higher load
+  // (84% / 95% / 98%) but compare more slots per query: FPR ~ 2b/2^f.
+  uint32_t bucket_size = 4;
+  // Budget of the displacement search: buckets examined breadth-first
+  // (1..65536). Larger = inserts succeed closer to the load limit, at the
+  // cost of slower failing inserts near it. 500 reaches >= 95% with b = 4.
+  uint32_t max_kicks = 500;
+  // Hash seed, stored with the filter (HashKey(key, seed)).
+  uint64_t seed = kDefaultSeed;
+  // Upper bound on the table's memory; larger requests are InvalidArgument.
+  uint64_t max_bytes = kDefaultMaxFilterBytes;
+};
+
+// Everything FilterStats reports plus the cuckoo layout.
+struct CuckooStats {
+  FilterStats base;
+  uint64_t buckets = 0;
+  uint32_t bucket_size = 0;
+  uint32_t fingerprint_bits = 0;
+  uint32_t max_kicks = 0;
+  uint64_t stripes = 0;
+};
+
+class CuckooFilter final : public Filter {
+ public:
+  static constexpr uint8_t kFormatVersion = 1;
+  static constexpr size_t kParamsSize = 56;  // docs/format-cuckoo.md
+
+  static Result<std::unique_ptr<CuckooFilter>> Create(const CuckooOptions& o);
+  // Decodes a whole envelope from Serialize(). WrongType for another filter
+  // type, NotSupported for a future version, Corruption for anything
+  // inconsistent, InvalidArgument for foreign bytes. Allocates no more than
+  // the input's size (plus the fixed stripe array).
+  static Result<std::unique_ptr<CuckooFilter>> Deserialize(
+      std::string_view bytes);
+
+  CuckooFilter(const CuckooFilter&) = delete;
+  CuckooFilter& operator=(const CuckooFilter&) = delete;
+  ~CuckooFilter() override = default;
+
+  FilterType type() const override { return FilterType::kCuckoo; }
+  uint64_t seed() const override { return seed_; }
+  uint64_t capacity() const override { return capacity_; }
+  double target_fpr() const override { return fpp_; }
+
+  // Adds one copy (duplicates allowed while the two buckets have room).
+  // Full when no displacement path exists within max_kicks: nothing moved
+  // out of the table, every earlier key is still present.
+  Status AddHash(uint64_t hash) override { return Insert(hash, false); }
+  // As AddHash, but OK without change when the fingerprint is already in
+  // one of the two buckets (atomic with respect to other AddUniqueHash).
+  Status AddUniqueHash(uint64_t hash) { return Insert(hash, true); }
+  // Removes one copy; NotFound if absent. READ THE "Removal risk" NOTE at
+  // the top of this file: a never-added key can remove a colliding one.
+  Status RemoveHash(uint64_t hash) override;
+  bool MayContainHash(uint64_t hash) const override {
+    return MayContainHashInline(hash);
+  }
+  // Copies of the fingerprint in the two buckets (each counted once when
+  // both candidates are the same bucket).
+  uint32_t CountHash(uint64_t hash) const override;
+  Status AddHashes(std::span<const uint64_t> hashes, size_t* added) override;
+  void MayContainHashes(std::span<const uint64_t> hashes,
+                        std::span<uint8_t> out) const override;
+
+  FilterStats Stats() const override { return CuckooStatistics().base; }
+  CuckooStats CuckooStatistics() const;
+  std::string Serialize() const override;
+  bool Equals(const Filter& other) const override;
+
+  // --- Non-virtual fast paths. ---
+  inline bool MayContainHashInline(uint64_t hash) const;
+  Status Add(std::string_view key) {
+    return Insert(HashKey(key, seed_), false);
+  }
+  Status AddUnique(std::string_view key) {
+    return Insert(HashKey(key, seed_), true);
+  }
+  bool MayContain(std::string_view key) const {
+    return MayContainHashInline(HashKey(key, seed_));
+  }
+  // Same risk as RemoveHash.
+  Status Remove(std::string_view key) {
+    return RemoveHash(HashKey(key, seed_));
+  }
+  uint32_t Count(std::string_view key) const {
+    return CountHash(HashKey(key, seed_));
+  }
+  // Batch forms over keys: hash a chunk, then prefetch both buckets of the
+  // key a window ahead. Same contracts as AddHashes / MayContainHashes.
+  Status AddKeys(std::span<const std::string_view> keys, size_t* added);
+  void MayContainKeys(std::span<const std::string_view> keys,
+                      std::span<uint8_t> out) const;
+
+  uint64_t num_buckets() const { return table_.buckets(); }
+  uint32_t bucket_size() const { return table_.bucket_size(); }
+  uint32_t fingerprint_bits() const { return table_.fp_bits(); }
+  uint32_t max_kicks() const { return max_kicks_; }
+
+ private:
+  struct Position {
+    uint64_t i1;
+    uint64_t i2;
+    uint32_t fp;
+  };
+  // Prefetch distance of the batch loops, in keys: about one DRAM latency
+  // (~100 ns) of work per key times the misses we want in flight.
+  static constexpr size_t kPrefetchWindow = 12;
+
+  CuckooFilter() = default;
+  Status Init(uint64_t buckets, uint32_t bucket_size, uint32_t fp_bits);
+
+  Position Locate(uint64_t h) const {
+    Position p;
+    const uint64_t fp = h & fp_mask_;
+    p.fp = static_cast<uint32_t>(fp + (fp == 0));
+    p.i1 = FastRange64(h & ~uint64_t{0xFFFF}, table_.buckets());
+    p.i2 = AltBucket(p.i1, p.fp);
+    return p;
+  }
+  // (H(fp) - i) mod n, an involution: AltBucket(AltBucket(i, fp), fp) == i.
+  // H uses the top bits of fp * (2^64 / golden ratio): a Weyl sequence, so
+  // distinct fingerprints give well-spread offsets.
+  uint64_t AltBucket(uint64_t i, uint32_t fp) const {
+    const uint64_t n = table_.buckets();
+    const uint64_t t = FastRange64(fp * 0x9E3779B97F4A7C15ULL, n);
+    return t >= i ? t - i : t + n - i;
+  }
+  void PrefetchBuckets(uint64_t h) const {
+    const Position p = Locate(h);
+    table_.Prefetch(p.i1);
+    table_.Prefetch(p.i2);
+  }
+
+  Status Insert(uint64_t h, bool unique);
+  // Under the stripes of p.i1 and p.i2: fills an empty slot. False if none.
+  bool TryPlace(const Position& p);
+  bool ContainsUnlocked(const Position& p) const {
+    return table_.BucketContains(p.i1, p.fp) ||
+           table_.BucketContains(p.i2, p.fp);
+  }
+  // The exhaustive insert under all stripes (after the optimistic one
+  // found no path): the Full verdict is exact, not a race artefact.
+  Status InsertExclusive(const Position& p, bool unique);
+
+  friend class CuckooPathFinder;  // filters/cuckoo_filter.cc
+
+  uint64_t seed_ = kDefaultSeed;
+  uint64_t capacity_ = 0;
+  double fpp_ = 0;
+  uint32_t max_kicks_ = 0;
+  uint64_t fp_mask_ = 0;
+  internal::CuckooTable table_;
+  mutable internal::CuckooStripes stripes_;
+};
+
+// Invariants 5-6: validated optimistic read, no lock, no shared write.
+inline bool CuckooFilter::MayContainHashInline(uint64_t hash) const {
+  const Position p = Locate(hash);
+  table_.Prefetch(p.i1);
+  table_.Prefetch(p.i2);
+  const uint64_t s1 = stripes_.StripeOf(p.i1);
+  const uint64_t s2 = stripes_.StripeOf(p.i2);
+  for (;;) {
+    const uint64_t v1 = stripes_.ReadBegin(s1);
+    const uint64_t v2 = stripes_.ReadBegin(s2);
+    if (ContainsUnlocked(p)) return true;
+    internal::CuckooStripes::ReadFence();
+    if (stripes_.ReadValidate(s1, v1) && stripes_.ReadValidate(s2, v2)) {
+      return false;
+    }
+    internal::CpuRelax();
+  }
+}
+
+}  // namespace shardfilter
+
+#endif  // SHARDFILTER_FILTERS_CUCKOO_FILTER_H_

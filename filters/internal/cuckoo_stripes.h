@@ -1,0 +1,207 @@
+// Lock striping for the cuckoo filter: a power-of-two array of spinlocks
+// (bucket i belongs to stripe i & (stripes - 1)), per-stripe item counters,
+// and per-stripe "move versions" (seqlock counters) that let readers detect
+// a concurrent displacement of a fingerprint between its two buckets.
+//
+// Thread-safe: every member may be called from any thread; the guards
+// implement the lock order (ascending stripe index, duplicates taken once)
+// that makes the filter deadlock-free. See cuckoo_filter.h for the full
+// protocol and its numbered invariants.
+#ifndef SHARDFILTER_FILTERS_INTERNAL_CUCKOO_STRIPES_H_
+#define SHARDFILTER_FILTERS_INTERNAL_CUCKOO_STRIPES_H_
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cstdint>
+#include <memory>
+#include <new>
+#include <thread>
+#include <utility>
+
+namespace shardfilter::internal {
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+class CuckooStripes {
+ public:
+  // At most 1024 stripes: with two writers the chance that two concurrent
+  // writes want the same stripe is ~2/1024, and the move versions (8 per
+  // cache line, 8 KiB in all) stay in L1/L2 for the readers.
+  static constexpr uint64_t kMaxStripes = 1024;
+
+  CuckooStripes() = default;
+  CuckooStripes(const CuckooStripes&) = delete;
+  CuckooStripes& operator=(const CuckooStripes&) = delete;
+
+  bool Init(uint64_t buckets) {
+    count_ = std::min<uint64_t>(kMaxStripes,
+                                std::bit_ceil(std::max<uint64_t>(buckets, 1)));
+    mask_ = count_ - 1;
+    locks_.reset(new (std::nothrow) Stripe[count_]);
+    versions_.reset(new (std::nothrow) std::atomic<uint64_t>[count_]);
+    if (!locks_ || !versions_) return false;
+    for (uint64_t s = 0; s < count_; ++s) {
+      versions_[s].store(0, std::memory_order_relaxed);
+    }
+    return true;
+  }
+
+  uint64_t count() const { return count_; }
+  uint64_t StripeOf(uint64_t bucket) const { return bucket & mask_; }
+
+  // Test-and-test-and-set. acquire pairs with Unlock's release: everything
+  // the previous holder wrote is visible to the next (invariant 1).
+  void Lock(uint64_t s) {
+    std::atomic<uint32_t>& l = locks_[s].lock;
+    for (uint32_t spins = 0;;) {
+      if (l.exchange(1, std::memory_order_acquire) == 0) return;
+      while (l.load(std::memory_order_relaxed) != 0) {
+        CpuRelax();
+        // On a loaded 2-core machine the holder may be descheduled.
+        if (++spins >= 256) {
+          std::this_thread::yield();
+          spins = 0;
+        }
+      }
+    }
+  }
+  void Unlock(uint64_t s) {
+    locks_[s].lock.store(0, std::memory_order_release);
+  }
+
+  // --- Seqlock over moves (invariants 4-6 in cuckoo_filter.h). ---
+  // Reader: v = ReadBegin(s); read buckets (relaxed); ReadValidate(s, v).
+  uint64_t ReadBegin(uint64_t s) const {
+    return versions_[s].load(std::memory_order_acquire);
+  }
+  // Call after an acquire fence (ReadFence) that follows the bucket reads.
+  bool ReadValidate(uint64_t s, uint64_t v) const {
+    return (v & 1) == 0 && versions_[s].load(std::memory_order_relaxed) == v;
+  }
+  static void ReadFence() {
+    std::atomic_thread_fence(std::memory_order_acquire);
+  }
+
+  // Writer, REQUIRES: holds stripe s. Only lock holders write versions_[s],
+  // so a plain load + store suffices (no read-modify-write).
+  void MoveBegin(uint64_t s) {
+    const uint64_t v = versions_[s].load(std::memory_order_relaxed);
+    versions_[s].store(v + 1, std::memory_order_relaxed);
+  }
+  // Orders the odd versions before the data writes that follow (for a
+  // reader that sees a data write and then fences, invariant 5).
+  static void MoveFence() {
+    std::atomic_thread_fence(std::memory_order_release);
+  }
+  void MoveEnd(uint64_t s) {
+    const uint64_t v = versions_[s].load(std::memory_order_relaxed);
+    versions_[s].store(v + 1, std::memory_order_release);
+  }
+
+  // --- Counters, written only by the stripe's holder, read by anyone. ---
+  void AddItems(uint64_t s, int64_t d) {
+    auto& c = locks_[s].items;
+    c.store(c.load(std::memory_order_relaxed) + d, std::memory_order_relaxed);
+  }
+  void AddDeletes(uint64_t s, uint64_t d) {
+    auto& c = locks_[s].deletes;
+    c.store(c.load(std::memory_order_relaxed) + d, std::memory_order_relaxed);
+  }
+  // Sums: exact when no writer runs (or under AllStripesLock).
+  uint64_t Items() const {
+    int64_t n = 0;
+    for (uint64_t s = 0; s < count_; ++s) {
+      n += locks_[s].items.load(std::memory_order_relaxed);
+    }
+    return n < 0 ? 0 : static_cast<uint64_t>(n);
+  }
+  uint64_t Deletes() const {
+    uint64_t n = 0;
+    for (uint64_t s = 0; s < count_; ++s) {
+      n += locks_[s].deletes.load(std::memory_order_relaxed);
+    }
+    return n;
+  }
+
+ private:
+  // One stripe per cache line: the lock word and the counters its holder
+  // updates share the line the holder already owns.
+  struct alignas(64) Stripe {
+    std::atomic<uint32_t> lock{0};
+    // Items added minus removed while holding this stripe as the first of
+    // a key's pair; may be negative per stripe, the sum is the item count.
+    std::atomic<int64_t> items{0};
+    std::atomic<uint64_t> deletes{0};
+  };
+
+  uint64_t count_ = 0;
+  uint64_t mask_ = 0;
+  std::unique_ptr<Stripe[]> locks_;
+  // Packed 8 per line on purpose: written only by displacements, read by
+  // every query, so density (readers' cache footprint) matters more than
+  // false sharing between movers.
+  std::unique_ptr<std::atomic<uint64_t>[]> versions_;
+};
+
+// Holds the stripes of two buckets, taken in ascending order, once each.
+class TwoStripeLock {
+ public:
+  TwoStripeLock(CuckooStripes& st, uint64_t bucket_a, uint64_t bucket_b)
+      : st_(st) {
+    lo_ = st.StripeOf(bucket_a);
+    hi_ = st.StripeOf(bucket_b);
+    if (lo_ > hi_) std::swap(lo_, hi_);
+    st_.Lock(lo_);
+    if (hi_ != lo_) st_.Lock(hi_);
+  }
+  ~TwoStripeLock() {
+    if (hi_ != lo_) st_.Unlock(hi_);
+    st_.Unlock(lo_);
+  }
+  TwoStripeLock(const TwoStripeLock&) = delete;
+  TwoStripeLock& operator=(const TwoStripeLock&) = delete;
+
+  // Bumps the move versions of both stripes (odd), for a displacement.
+  void BeginMove() {
+    st_.MoveBegin(lo_);
+    if (hi_ != lo_) st_.MoveBegin(hi_);
+    CuckooStripes::MoveFence();
+  }
+  void EndMove() {
+    if (hi_ != lo_) st_.MoveEnd(hi_);
+    st_.MoveEnd(lo_);
+  }
+
+ private:
+  CuckooStripes& st_;
+  uint64_t lo_;
+  uint64_t hi_;
+};
+
+// All-stripes mode: every stripe, in ascending order (snapshot, exhaustive
+// insert, resize). Excludes every writer; readers still run.
+class AllStripesLock {
+ public:
+  explicit AllStripesLock(CuckooStripes& st) : st_(st) {
+    for (uint64_t s = 0; s < st_.count(); ++s) st_.Lock(s);
+  }
+  ~AllStripesLock() {
+    for (uint64_t s = st_.count(); s-- > 0;) st_.Unlock(s);
+  }
+  AllStripesLock(const AllStripesLock&) = delete;
+  AllStripesLock& operator=(const AllStripesLock&) = delete;
+
+ private:
+  CuckooStripes& st_;
+};
+
+}  // namespace shardfilter::internal
+
+#endif  // SHARDFILTER_FILTERS_INTERNAL_CUCKOO_STRIPES_H_
