@@ -1,0 +1,372 @@
+// Unit tests of BloomFilter: parameters, no false negatives, measured FPR,
+// statistics, union, and the serialized format (round trips, pinned bytes,
+// bad input). Randomized decoder fuzzing is in bloom_fuzz_test.cc; threads
+// in bloom_stress_test.cc.
+#include "filters/bloom_filter.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "filters/counting_bloom_filter.h"
+#include "filters/envelope.h"
+#include "test_util.h"
+
+namespace shardfilter {
+namespace {
+
+using ::shardfilter::testing::Key;
+
+std::unique_ptr<BloomFilter> MakeBloom(uint64_t n, double p, BloomLayout layout,
+                                       uint32_t k = 0,
+                                       uint64_t seed = kDefaultSeed) {
+  BloomOptions o;
+  o.capacity = n;
+  o.fpp = p;
+  o.layout = layout;
+  o.k = k;
+  o.seed = seed;
+  auto f = BloomFilter::Create(o);
+  EXPECT_TRUE(f.ok()) << f.status().ToString();
+  return f.ok() ? std::move(f).value() : nullptr;
+}
+
+// Serialize() of MakeBloom(10, 0.1, kBlocked, k=3, seed=7) after adding
+// "a", "b", "c": envelope header, 44 bytes of params, one 64-byte block,
+// checksum.
+constexpr char kPinnedBloomHex[] =
+    "53464c54010100002c0000004000000000000000"  // "SFLT", type 1, version 1,
+                                                // reserved, P=44, B=64
+    "01030000"                                  // layout 1, k 3, reserved
+    "0700000000000000"                          // seed 7
+    "0a00000000000000"                          // capacity 10
+    "9a9999999999b93f"                          // fpp 0.1
+    "0002000000000000"                          // 512 bits
+    "0300000000000000"                          // items 3
+    "0010000000000000000000000000000000100000000001000000000000002001"  // body
+    "0000010000000000000000800000000000000100000000000000000100000000"  // body
+    "d49c9f24e3b6a5d5";  // XXH3-64 checksum
+
+std::string Hex(std::string_view s) {
+  std::string out;
+  char buf[3];
+  for (unsigned char c : s) {
+    std::snprintf(buf, sizeof buf, "%02x", c);
+    out += buf;
+  }
+  return out;
+}
+
+// Rewrites the trailing checksum so that a mutated envelope reaches the
+// type's own decoder.
+void Reseal(std::string* bytes) {
+  bytes->resize(bytes->size() - kEnvelopeTrailerSize);
+  FinishEnvelope(bytes);
+}
+
+TEST(BloomFilterCreate, RejectsInvalidParameters) {
+  auto bad = [](BloomOptions o) {
+    auto f = BloomFilter::Create(o);
+    return !f.ok() && f.status().IsInvalidArgument();
+  };
+  BloomOptions ok;
+  ok.capacity = 1000;
+  ASSERT_TRUE(BloomFilter::Create(ok).ok());
+  for (auto layout : {BloomLayout::kBlocked, BloomLayout::kClassic}) {
+    BloomOptions o = ok;
+    o.layout = layout;
+    o.capacity = 0;
+    EXPECT_TRUE(bad(o));
+    o = ok, o.layout = layout;
+    for (double p : {0.0, 1.0, -0.1, 1.5, std::nan("")}) {
+      o.fpp = p;
+      EXPECT_TRUE(bad(o)) << p;
+    }
+    o = ok, o.layout = layout, o.k = 33;
+    EXPECT_TRUE(bad(o));
+    o = ok, o.layout = layout, o.capacity = 100'000'000, o.max_bytes = 1 << 20;
+    EXPECT_TRUE(bad(o));
+    o = ok, o.layout = layout, o.capacity = UINT64_MAX, o.fpp = 1e-300;
+    EXPECT_TRUE(bad(o));
+  }
+  BloomOptions o = ok;
+  o.layout = static_cast<BloomLayout>(7);
+  EXPECT_TRUE(bad(o));
+}
+
+TEST(BloomFilterCreate, SizesAndK) {
+  // Blocked at 1%: BlockedBloomSizing's ~10 bits/item; classic 9.59.
+  auto b = MakeBloom(1'000'000, 0.01, BloomLayout::kBlocked);
+  EXPECT_EQ(b->num_bits() % 512, 0u);
+  EXPECT_LE(b->Stats().bits_per_item, 10.7);
+  EXPECT_GE(b->Stats().bits_per_item, 9.59);
+  auto c = MakeBloom(1'000'000, 0.01, BloomLayout::kClassic);
+  EXPECT_EQ(c->num_bits() % 64, 0u);
+  EXPECT_EQ(c->k(), 7u);
+  EXPECT_NEAR(c->Stats().bits_per_item, 9.6, 0.1);
+  EXPECT_EQ(MakeBloom(1000, 0.01, BloomLayout::kBlocked, 13)->k(), 13u);
+  EXPECT_EQ(MakeBloom(1000, 0.01, BloomLayout::kClassic, 2)->k(), 2u);
+  EXPECT_TRUE(c->RemoveHash(1).IsNotSupported());
+}
+
+using Shape = std::tuple<BloomLayout, uint64_t, double, uint32_t>;
+class BloomShapeTest : public ::testing::TestWithParam<Shape> {};
+
+TEST_P(BloomShapeTest, NoFalseNegativesAndBatchesAgree) {
+  auto [layout, n, p, k] = GetParam();
+  auto f = MakeBloom(n, p, layout, k);
+  ASSERT_NE(f, nullptr);
+  std::vector<std::string> keys;
+  for (uint64_t i = 0; i < n; ++i) keys.push_back(Key(1, i));
+  std::vector<std::string_view> views(keys.begin(), keys.end());
+  // Half one at a time, half batched.
+  for (uint64_t i = 0; i < n / 2; ++i) f->Add(views[i]);
+  f->AddKeys(std::span(views).subspan(n / 2));
+  std::vector<uint8_t> out(n);
+  f->MayContainKeys(views, out);
+  std::vector<uint64_t> hashes;
+  for (auto v : views) hashes.push_back(f->Hash(v));
+  std::vector<uint8_t> out2(n);
+  f->MayContainHashes(hashes, out2);
+  for (uint64_t i = 0; i < n; ++i) {
+    ASSERT_TRUE(f->MayContain(views[i])) << i;
+    ASSERT_EQ(out[i], 1) << i;
+    ASSERT_EQ(out2[i], 1) << i;
+    ASSERT_EQ(f->CountHash(hashes[i]), 1u);
+  }
+  // Batched and single queries agree on absent keys too.
+  std::vector<std::string> absent;
+  for (uint64_t i = 0; i < 2000; ++i) absent.push_back(Key(2, i));
+  std::vector<std::string_view> av(absent.begin(), absent.end());
+  std::vector<uint8_t> aout(av.size());
+  f->MayContainKeys(av, aout);
+  for (size_t i = 0; i < av.size(); ++i) {
+    ASSERT_EQ(aout[i], f->MayContain(av[i]) ? 1 : 0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, BloomShapeTest,
+    ::testing::Values(Shape{BloomLayout::kBlocked, 1, 0.5, 0},
+                      Shape{BloomLayout::kBlocked, 100, 0.01, 0},
+                      Shape{BloomLayout::kBlocked, 10'000, 0.001, 0},
+                      Shape{BloomLayout::kBlocked, 50'000, 0.01, 1},
+                      Shape{BloomLayout::kBlocked, 50'000, 0.01, 3},
+                      Shape{BloomLayout::kBlocked, 50'000, 0.01, 17},
+                      Shape{BloomLayout::kBlocked, 20'000, 0.0001, 32},
+                      Shape{BloomLayout::kClassic, 1, 0.5, 0},
+                      Shape{BloomLayout::kClassic, 100, 0.01, 0},
+                      Shape{BloomLayout::kClassic, 10'000, 0.001, 0},
+                      Shape{BloomLayout::kClassic, 50'000, 0.01, 2},
+                      Shape{BloomLayout::kClassic, 20'000, 0.01, 32}));
+
+// Measured FPR at capacity over 1e6 absent keys. Margin: target * 1.1
+// (sizing-model slack) + 3 sigma of Binomial(N, target). The filter must
+// also not be grossly oversized: measured >= target / 3.
+using FprCase = std::tuple<BloomLayout, double, uint32_t>;
+class BloomFprTest : public ::testing::TestWithParam<FprCase> {};
+
+TEST_P(BloomFprTest, MeasuredFprWithinTarget) {
+  auto [layout, p, k] = GetParam();
+  const uint64_t n = 200'000, queries = 1'000'000;
+  auto f = MakeBloom(n, p, layout, k);
+  ASSERT_NE(f, nullptr);
+  for (uint64_t i = 0; i < n; ++i) f->Add(Key(3, i));
+  uint64_t fp = 0;
+  for (uint64_t i = 0; i < queries; ++i) fp += f->MayContain(Key(4, i));
+  const double measured = static_cast<double>(fp) / queries;
+  const double bound = p * 1.1 + 3 * std::sqrt(p * (1 - p) / queries);
+  EXPECT_LE(measured, bound) << "p=" << p << " k=" << f->k();
+  EXPECT_GE(measured, p / 3) << "oversized? p=" << p << " k=" << f->k();
+  std::printf("layout %d p %g k %u: %.2f bits/item, measured FPR %.5f%%\n",
+              static_cast<int>(layout), p, f->k(), f->Stats().bits_per_item,
+              measured * 100);
+  // The fill-based estimate tracks the measurement.
+  EXPECT_NEAR(f->Stats().estimated_fpr, measured,
+              0.15 * measured + 3 * std::sqrt(p / queries));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Rates, BloomFprTest,
+    ::testing::Values(FprCase{BloomLayout::kBlocked, 0.1, 0},
+                      FprCase{BloomLayout::kBlocked, 0.01, 0},
+                      FprCase{BloomLayout::kBlocked, 0.001, 0},
+                      FprCase{BloomLayout::kBlocked, 0.01, 3},
+                      FprCase{BloomLayout::kBlocked, 0.01, 12},
+                      FprCase{BloomLayout::kClassic, 0.1, 0},
+                      FprCase{BloomLayout::kClassic, 0.01, 0},
+                      FprCase{BloomLayout::kClassic, 0.001, 0},
+                      FprCase{BloomLayout::kClassic, 0.01, 4}));
+
+TEST(BloomFilterStats, FillCardinalityAndItems) {
+  for (auto layout : {BloomLayout::kBlocked, BloomLayout::kClassic}) {
+    const uint64_t n = 100'000;
+    auto f = MakeBloom(n, 0.01, layout);
+    FilterStats empty = f->Stats();
+    EXPECT_EQ(empty.items, 0u);
+    EXPECT_EQ(empty.fill_ratio, 0.0);
+    EXPECT_EQ(empty.estimated_fpr, 0.0);
+    for (uint64_t i = 0; i < n; ++i) f->Add(Key(5, i));
+    for (uint64_t i = 0; i < n; ++i) EXPECT_FALSE(f->Add(Key(5, i)));
+    FilterStats s = f->Stats();
+    EXPECT_EQ(s.type, FilterType::kBloom);
+    EXPECT_EQ(s.capacity, n);
+    EXPECT_EQ(s.slots, f->num_bits());
+    EXPECT_EQ(s.bytes, f->num_bits() / 8);
+    EXPECT_EQ(s.k, f->k());
+    // Adds that set a new bit: all but the rare key whose bits were all set.
+    EXPECT_LE(s.items, n);
+    EXPECT_GE(s.items, n * 99 / 100);
+    EXPECT_NEAR(s.estimated_cardinality, n, n * 0.03);
+    // Fill of an optimally loaded filter is ~1 - e^{-kn/m}, ~50%.
+    const double expect_fill =
+        -std::expm1(-static_cast<double>(f->k()) * n / f->num_bits());
+    EXPECT_NEAR(s.fill_ratio, expect_fill, 0.01);
+    EXPECT_NEAR(s.bits_per_item, static_cast<double>(f->num_bits()) / n, 1e-9);
+  }
+}
+
+TEST(BloomFilterUnion, ContainsBothAndRejectsIncompatible) {
+  for (auto layout : {BloomLayout::kBlocked, BloomLayout::kClassic}) {
+    auto a = MakeBloom(20'000, 0.01, layout);
+    auto b = MakeBloom(20'000, 0.01, layout);
+    for (uint64_t i = 0; i < 10'000; ++i) a->Add(Key(6, i));
+    for (uint64_t i = 0; i < 10'000; ++i) b->Add(Key(7, i));
+    ASSERT_OK(a->UnionWith(*b));
+    for (uint64_t i = 0; i < 10'000; ++i) {
+      ASSERT_TRUE(a->MayContain(Key(6, i)));
+      ASSERT_TRUE(a->MayContain(Key(7, i)));
+    }
+    EXPECT_NEAR(a->Stats().estimated_cardinality, 20'000, 600);
+    ASSERT_OK(a->UnionWith(*a));
+    auto other_size = MakeBloom(40'000, 0.01, layout);
+    auto other_k = MakeBloom(20'000, 0.01, layout, a->k() + 1);
+    auto other_seed = MakeBloom(20'000, 0.01, layout, 0, 42);
+    auto before = a->Serialize();
+    EXPECT_TRUE(a->UnionWith(*other_size).IsInvalidArgument());
+    EXPECT_TRUE(a->UnionWith(*other_k).IsInvalidArgument());
+    EXPECT_TRUE(a->UnionWith(*other_seed).IsInvalidArgument());
+    EXPECT_EQ(a->Serialize(), before);
+  }
+  auto blocked = MakeBloom(1000, 0.01, BloomLayout::kBlocked, 7);
+  auto classic = MakeBloom(1000, 0.01, BloomLayout::kClassic, 7);
+  EXPECT_TRUE(blocked->UnionWith(*classic).IsInvalidArgument());
+}
+
+TEST(BloomFilterFormat, RoundTripBothLayouts) {
+  for (auto layout : {BloomLayout::kBlocked, BloomLayout::kClassic}) {
+    auto f = MakeBloom(5'000, 0.02, layout, 0, 1234);
+    for (uint64_t i = 0; i < 5'000; ++i) f->Add(Key(8, i));
+    const std::string bytes = f->Serialize();
+    auto g = BloomFilter::Deserialize(bytes);
+    ASSERT_TRUE(g.ok()) << g.status().ToString();
+    EXPECT_TRUE(f->Equals(**g));
+    EXPECT_TRUE((*g)->Equals(*f));
+    EXPECT_EQ((*g)->Serialize(), bytes);
+    EXPECT_EQ((*g)->layout(), layout);
+    EXPECT_EQ((*g)->seed(), 1234u);
+    EXPECT_EQ((*g)->Stats().items, f->Stats().items);
+    for (uint64_t i = 0; i < 20'000; ++i) {
+      ASSERT_EQ((*g)->MayContain(Key(8, i)), f->MayContain(Key(8, i)));
+      ASSERT_EQ((*g)->MayContain(Key(9, i)), f->MayContain(Key(9, i)));
+    }
+    (*g)->Add(Key(10, 0));
+    EXPECT_FALSE(f->Equals(**g) && !f->MayContain(Key(10, 0)));
+  }
+  auto a = MakeBloom(100, 0.01, BloomLayout::kBlocked);
+  auto c = CountingBloomFilter::Create({.capacity = 100});
+  ASSERT_TRUE(c.ok());
+  EXPECT_FALSE(a->Equals(**c));
+}
+
+// Pins the exact bytes of version 1 (docs/format-bloom.md). A change here is
+// a format change: bump the version and keep a decoder for this one.
+TEST(BloomFilterFormat, PinnedBytes) {
+  auto f = MakeBloom(10, 0.1, BloomLayout::kBlocked, 3, 7);
+  ASSERT_EQ(f->num_bits(), 512u);
+  for (const char* key : {"a", "b", "c"}) f->Add(key);
+  EXPECT_EQ(Hex(f->Serialize()), kPinnedBloomHex) << Hex(f->Serialize());
+}
+
+TEST(BloomFilterFormat, RejectsBadInput) {
+  auto f = MakeBloom(10, 0.1, BloomLayout::kBlocked, 3, 7);
+  for (const char* key : {"a", "b", "c"}) f->Add(key);
+  const std::string good = f->Serialize();
+  ASSERT_TRUE(BloomFilter::Deserialize(good).ok());
+  // Wrong magic: not a shardfilter filter at all.
+  std::string s = good;
+  s[0] = 'X';
+  EXPECT_TRUE(BloomFilter::Deserialize(s).status().IsInvalidArgument());
+  // Truncated at every length, and padded.
+  for (size_t len = 0; len < good.size(); ++len) {
+    EXPECT_FALSE(BloomFilter::Deserialize(good.substr(0, len)).ok()) << len;
+  }
+  EXPECT_TRUE(BloomFilter::Deserialize(good + '\0').status().IsCorruption());
+  // Every single-bit flip (the checksum catches all of them).
+  for (size_t bit = 0; bit < good.size() * 8; ++bit) {
+    s = good;
+    s[bit / 8] ^= static_cast<char>(1 << (bit % 8));
+    EXPECT_FALSE(BloomFilter::Deserialize(s).ok()) << bit;
+  }
+  // Future version.
+  s = good;
+  s[5] = 2;
+  Reseal(&s);
+  EXPECT_TRUE(BloomFilter::Deserialize(s).status().IsNotSupported());
+  s[5] = 0;
+  Reseal(&s);
+  EXPECT_TRUE(BloomFilter::Deserialize(s).status().IsCorruption());
+  // Wrong type: counting-filter bytes.
+  auto c = CountingBloomFilter::Create({.capacity = 10});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(BloomFilter::Deserialize((*c)->Serialize()).status().code(),
+            StatusCode::kWrongType);
+  // Params fields, resealed so that only the params check can object.
+  const size_t P = kEnvelopeHeaderSize;
+  auto corrupt_with = [&](size_t offset, uint8_t value) {
+    std::string m = good;
+    m[P + offset] = static_cast<char>(value);
+    Reseal(&m);
+    return BloomFilter::Deserialize(m).status().IsCorruption();
+  };
+  EXPECT_TRUE(corrupt_with(0, 0));      // layout 0
+  EXPECT_TRUE(corrupt_with(0, 3));      // layout 3
+  EXPECT_TRUE(corrupt_with(1, 0));      // k 0
+  EXPECT_TRUE(corrupt_with(1, 33));     // k 33
+  EXPECT_TRUE(corrupt_with(2, 1));      // reserved
+  EXPECT_TRUE(corrupt_with(27, 0x7f));  // fpp >= 1 (exponent bits)
+  EXPECT_TRUE(corrupt_with(27, 0xbf));  // fpp negative
+  EXPECT_TRUE(corrupt_with(29, 0));     // 0 bits
+  EXPECT_TRUE(corrupt_with(29, 4));     // 1024 bits: body length mismatch
+  EXPECT_TRUE(corrupt_with(28, 64));    // 576 bits: not a multiple of 512
+  EXPECT_TRUE(corrupt_with(35, 0x80));  // absurd size: 2^63 + 512 bits
+  // Capacity 0.
+  std::string m = good;
+  for (int i = 0; i < 8; ++i) m[P + 12 + i] = 0;
+  Reseal(&m);
+  EXPECT_TRUE(BloomFilter::Deserialize(m).status().IsCorruption());
+  // Params length inconsistent with the layout (envelope still valid).
+  std::string params(good.substr(P, 44));
+  std::string body(good.substr(P + 44, 64));
+  std::string e;
+  BeginEnvelope(FilterType::kBloom, 1, params + "x", body.size(), &e);
+  e += body;
+  FinishEnvelope(&e);
+  EXPECT_TRUE(BloomFilter::Deserialize(e).status().IsCorruption());
+  BeginEnvelope(FilterType::kBloom, 1, params, body.size() + 64, &e);
+  e += body + body;
+  FinishEnvelope(&e);
+  EXPECT_TRUE(BloomFilter::Deserialize(e).status().IsCorruption());
+  // Classic layout accepts a multiple of 64 bits: same params, layout 2.
+  m = good;
+  m[P] = 2;
+  Reseal(&m);
+  EXPECT_TRUE(BloomFilter::Deserialize(m).ok());
+}
+
+}  // namespace
+}  // namespace shardfilter
