@@ -223,9 +223,10 @@ class ShardedFilter {
   // durability none). Not owned; outlives this filter's use by Database.
   internal::JournalSink* journal_ = nullptr;
   bool read_only_ = false;
-  // Set (under every shard lock held exclusive) by Database::Drop; read
-  // under a shard lock by mutations, so relaxed order suffices.
-  std::atomic<bool> dropped_{false};
+  // kLive, kDropped (Database::Drop) or kClosed (Database::Close). Set
+  // while every shard lock is held exclusive; read by mutations under their
+  // shard's lock, which orders the two, so relaxed loads suffice.
+  std::atomic<uint8_t> detached_{0};
 };
 
 }  // namespace shardfilter

@@ -1,0 +1,324 @@
+#include "engine/database.h"
+
+#include <chrono>
+
+#include "engine/internal/access.h"
+#include "engine/internal/database_impl.h"
+#include "engine/internal/filter_factory.h"
+#include "persistence/values.h"
+
+namespace shardfilter {
+
+using internal::DatabaseImpl;
+using internal::FilterState;
+using internal::OpenFilter;
+using internal::ShardedFilterAccess;
+using persistence::DescribeName;
+
+namespace {
+
+Status CheckName(std::string_view name) {
+  if (name.empty()) {
+    return Status::InvalidArgument("filter name is empty (1.." +
+                                   std::to_string(kMaxFilterNameBytes) +
+                                   " bytes)");
+  }
+  if (name.size() > kMaxFilterNameBytes) {
+    return Status::InvalidArgument(
+        "filter name has " + std::to_string(name.size()) +
+        " bytes; the limit is " + std::to_string(kMaxFilterNameBytes));
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+namespace internal {
+
+Result<OpenFilter> DatabaseImpl::Find(std::string_view name) const {
+  SF_RETURN_IF_ERROR(CheckName(name));
+  std::lock_guard lock(mu);
+  if (closed) return Status::NotSupported("the database is closed");
+  auto it = filters.find(name);
+  if (it == filters.end()) {
+    return Status::NotFound(DescribeName(name) + " does not exist");
+  }
+  return it->second;
+}
+
+Status DatabaseImpl::CheckpointFilters(const std::vector<OpenFilter>& which,
+                                       CheckpointStats* stats) {
+  if (options.read_only) {
+    return Status::NotSupported("checkpoint: the store is open read-only");
+  }
+  Status first;
+  for (const OpenFilter& of : which) {
+    std::lock_guard lock(of.state->mu);
+    if (of.state->dropped) continue;
+    Status s = CheckpointFilter(store.get(), *of.filter, of.state.get(),
+                                options.chunk_bytes, stats);
+    if (!s.ok() && first.ok()) first = s;
+  }
+  checkpoints.fetch_add(1, std::memory_order_relaxed);
+  shards_written.fetch_add(stats->shards_written, std::memory_order_relaxed);
+  bytes_written.fetch_add(stats->bytes_written, std::memory_order_relaxed);
+  return first;
+}
+
+void DatabaseImpl::BackgroundLoop() {
+  std::unique_lock lock(bg_mu);
+  const auto interval =
+      std::chrono::milliseconds(options.checkpoint_interval_ms);
+  while (!bg_stop) {
+    if (bg_cv.wait_for(lock, interval, [&] { return bg_stop; })) break;
+    lock.unlock();
+    std::vector<OpenFilter> all;
+    {
+      std::lock_guard g(mu);
+      for (const auto& [name, of] : filters) all.push_back(of);
+    }
+    CheckpointStats stats;
+    Status s = CheckpointFilters(all, &stats);
+    lock.lock();
+    if (!s.ok()) {
+      background_errors.fetch_add(1, std::memory_order_relaxed);
+      bg_status = s;
+    }
+  }
+}
+
+}  // namespace internal
+
+Database::Database(std::unique_ptr<DatabaseImpl> impl)
+    : impl_(std::move(impl)) {}
+
+Database::~Database() { Close().ok(); }
+
+Result<std::unique_ptr<Database>> Database::Open(
+    const DatabaseOptions& options) {
+  if (options.chunk_bytes < 4096 || options.chunk_bytes > kMaxChunkBytes) {
+    return Status::InvalidArgument("chunk_bytes " +
+                                   std::to_string(options.chunk_bytes) +
+                                   " is outside [4096, 4 MiB]");
+  }
+  auto impl = std::make_unique<DatabaseImpl>();
+  impl->options = options;
+  SF_ASSIGN_OR_RETURN(impl->store, persistence::Store::Open(
+                                       {options.path, options.create_if_missing,
+                                        options.read_only}));
+  impl->journal = std::make_unique<internal::JournalSink>(impl->store.get());
+  SF_ASSIGN_OR_RETURN(auto catalog, impl->store->LoadCatalog());
+  for (auto& entry : catalog) {
+    uint64_t replayed = 0, skipped = 0;
+    SF_ASSIGN_OR_RETURN(
+        std::unique_ptr<ShardedFilter> f,
+        internal::RecoverFilter(*impl->store, entry.name, entry.descriptor,
+                                &replayed, &skipped));
+    impl->replayed_ops += replayed;
+    impl->replay_skipped_removes += skipped;
+    if (!options.read_only) {
+      SF_RETURN_IF_ERROR(
+          impl->store->CollectGarbage(entry.name, entry.descriptor));
+    }
+    ShardedFilterAccess::Attach(*f, impl->journal.get(), options.read_only);
+    auto state = std::make_shared<FilterState>();
+    state->committed = std::move(entry.descriptor);
+    impl->filters.emplace(
+        entry.name, OpenFilter{std::shared_ptr<ShardedFilter>(std::move(f)),
+                               std::move(state)});
+  }
+  if (options.checkpoint_interval_ms > 0 && !options.read_only) {
+    DatabaseImpl* raw = impl.get();
+    impl->background = std::thread([raw] { raw->BackgroundLoop(); });
+  }
+  return std::unique_ptr<Database>(new Database(std::move(impl)));
+}
+
+Status Database::Close() {
+  if (!impl_) return Status::OK();
+  DatabaseImpl& d = *impl_;
+  {
+    std::lock_guard lock(d.mu);
+    if (d.closed) return Status::OK();
+  }
+  if (d.background.joinable()) {
+    {
+      std::lock_guard lock(d.bg_mu);
+      d.bg_stop = true;
+    }
+    d.bg_cv.notify_all();
+    d.background.join();
+  }
+  Status result;
+  std::vector<OpenFilter> all;
+  {
+    std::lock_guard lock(d.mu);
+    for (const auto& [name, of] : d.filters) all.push_back(of);
+  }
+  if (!d.options.read_only && d.options.checkpoint_on_close) {
+    CheckpointStats stats;
+    result = d.CheckpointFilters(all, &stats);
+  }
+  {
+    std::lock_guard lock(d.mu);
+    d.closed = true;
+    for (const auto& [name, of] : d.filters) {
+      ShardedFilterAccess::Detach(*of.filter, internal::kClosed);  // D2
+    }
+    d.filters.clear();
+  }
+  d.store.reset();
+  return result;
+}
+
+Result<std::shared_ptr<ShardedFilter>> Database::Create(
+    std::string_view name, const FilterSpec& spec) {
+  SF_RETURN_IF_ERROR(CheckName(name));
+  DatabaseImpl& d = *impl_;
+  if (d.options.read_only) {
+    return Status::NotSupported("create " + DescribeName(name) +
+                                ": the store is open read-only");
+  }
+  SF_ASSIGN_OR_RETURN(
+      FilterSpec resolved,
+      internal::ResolveSpec(spec, d.options.default_durability));
+  std::lock_guard lock(d.mu);
+  if (d.closed) return Status::NotSupported("the database is closed");
+  if (d.filters.count(name) != 0) {
+    return Status::AlreadyExists(DescribeName(name) + " already exists");
+  }
+  std::vector<std::unique_ptr<Filter>> shards;
+  for (uint32_t i = 0; i < resolved.shards; ++i) {
+    SF_ASSIGN_OR_RETURN(auto f, internal::MakeShardFilter(resolved));
+    shards.push_back(std::move(f));
+  }
+  auto state = std::make_shared<FilterState>();
+  state->committed = internal::DescriptorFromSpec(resolved);
+  SF_RETURN_IF_ERROR(d.store->CreateFilter(name, state->committed));
+  std::shared_ptr<ShardedFilter> f =
+      ShardedFilterAccess::Make(std::string(name), resolved, std::move(shards));
+  ShardedFilterAccess::Attach(*f, d.journal.get(), false);
+  d.filters.emplace(std::string(name), OpenFilter{f, std::move(state)});
+  return f;
+}
+
+Result<std::shared_ptr<ShardedFilter>> Database::Get(
+    std::string_view name) const {
+  SF_ASSIGN_OR_RETURN(OpenFilter of, impl_->Find(name));
+  return of.filter;
+}
+
+Result<std::shared_ptr<ShardedFilter>> Database::Get(std::string_view name,
+                                                     FilterType type) const {
+  SF_ASSIGN_OR_RETURN(OpenFilter of, impl_->Find(name));
+  if (of.filter->type() != type) {
+    return Status::WrongType(
+        DescribeName(name) + " is a " + FilterTypeName(of.filter->type()) +
+        " filter, not a " + FilterTypeName(type) + " filter");
+  }
+  return of.filter;
+}
+
+std::vector<std::string> Database::List() const {
+  std::lock_guard lock(impl_->mu);
+  std::vector<std::string> out;
+  for (const auto& [name, of] : impl_->filters) out.push_back(name);
+  return out;
+}
+
+Result<FilterInfo> Database::Info(std::string_view name) const {
+  SF_ASSIGN_OR_RETURN(OpenFilter of, impl_->Find(name));
+  FilterInfo info;
+  info.name = std::string(name);
+  info.spec = of.filter->spec();
+  info.stats = of.filter->Stats();
+  for (const ShardStats& s : info.stats.shards) {
+    info.checkpoint_bytes += s.checkpoint_bytes;
+  }
+  return info;
+}
+
+Status Database::Drop(std::string_view name) {
+  SF_RETURN_IF_ERROR(CheckName(name));
+  DatabaseImpl& d = *impl_;
+  if (d.options.read_only) {
+    return Status::NotSupported("drop " + DescribeName(name) +
+                                ": the store is open read-only");
+  }
+  std::lock_guard lock(d.mu);  // lock order 1
+  if (d.closed) return Status::NotSupported("the database is closed");
+  auto it = d.filters.find(name);
+  if (it == d.filters.end()) {
+    return Status::NotFound(DescribeName(name) + " does not exist");
+  }
+  OpenFilter of = it->second;
+  std::lock_guard state_lock(of.state->mu);  // lock order 2
+  SF_RETURN_IF_ERROR(d.store->DropFilter(name));
+  of.state->dropped = true;
+  ShardedFilterAccess::Detach(*of.filter, internal::kDropped);  // order 3
+  d.filters.erase(it);
+  return Status::OK();
+}
+
+Result<CheckpointStats> Database::Checkpoint(std::string_view name) {
+  SF_ASSIGN_OR_RETURN(OpenFilter of, impl_->Find(name));
+  CheckpointStats stats;
+  SF_RETURN_IF_ERROR(impl_->CheckpointFilters({of}, &stats));
+  return stats;
+}
+
+Result<CheckpointStats> Database::CheckpointAll() {
+  std::vector<OpenFilter> all;
+  {
+    std::lock_guard lock(impl_->mu);
+    if (impl_->closed) return Status::NotSupported("the database is closed");
+    for (const auto& [name, of] : impl_->filters) all.push_back(of);
+  }
+  CheckpointStats stats;
+  SF_RETURN_IF_ERROR(impl_->CheckpointFilters(all, &stats));
+  return stats;
+}
+
+Result<VerifyReport> Database::Verify() const {
+  {
+    std::lock_guard lock(impl_->mu);
+    if (impl_->closed) return Status::NotSupported("the database is closed");
+  }
+  persistence::StoreVerifyReport r;
+  SF_RETURN_IF_ERROR(impl_->store->Verify(&r));
+  VerifyReport out;
+  out.filters = r.filters;
+  out.chunks = r.chunks;
+  out.shard_blobs = r.shard_blobs;
+  out.journal_entries = r.journal_entries;
+  out.bytes = r.bytes;
+  out.orphan_values = r.orphan_values;
+  out.problems = std::move(r.problems);
+  return out;
+}
+
+bool Database::read_only() const { return impl_->options.read_only; }
+
+const DatabaseOptions& Database::options() const { return impl_->options; }
+
+DatabaseCounters Database::counters() const {
+  const DatabaseImpl& d = *impl_;
+  DatabaseCounters c;
+  c.checkpoints = d.checkpoints.load(std::memory_order_relaxed);
+  c.shards_written = d.shards_written.load(std::memory_order_relaxed);
+  c.bytes_written = d.bytes_written.load(std::memory_order_relaxed);
+  c.journal_writes = d.journal ? d.journal->writes() : 0;
+  c.journal_ops = d.journal ? d.journal->ops() : 0;
+  c.replayed_ops = d.replayed_ops.load(std::memory_order_relaxed);
+  c.replay_skipped_removes =
+      d.replay_skipped_removes.load(std::memory_order_relaxed);
+  c.background_errors = d.background_errors.load(std::memory_order_relaxed);
+  return c;
+}
+
+Status Database::background_status() const {
+  std::lock_guard lock(impl_->bg_mu);
+  return impl_->bg_status;
+}
+
+}  // namespace shardfilter

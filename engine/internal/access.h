@@ -1,0 +1,45 @@
+// The engine's internal access to a ShardedFilter's shards: used by the
+// Database (attach, detach), the checkpointer and recovery. Not part of the
+// public API. Thread safety: as documented per function.
+#ifndef SHARDFILTER_ENGINE_INTERNAL_ACCESS_H_
+#define SHARDFILTER_ENGINE_INTERNAL_ACCESS_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/internal/shard.h"
+#include "engine/sharded_filter.h"
+
+namespace shardfilter::internal {
+
+// Values of ShardedFilter::detached_.
+inline constexpr uint8_t kLive = 0;
+inline constexpr uint8_t kDropped = 1;
+inline constexpr uint8_t kClosed = 2;
+
+class ShardedFilterAccess {
+ public:
+  // A filter over ready shard filters. REQUIRES: `spec` resolved and
+  // filters.size() == spec.shards.
+  static std::unique_ptr<ShardedFilter> Make(
+      std::string name, const FilterSpec& spec,
+      std::vector<std::unique_ptr<Filter>> filters);
+
+  // Connects the filter to a journal (null: none) before it is shared.
+  static void Attach(ShardedFilter& f, JournalSink* journal, bool read_only) {
+    f.journal_ = journal;
+    f.read_only_ = read_only;
+  }
+
+  static Shard& shard(ShardedFilter& f, uint32_t i) { return f.shards_[i]; }
+
+  // Waits for in-flight mutations (takes every shard lock exclusive, in
+  // ascending order: S4), then marks the filter dropped or closed so that
+  // later mutations fail without touching the journal.
+  static void Detach(ShardedFilter& f, uint8_t state);
+};
+
+}  // namespace shardfilter::internal
+
+#endif  // SHARDFILTER_ENGINE_INTERNAL_ACCESS_H_

@@ -1,0 +1,56 @@
+// Checkpoint and recovery of one ShardedFilter against the Store.
+//
+// Checkpoint protocol (docs/format-store.md, "Checkpoints"):
+//  1. For each dirty shard: take its lock exclusive, Serialize() it and read
+//     its last sequence S, clear dirty, release (Shard invariant S2: every
+//     op <= S is in the copy, none after it).
+//  2. Write the copy's chunks under generation = committed + 1 (several
+//     unsynced WriteBatches).
+//  3. One synced WriteBatch (the commit): the descriptor with the new
+//     generation and S for every written shard, deletion of every other
+//     generation's chunks and of the journal entries <= S.
+// A crash before 3 leaves the previous checkpoint and the whole journal
+// intact; the debris of 2 is collected on the next writable open.
+//
+// Thread safety: callers serialise calls for one filter with its
+// FilterState::mu (lock order: Database catalog mutex, then FilterState::mu,
+// then shard locks).
+#ifndef SHARDFILTER_ENGINE_INTERNAL_CHECKPOINTER_H_
+#define SHARDFILTER_ENGINE_INTERNAL_CHECKPOINTER_H_
+
+#include <memory>
+#include <mutex>
+#include <string_view>
+
+#include "engine/database.h"
+#include "engine/sharded_filter.h"
+#include "persistence/store.h"
+
+namespace shardfilter::internal {
+
+// The persistent side of one open filter.
+struct FilterState {
+  std::mutex mu;  // one checkpoint / drop of this filter at a time
+  persistence::FilterDescriptor committed;  // GUARDED_BY(mu)
+  bool dropped = false;                     // GUARDED_BY(mu)
+};
+
+// Checkpoints the dirty shards of `f`. REQUIRES: state->mu held. Adds to
+// *stats. On failure the shards stay dirty and the previous checkpoint
+// stays committed.
+Status CheckpointFilter(persistence::Store* store, ShardedFilter& f,
+                        FilterState* state, uint32_t chunk_bytes,
+                        CheckpointStats* stats);
+
+// Rebuilds a filter from its descriptor: loads and checks each shard's
+// committed blob (or builds an empty shard for generation 0), then replays
+// the journal after the checkpoint. Shards are recovered in parallel.
+// *replayed / *skipped_removes receive the replay counts.
+Result<std::unique_ptr<ShardedFilter>> RecoverFilter(
+    const persistence::Store& store, std::string_view name,
+    const persistence::FilterDescriptor& d, uint64_t* replayed,
+    uint64_t* skipped_removes);
+
+}  // namespace shardfilter::internal
+
+#endif  // SHARDFILTER_ENGINE_INTERNAL_CHECKPOINTER_H_

@@ -1,0 +1,69 @@
+// The state behind a Database (engine/database.h): the Store, the open
+// filters and the background checkpointer.
+//
+// Invariants:
+//  D1. `mu` guards `filters` and `closed`. Only Drop holds it while taking
+//      a FilterState::mu (order: `mu`, then FilterState::mu, then shard
+//      locks; see engine/database.h); checkpoints copy the filter list
+//      under `mu` and release it before taking any FilterState::mu.
+//  D2. A filter in `filters` is attached to `journal` and to `store`; both
+//      outlive it until Close detaches every filter (under all its shard
+//      locks) before destroying the Store.
+#ifndef SHARDFILTER_ENGINE_INTERNAL_DATABASE_IMPL_H_
+#define SHARDFILTER_ENGINE_INTERNAL_DATABASE_IMPL_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "engine/database.h"
+#include "engine/internal/checkpointer.h"
+#include "engine/internal/journal_sink.h"
+#include "persistence/store.h"
+
+namespace shardfilter::internal {
+
+struct OpenFilter {
+  std::shared_ptr<ShardedFilter> filter;
+  std::shared_ptr<FilterState> state;
+};
+
+class DatabaseImpl {
+ public:
+  DatabaseOptions options;
+  std::unique_ptr<persistence::Store> store;
+  std::unique_ptr<JournalSink> journal;
+
+  mutable std::mutex mu;                                   // D1
+  std::map<std::string, OpenFilter, std::less<>> filters;  // GUARDED_BY(mu)
+  bool closed = false;                                     // GUARDED_BY(mu)
+
+  // Counters (relaxed atomics: statistics only).
+  std::atomic<uint64_t> checkpoints{0};
+  std::atomic<uint64_t> shards_written{0};
+  std::atomic<uint64_t> bytes_written{0};
+  std::atomic<uint64_t> replayed_ops{0};
+  std::atomic<uint64_t> replay_skipped_removes{0};
+  std::atomic<uint64_t> background_errors{0};
+
+  // Background checkpointer.
+  std::thread background;
+  std::mutex bg_mu;
+  std::condition_variable bg_cv;
+  bool bg_stop = false;  // GUARDED_BY(bg_mu)
+  Status bg_status;      // GUARDED_BY(bg_mu)
+
+  Result<OpenFilter> Find(std::string_view name) const;
+  // Checkpoints the given filters; `stats` accumulates.
+  Status CheckpointFilters(const std::vector<OpenFilter>& which,
+                           CheckpointStats* stats);
+  void BackgroundLoop();
+};
+
+}  // namespace shardfilter::internal
+
+#endif  // SHARDFILTER_ENGINE_INTERNAL_DATABASE_IMPL_H_

@@ -1,0 +1,181 @@
+#include "engine/internal/filter_factory.h"
+
+#include <bit>
+#include <cmath>
+#include <string>
+
+#include "filters/bloom_filter.h"
+#include "filters/counting_bloom_filter.h"
+#include "filters/cuckoo_filter.h"
+#include "filters/sizing.h"
+
+namespace shardfilter::internal {
+
+Result<FilterSpec> ResolveSpec(const FilterSpec& spec,
+                               Durability default_durability) {
+  FilterSpec out = spec;
+  if (out.type != FilterType::kBloom &&
+      out.type != FilterType::kCountingBloom &&
+      out.type != FilterType::kCuckoo) {
+    return Status::InvalidArgument(
+        "unknown filter type " +
+        std::to_string(static_cast<int>(static_cast<uint8_t>(out.type))));
+  }
+  SF_RETURN_IF_ERROR(ValidateCapacityAndFpp(out.capacity, out.fpp));
+  if (out.shards == 0) out.shards = DefaultShardCount(out.capacity);
+  if (out.shards > kMaxShards || !std::has_single_bit(out.shards)) {
+    return Status::InvalidArgument("shard count " + std::to_string(out.shards) +
+                                   " is not a power of two in [1, " +
+                                   std::to_string(kMaxShards) + "]");
+  }
+  if (!out.durability.has_value()) out.durability = default_durability;
+  if (static_cast<uint8_t>(*out.durability) > 2) {
+    return Status::InvalidArgument("unknown durability mode");
+  }
+  if (out.classic_layout && out.type != FilterType::kBloom) {
+    return Status::InvalidArgument(
+        "the classic layout applies to Bloom filters only");
+  }
+  return out;
+}
+
+uint64_t ShardCapacity(const FilterSpec& spec) {
+  return (spec.capacity + spec.shards - 1) / spec.shards;
+}
+
+namespace {
+
+uint64_t ShardMaxBytes(const FilterSpec& spec) {
+  if (spec.max_bytes == 0) return kDefaultMaxFilterBytes;
+  return std::max<uint64_t>(1, spec.max_bytes / spec.shards);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Filter>> MakeShardFilter(const FilterSpec& spec) {
+  switch (spec.type) {
+    case FilterType::kBloom: {
+      BloomOptions o;
+      o.capacity = ShardCapacity(spec);
+      o.fpp = spec.fpp;
+      o.layout =
+          spec.classic_layout ? BloomLayout::kClassic : BloomLayout::kBlocked;
+      o.k = spec.k;
+      o.seed = spec.seed;
+      o.max_bytes = ShardMaxBytes(spec);
+      SF_ASSIGN_OR_RETURN(auto f, BloomFilter::Create(o));
+      return std::unique_ptr<Filter>(std::move(f));
+    }
+    case FilterType::kCountingBloom: {
+      CountingBloomOptions o;
+      o.capacity = ShardCapacity(spec);
+      o.fpp = spec.fpp;
+      o.k = spec.k;
+      o.seed = spec.seed;
+      o.max_bytes = ShardMaxBytes(spec);
+      SF_ASSIGN_OR_RETURN(auto f, CountingBloomFilter::Create(o));
+      return std::unique_ptr<Filter>(std::move(f));
+    }
+    case FilterType::kCuckoo: {
+      CuckooOptions o;
+      o.capacity = ShardCapacity(spec);
+      o.fpp = spec.fpp;
+      o.fingerprint_bits = spec.fingerprint_bits;
+      if (spec.bucket_size != 0) o.bucket_size = spec.bucket_size;
+      if (spec.max_kicks != 0) o.max_kicks = spec.max_kicks;
+      o.seed = spec.seed;
+      o.max_bytes = ShardMaxBytes(spec);
+      SF_ASSIGN_OR_RETURN(auto f, CuckooFilter::Create(o));
+      return std::unique_ptr<Filter>(std::move(f));
+    }
+  }
+  return Status::InvalidArgument("unknown filter type");
+}
+
+Result<std::unique_ptr<Filter>> DecodeShardFilter(const FilterSpec& spec,
+                                                  std::string_view blob,
+                                                  std::string_view what) {
+  std::unique_ptr<Filter> f;
+  Status s;
+  switch (spec.type) {
+    case FilterType::kBloom: {
+      auto r = BloomFilter::Deserialize(blob);
+      if (r.ok())
+        f = std::move(*r);
+      else
+        s = r.status();
+      break;
+    }
+    case FilterType::kCountingBloom: {
+      auto r = CountingBloomFilter::Deserialize(blob);
+      if (r.ok())
+        f = std::move(*r);
+      else
+        s = r.status();
+      break;
+    }
+    case FilterType::kCuckoo: {
+      auto r = CuckooFilter::Deserialize(blob);
+      if (r.ok())
+        f = std::move(*r);
+      else
+        s = r.status();
+      break;
+    }
+  }
+  if (!s.ok()) {
+    // A blob that is not the descriptor's type is a store inconsistency.
+    if (s.code() == StatusCode::kWrongType ||
+        s.code() == StatusCode::kInvalidArgument) {
+      s = Status::Corruption(s.message());
+    }
+    return s.WithContext(what);
+  }
+  if (f == nullptr)
+    return Status::Corruption(std::string(what) + ": no filter");
+  if (f->seed() != spec.seed || f->capacity() != ShardCapacity(spec)) {
+    return Status::Corruption(std::string(what) + ": stored filter (seed " +
+                              std::to_string(f->seed()) + ", capacity " +
+                              std::to_string(f->capacity()) +
+                              ") does not match the descriptor (seed " +
+                              std::to_string(spec.seed) + ", shard capacity " +
+                              std::to_string(ShardCapacity(spec)) + ")");
+  }
+  return f;
+}
+
+persistence::FilterDescriptor DescriptorFromSpec(const FilterSpec& spec) {
+  persistence::FilterDescriptor d;
+  d.type = spec.type;
+  d.durability = static_cast<uint8_t>(*spec.durability);
+  d.classic_layout = spec.classic_layout;
+  d.capacity = spec.capacity;
+  d.fpp = spec.fpp;
+  d.seed = spec.seed;
+  d.k = spec.k;
+  d.fingerprint_bits = spec.fingerprint_bits;
+  d.bucket_size = spec.bucket_size;
+  d.max_kicks = spec.max_kicks;
+  d.max_bytes = spec.max_bytes;
+  d.shards.resize(spec.shards);
+  return d;
+}
+
+FilterSpec SpecFromDescriptor(const persistence::FilterDescriptor& d) {
+  FilterSpec spec;
+  spec.type = d.type;
+  spec.durability = static_cast<Durability>(d.durability);
+  spec.classic_layout = d.classic_layout;
+  spec.capacity = d.capacity;
+  spec.fpp = d.fpp;
+  spec.seed = d.seed;
+  spec.k = d.k;
+  spec.fingerprint_bits = d.fingerprint_bits;
+  spec.bucket_size = d.bucket_size;
+  spec.max_kicks = d.max_kicks;
+  spec.max_bytes = d.max_bytes;
+  spec.shards = static_cast<uint32_t>(d.shards.size());
+  return spec;
+}
+
+}  // namespace shardfilter::internal

@@ -1,0 +1,59 @@
+// One shard of a ShardedFilter: its filter and its metadata, on their own
+// cache lines so that writers of neighbouring shards never share one.
+//
+// Invariants (numbered; the code cites them):
+//  S1. `filter` is never replaced after construction; queries use it with no
+//      lock (Filter implementations are concurrent).
+//  S2. Every mutation holds `mu` shared from before it changes `filter`
+//      until after its journal entry is written (or found unnecessary).
+//      A checkpoint holds `mu` exclusive while it calls Serialize() and
+//      reads `last_seq`: so every op with sequence <= that value is wholly
+//      in the copy and none after it is (the exactly-once rule of replay).
+//  S3. For counting and cuckoo filters (whose ops do not commute: a remove
+//      may succeed only because of an earlier add), applying the op and
+//      taking its sequence happen together under `order_mu`, so sequence
+//      order is apply order and replay reproduces the state. Bloom adds
+//      commute (bits only get set) and skip `order_mu`.
+//  S4. Lock order: a batch takes the `mu` of its shards shared in ascending
+//      shard order; `order_mu` is taken only while holding `mu`, one at a
+//      time; a checkpoint holds one `mu` exclusive and nothing else of the
+//      filter's; Drop/Close take every `mu` exclusive in ascending order.
+#ifndef SHARDFILTER_ENGINE_INTERNAL_SHARD_H_
+#define SHARDFILTER_ENGINE_INTERNAL_SHARD_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+
+#include "filters/filter.h"
+
+namespace shardfilter::internal {
+
+struct alignas(64) Shard {
+  std::unique_ptr<Filter> filter;  // S1
+  std::shared_mutex mu;            // S2, S4
+  std::mutex order_mu;             // S3
+
+  // Last journal sequence assigned (0 = none). Incremented under `mu`
+  // shared (and `order_mu` for ordered types), read under `mu` exclusive by
+  // checkpoints: the lock gives the ordering, so relaxed RMWs suffice.
+  std::atomic<uint64_t> last_seq{0};
+  // Set by every successful mutation under `mu` shared, cleared by a
+  // checkpoint under `mu` exclusive (restored if the checkpoint fails).
+  // Relaxed: `mu` orders the two; a checkpoint that reads it without the
+  // lock and sees a stale false only postpones that shard to the next one.
+  std::atomic<bool> dirty{false};
+
+  // The committed checkpoint, for Stats(): written by the checkpointer
+  // (under the filter's checkpoint mutex), read by anyone; relaxed because
+  // they are figures, not synchronisation.
+  std::atomic<uint64_t> checkpoint_generation{0};
+  std::atomic<uint64_t> checkpoint_sequence{0};
+  std::atomic<uint64_t> checkpoint_bytes{0};
+};
+
+}  // namespace shardfilter::internal
+
+#endif  // SHARDFILTER_ENGINE_INTERNAL_SHARD_H_

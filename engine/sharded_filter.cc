@@ -1,0 +1,247 @@
+// ShardedFilter: construction, single-key operations and statistics.
+// Batch operations are in sharded_batch.cc.
+#include "engine/sharded_filter.h"
+
+#include <bit>
+#include <mutex>
+#include <shared_mutex>
+
+#include "engine/internal/access.h"
+#include "engine/internal/filter_factory.h"
+#include "engine/internal/journal_sink.h"
+#include "engine/internal/shard.h"
+
+namespace shardfilter {
+
+using internal::JournalSink;
+using internal::Shard;
+using persistence::JournalBatch;
+using persistence::JournalOp;
+
+const char* DurabilityName(Durability d) {
+  switch (d) {
+    case Durability::kNone:
+      return "none";
+    case Durability::kJournal:
+      return "journal";
+    case Durability::kSync:
+      return "sync";
+  }
+  return "unknown";
+}
+
+Result<Durability> ParseDurability(std::string_view name) {
+  if (name == "none") return Durability::kNone;
+  if (name == "journal") return Durability::kJournal;
+  if (name == "sync") return Durability::kSync;
+  return Status::InvalidArgument("unknown durability \"" + std::string(name) +
+                                 "\" (expected none, journal or sync)");
+}
+
+uint32_t DefaultShardCount(uint64_t capacity) {
+  constexpr uint64_t kItemsPerShard = 1'000'000;
+  uint64_t want = (capacity + kItemsPerShard - 1) / kItemsPerShard;
+  if (capacity >= kItemsPerShard && want < 2) want = 2;
+  if (want > kMaxShards) want = kMaxShards;
+  if (want < 1) want = 1;
+  return static_cast<uint32_t>(std::bit_ceil(want));
+}
+
+ShardedFilter::ShardedFilter(std::string name, FilterSpec resolved)
+    : name_(std::move(name)),
+      spec_(std::move(resolved)),
+      shard_count_(spec_.shards),
+      shard_shift_(64 - std::countr_zero(spec_.shards)),
+      shards_(std::make_unique<Shard[]>(spec_.shards)) {}
+
+ShardedFilter::~ShardedFilter() = default;
+
+Result<std::unique_ptr<ShardedFilter>> ShardedFilter::Create(
+    const FilterSpec& spec) {
+  SF_ASSIGN_OR_RETURN(FilterSpec resolved,
+                      internal::ResolveSpec(spec, Durability::kNone));
+  std::vector<std::unique_ptr<Filter>> filters;
+  filters.reserve(resolved.shards);
+  for (uint32_t i = 0; i < resolved.shards; ++i) {
+    SF_ASSIGN_OR_RETURN(auto f, internal::MakeShardFilter(resolved));
+    filters.push_back(std::move(f));
+  }
+  return internal::ShardedFilterAccess::Make("", resolved, std::move(filters));
+}
+
+const Filter& ShardedFilter::shard_filter(uint32_t shard) const {
+  return *shards_[shard].filter;
+}
+
+Status ShardedFilter::CheckWritable() const {
+  if (read_only_) {
+    return Status::NotSupported("filter is in a store opened read-only");
+  }
+  return Status::OK();
+}
+
+namespace {
+
+// Sequence order must be apply order for types whose ops do not commute
+// (Shard invariant S3).
+bool NeedsOrder(FilterType t) { return t != FilterType::kBloom; }
+
+Status DetachedError(uint8_t state) {
+  if (state == internal::kDropped) {
+    return Status::NotFound("filter was dropped");
+  }
+  return Status::NotSupported("the database was closed");
+}
+
+}  // namespace
+
+// The single-key mutation path (Shard invariants S2, S3): under the shard's
+// lock shared, apply; on success take a sequence and journal it; release;
+// return (the acknowledgement).
+Status ShardedFilter::AddHash(uint64_t hash) {
+  SF_RETURN_IF_ERROR(CheckWritable());
+  uint32_t index = ShardOf(hash);
+  Shard& s = shards_[index];
+  std::shared_lock lock(s.mu);
+  if (uint8_t d = detached_.load(std::memory_order_relaxed)) {
+    return DetachedError(d);
+  }
+  uint64_t seq;
+  if (NeedsOrder(spec_.type)) {
+    std::lock_guard order(s.order_mu);
+    SF_RETURN_IF_ERROR(s.filter->AddHash(hash));
+    seq = s.last_seq.fetch_add(1, std::memory_order_relaxed) + 1;
+  } else {
+    SF_RETURN_IF_ERROR(s.filter->AddHash(hash));
+    seq = s.last_seq.fetch_add(1, std::memory_order_relaxed) + 1;
+  }
+  s.dirty.store(true, std::memory_order_relaxed);
+  if (journal_ == nullptr || durability() == Durability::kNone) {
+    return Status::OK();
+  }
+  JournalBatch batch;
+  batch.Add(name_, index, seq, JournalOp::kAdd, {&hash, 1});
+  Status st = journal_->Write(&batch, durability() == Durability::kSync);
+  if (!st.ok() && NeedsOrder(spec_.type)) {
+    // Not acknowledged: undo, so that memory (and the next checkpoint)
+    // matches what the journal says. Bloom bits cannot be unset; an extra
+    // positive is allowed, a missing key is not.
+    std::lock_guard order(s.order_mu);
+    s.filter->RemoveHash(hash).ok();
+  }
+  return st;
+}
+
+Status ShardedFilter::RemoveHash(uint64_t hash) {
+  SF_RETURN_IF_ERROR(CheckWritable());
+  if (spec_.type == FilterType::kBloom) {
+    return Status::NotSupported(
+        "remove is not supported by Bloom filters (use a counting or cuckoo "
+        "filter)");
+  }
+  uint32_t index = ShardOf(hash);
+  Shard& s = shards_[index];
+  std::shared_lock lock(s.mu);
+  if (uint8_t d = detached_.load(std::memory_order_relaxed)) {
+    return DetachedError(d);
+  }
+  uint64_t seq;
+  {
+    std::lock_guard order(s.order_mu);
+    SF_RETURN_IF_ERROR(s.filter->RemoveHash(hash));
+    seq = s.last_seq.fetch_add(1, std::memory_order_relaxed) + 1;
+  }
+  s.dirty.store(true, std::memory_order_relaxed);
+  if (journal_ == nullptr || durability() == Durability::kNone) {
+    return Status::OK();
+  }
+  JournalBatch batch;
+  batch.Add(name_, index, seq, JournalOp::kRemove, {&hash, 1});
+  Status st = journal_->Write(&batch, durability() == Durability::kSync);
+  if (!st.ok()) {
+    std::lock_guard order(s.order_mu);
+    s.filter->AddHash(hash).ok();
+  }
+  return st;
+}
+
+bool ShardedFilter::MayContainHash(uint64_t hash) const {
+  return shards_[ShardOf(hash)].filter->MayContainHash(hash);  // S1: no lock
+}
+
+uint32_t ShardedFilter::CountHash(uint64_t hash) const {
+  return shards_[ShardOf(hash)].filter->CountHash(hash);
+}
+
+ShardedStats ShardedFilter::Stats() const {
+  ShardedStats out;
+  out.shards.resize(shard_count_);
+  FilterStats& t = out.total;
+  double filled_slots = 0;
+  for (uint32_t i = 0; i < shard_count_; ++i) {
+    const Shard& s = shards_[i];
+    ShardStats& ss = out.shards[i];
+    ss.shard = i;
+    ss.filter = s.filter->Stats();
+    ss.last_sequence = s.last_seq.load(std::memory_order_relaxed);
+    ss.checkpoint_sequence =
+        s.checkpoint_sequence.load(std::memory_order_relaxed);
+    ss.checkpoint_generation =
+        s.checkpoint_generation.load(std::memory_order_relaxed);
+    ss.checkpoint_bytes = s.checkpoint_bytes.load(std::memory_order_relaxed);
+    ss.dirty = s.dirty.load(std::memory_order_relaxed);
+    const FilterStats& f = ss.filter;
+    t.bytes += f.bytes;
+    t.slots += f.slots;
+    t.items += f.items;
+    t.deletes += f.deletes;
+    t.estimated_cardinality += f.estimated_cardinality;
+    t.estimated_fpr += f.estimated_fpr / shard_count_;
+    filled_slots += f.fill_ratio * static_cast<double>(f.slots);
+    t.k = f.k;
+  }
+  t.type = spec_.type;
+  t.capacity = spec_.capacity;
+  t.target_fpr = spec_.fpp;
+  t.fill_ratio = t.slots ? filled_slots / static_cast<double>(t.slots) : 0;
+  t.bits_per_item =
+      static_cast<double>(t.bytes) * 8.0 / static_cast<double>(spec_.capacity);
+  return out;
+}
+
+bool ShardedFilter::Equals(const ShardedFilter& other) const {
+  if (shard_count_ != other.shard_count_ || spec_.type != other.spec_.type ||
+      spec_.seed != other.spec_.seed) {
+    return false;
+  }
+  for (uint32_t i = 0; i < shard_count_; ++i) {
+    if (!shards_[i].filter->Equals(*other.shards_[i].filter)) return false;
+  }
+  return true;
+}
+
+namespace internal {
+
+std::unique_ptr<ShardedFilter> ShardedFilterAccess::Make(
+    std::string name, const FilterSpec& spec,
+    std::vector<std::unique_ptr<Filter>> filters) {
+  std::unique_ptr<ShardedFilter> f(new ShardedFilter(std::move(name), spec));
+  for (uint32_t i = 0; i < spec.shards; ++i) {
+    f->shards_[i].filter = std::move(filters[i]);
+  }
+  return f;
+}
+
+void ShardedFilterAccess::Detach(ShardedFilter& f, uint8_t state) {
+  std::vector<std::unique_lock<std::shared_mutex>> locks;
+  locks.reserve(f.shard_count_);
+  for (uint32_t i = 0; i < f.shard_count_; ++i) {
+    locks.emplace_back(f.shards_[i].mu);  // S4: ascending
+  }
+  // Relaxed: readers load it under a shard lock, which orders them.
+  f.detached_.store(state, std::memory_order_relaxed);
+}
+
+}  // namespace internal
+
+}  // namespace shardfilter

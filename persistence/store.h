@@ -1,0 +1,146 @@
+// Store: the RocksDB directory that holds a Database's catalog, checkpoint
+// chunks and journal, one column family each (docs/format-store.md).
+//
+// This is the only place that talks to RocksDB; every rocksdb::Status is
+// converted to a shardfilter Status here (IOError, Corruption, Busy, ...),
+// with the operation and the filter named. It knows nothing of shards'
+// in-memory state, locks or the checkpoint protocol: the engine drives it.
+//
+// Thread safety: all methods may be called concurrently (RocksDB is
+// thread-safe); a read-only Store refuses every write with NotSupported.
+#ifndef SHARDFILTER_PERSISTENCE_STORE_H_
+#define SHARDFILTER_PERSISTENCE_STORE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "filters/status.h"
+#include "persistence/values.h"
+
+namespace rocksdb {
+class DB;
+class ColumnFamilyHandle;
+class WriteBatch;
+}  // namespace rocksdb
+
+namespace shardfilter::persistence {
+
+struct StoreOptions {
+  std::string path;
+  bool create_if_missing = true;
+  bool read_only = false;
+};
+
+struct CatalogEntry {
+  std::string name;
+  FilterDescriptor descriptor;
+};
+
+// Journal entries gathered for one RocksDB write (one WAL record, one sync).
+class JournalBatch {
+ public:
+  void Add(std::string_view name, uint32_t shard, uint64_t seq, JournalOp op,
+           std::span<const uint64_t> hashes);
+  size_t entries() const { return entries_; }
+  size_t hashes() const { return hashes_; }
+
+ private:
+  friend class Store;
+  std::vector<std::pair<std::string, std::string>> pending_;  // key, value
+  size_t entries_ = 0;
+  size_t hashes_ = 0;
+};
+
+// What Verify found; see engine/database.h VerifyReport for the meaning.
+struct StoreVerifyReport {
+  uint64_t filters = 0;
+  uint64_t chunks = 0;
+  uint64_t shard_blobs = 0;
+  uint64_t journal_entries = 0;
+  uint64_t bytes = 0;
+  uint64_t orphan_values = 0;
+  std::vector<std::string> problems;
+};
+
+class Store {
+ public:
+  // Opens or creates the directory with the three column families.
+  // NotFound when missing and !create_if_missing (or read_only);
+  // InvalidArgument when the directory is a RocksDB without our column
+  // families; IOError / Busy (lock held) from RocksDB.
+  static Result<std::unique_ptr<Store>> Open(const StoreOptions& options);
+  ~Store();  // closes RocksDB
+
+  bool read_only() const { return read_only_; }
+
+  // Every catalog entry, decoded and checked, in name order. The first bad
+  // descriptor fails the call (Corruption / NotSupported naming it).
+  Result<std::vector<CatalogEntry>> LoadCatalog() const;
+
+  // One synced WriteBatch: removes any stray shard/journal values of the
+  // name, puts the descriptor.
+  Status CreateFilter(std::string_view name, const FilterDescriptor& d);
+  // One synced WriteBatch: deletes descriptor, chunks and journal.
+  Status DropFilter(std::string_view name);
+
+  // Writes the batch (WAL on; fsync first when sync).
+  Status WriteJournal(JournalBatch* batch, bool sync);
+  // Calls fn(seq, entry) for every journal entry of (name, shard) with
+  // sequence > after, in sequence order, each decoded and checked
+  // (Corruption / NotSupported naming filter, shard and sequence).
+  Status ReadJournal(
+      std::string_view name, uint32_t shard, uint64_t after,
+      const std::function<Status(uint64_t, const JournalEntry&)>& fn) const;
+
+  // Writes `blob` as chunks of at most chunk_bytes under (name, shard,
+  // generation), in WriteBatches of about 16 MiB; unsynced (the commit's
+  // sync covers them: RocksDB's WAL is one sequential log). Returns the
+  // record describing them (sequence left 0 for the caller to fill).
+  Result<ShardRecord> WriteChunks(std::string_view name, uint32_t shard,
+                                  uint64_t generation, std::string_view blob,
+                                  uint32_t chunk_bytes);
+  // The checkpoint commit, one synced WriteBatch: puts `d`, and for each
+  // shard in `changed` deletes every other generation's chunks and the
+  // journal entries with sequence <= d.shards[shard].sequence.
+  Status CommitCheckpoint(std::string_view name, const FilterDescriptor& d,
+                          std::span<const uint32_t> changed);
+  // Reassembles a committed shard blob, checking every chunk (present,
+  // version, checksum), the total length and the blob's checksum.
+  Result<std::string> LoadShardBlob(std::string_view name, uint32_t shard,
+                                    const ShardRecord& record) const;
+  // Deletes what an interrupted checkpoint left (chunks of generations
+  // other than the committed one, journal entries the checkpoint made
+  // obsolete). Finds debris with a few seeks per shard and writes nothing
+  // when there is none. Unsynced; harmless to repeat. *removed_ranges
+  // (optional) receives the number of key ranges that held debris.
+  Status CollectGarbage(std::string_view name, const FilterDescriptor& d,
+                        uint32_t* removed_ranges = nullptr);
+
+  // Reads back and checks every value in the three column families.
+  Status Verify(StoreVerifyReport* report) const;
+
+ private:
+  Store() = default;
+  Status Write(rocksdb::WriteBatch* batch, bool sync, std::string_view what);
+  // True when the column family holds a key in [begin, end).
+  Result<bool> AnyKeyIn(rocksdb::ColumnFamilyHandle* cf,
+                        const std::string& begin, const std::string& end) const;
+
+  rocksdb::DB* db_ = nullptr;
+  rocksdb::ColumnFamilyHandle* default_cf_ = nullptr;
+  rocksdb::ColumnFamilyHandle* catalog_cf_ = nullptr;
+  rocksdb::ColumnFamilyHandle* shards_cf_ = nullptr;
+  rocksdb::ColumnFamilyHandle* journal_cf_ = nullptr;
+  bool read_only_ = false;
+  std::string path_;
+};
+
+}  // namespace shardfilter::persistence
+
+#endif  // SHARDFILTER_PERSISTENCE_STORE_H_

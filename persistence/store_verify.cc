@@ -1,0 +1,115 @@
+// Store::Verify: reads back every stored value and checks it.
+#include <rocksdb/db.h>
+
+#include <map>
+
+#include "filters/envelope.h"
+#include "persistence/internal/rocks_status.h"
+#include "persistence/keys.h"
+#include "persistence/store.h"
+
+namespace shardfilter::persistence {
+
+using internal::FromRocks;
+
+Status Store::Verify(StoreVerifyReport* report) const {
+  // 1. Catalog: every descriptor decodes.
+  std::map<std::string, FilterDescriptor, std::less<>> catalog;
+  {
+    std::unique_ptr<rocksdb::Iterator> it(
+        db_->NewIterator(rocksdb::ReadOptions(), catalog_cf_));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      std::string name = it->key().ToString();
+      report->bytes += it->value().size();
+      ++report->filters;
+      auto d = DecodeDescriptor(it->value().ToStringView(), name);
+      if (!d.ok()) {
+        report->problems.push_back(d.status().ToString());
+        continue;
+      }
+      catalog.emplace(std::move(name), std::move(*d));
+    }
+    SF_RETURN_IF_ERROR(FromRocks(it->status(), "verifying the catalog"));
+  }
+  // 2. Chunks: each one's own frame and checksum; which ones are debris.
+  {
+    std::unique_ptr<rocksdb::Iterator> it(
+        db_->NewIterator(rocksdb::ReadOptions(), shards_cf_));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      report->bytes += it->value().size();
+      ++report->chunks;
+      auto key = ParseChunkKey(it->key().ToStringView());
+      if (!key) {
+        report->problems.push_back("Corruption: malformed chunk key");
+        continue;
+      }
+      std::string what = DescribeName(key->name) + " shard " +
+                         std::to_string(key->shard) + " generation " +
+                         std::to_string(key->number) + " chunk " +
+                         std::to_string(key->chunk);
+      auto chunk = DecodeChunk(it->value().ToStringView(), what);
+      if (!chunk.ok()) report->problems.push_back(chunk.status().ToString());
+      auto d = catalog.find(key->name);
+      if (d == catalog.end() || key->shard >= d->second.shards.size() ||
+          d->second.shards[key->shard].generation != key->number ||
+          key->chunk >= d->second.shards[key->shard].chunk_count) {
+        ++report->orphan_values;
+      }
+    }
+    SF_RETURN_IF_ERROR(FromRocks(it->status(), "verifying chunks"));
+  }
+  // 3. Journal entries.
+  {
+    std::unique_ptr<rocksdb::Iterator> it(
+        db_->NewIterator(rocksdb::ReadOptions(), journal_cf_));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      report->bytes += it->value().size();
+      ++report->journal_entries;
+      auto key = ParseJournalKey(it->key().ToStringView());
+      if (!key) {
+        report->problems.push_back("Corruption: malformed journal key");
+        continue;
+      }
+      std::string what = DescribeName(key->name) + " shard " +
+                         std::to_string(key->shard) + " journal sequence " +
+                         std::to_string(key->number);
+      auto entry = DecodeJournalEntry(it->value().ToStringView(), what);
+      if (!entry.ok()) report->problems.push_back(entry.status().ToString());
+      auto d = catalog.find(key->name);
+      if (d == catalog.end() || key->shard >= d->second.shards.size() ||
+          key->number <= d->second.shards[key->shard].sequence) {
+        ++report->orphan_values;
+      }
+    }
+    SF_RETURN_IF_ERROR(FromRocks(it->status(), "verifying the journal"));
+  }
+  // 4. Every committed shard blob reassembles and is a filter envelope.
+  for (const auto& [name, d] : catalog) {
+    for (uint32_t shard = 0; shard < d.shards.size(); ++shard) {
+      if (d.shards[shard].generation == 0) continue;
+      auto blob = LoadShardBlob(name, shard, d.shards[shard]);
+      ++report->shard_blobs;
+      if (!blob.ok()) {
+        report->problems.push_back(blob.status().ToString());
+        continue;
+      }
+      auto env = OpenEnvelope(*blob);
+      if (!env.ok()) {
+        report->problems.push_back(
+            env.status()
+                .WithContext(DescribeName(name) + " shard " +
+                             std::to_string(shard) + " blob")
+                .ToString());
+      } else if (env->type != d.type) {
+        report->problems.push_back(
+            "Corruption: " + DescribeName(name) + " shard " +
+            std::to_string(shard) + " blob holds a " +
+            FilterTypeName(env->type) + " filter, descriptor says " +
+            FilterTypeName(d.type));
+      }
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace shardfilter::persistence
