@@ -89,9 +89,9 @@ double EstimateCardinality(uint64_t slots, uint64_t set, uint32_t k);
 // (Fingerprint 0 means "empty" and is mapped to 1, so value 1 is twice as
 // likely as the others: this raises the rate by a factor (1 + 2^{1-f}),
 // 0.8% at f = 8, which the formula ignores.) Figures at b = 4:
-//   f =  8: 2.88% at alpha 0.94, 3.0% full;   8 / 0.94 =  8.5 bits/item
+//   f =  8: 2.90% at alpha 0.94, 3.08% full;  8 / 0.94 =  8.5 bits/item
 //   f = 12: 0.183% at alpha 0.94, 0.195% full; 12 / 0.94 = 12.8 bits/item
-//   f = 16: 0.0115% at alpha 0.94;            16 / 0.94 = 17.0 bits/item
+//   f = 16: 0.0115% at alpha 0.94, 0.0122% full; 16 / 0.94 = 17.0 bits/item
 // The load a table reaches before an insert first fails (two choices,
 // breadth-first displacement search) is about 84% for b = 2, 95-96% for
 // b = 4 and 98% for b = 8 on large tables. The design load below keeps a
