@@ -1,0 +1,70 @@
+// Internals of the shardfilter CLI (tools/cli.h): what each subcommand gets
+// and the helpers they share. Not a public header.
+#ifndef SHARDFILTER_TOOLS_CLI_COMMANDS_H_
+#define SHARDFILTER_TOOLS_CLI_COMMANDS_H_
+
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "engine/database.h"
+#include "filters/status.h"
+#include "tools/cli_args.h"
+
+namespace shardfilter::tools {
+
+// Default store directory when --db is not given.
+inline constexpr std::string_view kDefaultDbPath = "./data";
+// Keys handed to one batch call (AddKeys / RemoveKeys / MayContainKeys).
+inline constexpr size_t kKeyBatch = 4096;
+
+// Everything a subcommand runs with. Positional arguments and flags were
+// checked against the command's table (count, known flags) by RunCli.
+struct CommandContext {
+  const ParsedArgs& args;
+  std::string db_path;
+  std::istream& in;
+  std::ostream& out;
+  std::ostream& err;
+};
+
+// Prints "shardfilter: <message>" on err and returns the exit code of the
+// status (InvalidArgument -> kExitUsage, any other error -> kExitError).
+int ReportError(std::ostream& err, const Status& status);
+// Prints "shardfilter: <message>" and returns kExitUsage.
+int UsageError(std::ostream& err, std::string_view message);
+
+enum class OpenMode {
+  kReadOnly,       // read commands: nothing is ever written
+  kWriteExisting,  // the store must already exist
+  kWriteOrCreate,  // `create`: makes the directory when missing
+};
+
+// Opens the store at ctx.db_path. Errors carry context ("opening store
+// 'DIR'") and a hint when the store is locked or missing.
+Result<std::unique_ptr<Database>> OpenStore(
+    const CommandContext& ctx, OpenMode mode,
+    std::optional<Durability> durability_override = std::nullopt);
+
+// Closes the store; on failure reports it and returns kExitError, else
+// returns `code` unchanged.
+int CloseStore(Database& db, std::ostream& err, int code);
+
+// The subcommands. Each returns an ExitCode (tools/cli.h).
+int RunCreate(CommandContext& ctx);
+int RunAdd(CommandContext& ctx);
+int RunRemove(CommandContext& ctx);
+int RunExists(CommandContext& ctx);
+int RunInfo(CommandContext& ctx);
+int RunList(CommandContext& ctx);
+int RunDrop(CommandContext& ctx);
+int RunCheckpoint(CommandContext& ctx);
+int RunVerify(CommandContext& ctx);
+int RunDemoCommand(CommandContext& ctx);
+
+}  // namespace shardfilter::tools
+
+#endif  // SHARDFILTER_TOOLS_CLI_COMMANDS_H_
