@@ -1,0 +1,196 @@
+// Checkpoints: incremental (only dirty shards are written, asserted on the
+// counters), durability none, read-only opens, garbage of interrupted
+// checkpoints, background checkpoints, Verify.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "engine/database.h"
+#include "persistence/keys.h"
+#include "persistence/values.h"
+#include "store_test_util.h"
+
+namespace shardfilter {
+namespace {
+
+using testing::Options;
+using testing::RawStore;
+using testing::Spec;
+using testing::SplitMix64;
+using testing::TempDir;
+
+// A hash that routes to `shard`.
+uint64_t HashInShard(const ShardedFilter& f, uint32_t shard, uint64_t* state) {
+  for (;;) {
+    uint64_t h = SplitMix64(state);
+    if (f.ShardOf(h) == shard) return h;
+  }
+}
+
+TEST(CheckpointTest, IncrementalWritesOnlyChangedShards) {
+  TempDir dir;
+  auto db = testing::MustOpen(Options(dir.db()));
+  auto f = *db->Create("f", Spec(FilterType::kCountingBloom, 80'000, 8));
+  uint64_t state = 1;
+  for (int i = 0; i < 20'000; ++i) ASSERT_OK(f->AddHash(SplitMix64(&state)));
+  auto full = db->Checkpoint("f");
+  ASSERT_OK(full.status());
+  EXPECT_EQ(full->shards_written, 8u);
+  EXPECT_EQ(full->shards_skipped, 0u);
+  uint64_t shard_bytes = full->bytes_written / 8;
+  // Touch shards 3 and 6 only.
+  ASSERT_OK(f->AddHash(HashInShard(*f, 3, &state)));
+  uint64_t in6 = HashInShard(*f, 6, &state);
+  ASSERT_OK(f->AddHash(in6));
+  ASSERT_OK(f->AddHash(in6));
+  ASSERT_OK(f->RemoveHash(in6));
+  auto inc = db->Checkpoint("f");
+  ASSERT_OK(inc.status());
+  EXPECT_EQ(inc->shards_written, 2u);
+  EXPECT_EQ(inc->shards_skipped, 6u);
+  EXPECT_EQ(inc->bytes_written, 2 * shard_bytes);
+  EXPECT_GT(inc->max_lock_hold_ns, 0u);
+  auto stats = f->Stats();
+  EXPECT_EQ(stats.shards[3].checkpoint_generation, 2u);
+  EXPECT_EQ(stats.shards[0].checkpoint_generation, 1u);
+  EXPECT_FALSE(stats.shards[3].dirty);
+  // Nothing changed: nothing written.
+  auto none = db->Checkpoint("f");
+  ASSERT_OK(none.status());
+  EXPECT_EQ(none->shards_written, 0u);
+  EXPECT_EQ(none->bytes_written, 0u);
+  EXPECT_EQ(db->counters().shards_written, 10u);
+  // The journal was truncated by the checkpoints; old generations are gone.
+  ASSERT_OK(db->Close());
+  RawStore raw(dir.db());
+  ASSERT_TRUE(raw.ok());
+  EXPECT_EQ(raw.Scan("journal").size(), 0u);
+  for (const auto& [key, value] : raw.Scan("shards")) {
+    auto k = persistence::ParseChunkKey(key);
+    ASSERT_TRUE(k.has_value());
+    EXPECT_EQ(k->number, (k->shard == 3 || k->shard == 6) ? 2u : 1u);
+  }
+}
+
+TEST(CheckpointTest, DurabilityNoneKeepsStateOfLastCheckpoint) {
+  TempDir dir;
+  DatabaseOptions o = Options(dir.db());
+  o.checkpoint_on_close = false;
+  o.default_durability = Durability::kNone;
+  {
+    auto db = testing::MustOpen(o);
+    FilterSpec spec = Spec(FilterType::kBloom, 10'000, 2);
+    spec.durability.reset();  // inherit the store default
+    auto f = *db->Create("f", spec);
+    EXPECT_EQ(f->durability(), Durability::kNone);
+    ASSERT_OK(f->Add("before"));
+    ASSERT_OK(db->Checkpoint("f").status());
+    ASSERT_OK(f->Add("after"));
+    EXPECT_EQ(db->counters().journal_ops, 0u);
+    ASSERT_OK(db->Close());
+  }
+  auto db = testing::MustOpen(o);
+  auto f = *db->Get("f");
+  EXPECT_TRUE(f->MayContain("before"));
+  EXPECT_FALSE(f->MayContain("after"));
+}
+
+TEST(CheckpointTest, ReadOnlyOpenReplaysInMemoryAndWritesNothing) {
+  TempDir dir;
+  DatabaseOptions o = Options(dir.db());
+  o.checkpoint_on_close = false;
+  {
+    auto db = testing::MustOpen(o);
+    auto f = *db->Create("f", Spec(FilterType::kCuckoo, 10'000, 2));
+    for (int i = 0; i < 100; ++i) ASSERT_OK(f->Add(std::to_string(i)));
+    ASSERT_OK(db->Close());
+  }
+  DatabaseOptions ro = o;
+  ro.read_only = true;
+  ro.checkpoint_on_close = true;  // ignored when read-only
+  {
+    auto db = testing::MustOpen(ro);
+    EXPECT_TRUE(db->read_only());
+    auto f = *db->Get("f");
+    for (int i = 0; i < 100; ++i) EXPECT_TRUE(f->MayContain(std::to_string(i)));
+    EXPECT_EQ(db->counters().replayed_ops, 100u);
+    EXPECT_EQ(f->Add("x").code(), StatusCode::kNotSupported);
+    EXPECT_EQ(f->Remove("1").code(), StatusCode::kNotSupported);
+    EXPECT_EQ(f->AddHashes(std::vector<uint64_t>{1, 2}).code(),
+              StatusCode::kNotSupported);
+    EXPECT_EQ(db->Create("g", Spec(FilterType::kBloom, 10, 1)).status().code(),
+              StatusCode::kNotSupported);
+    EXPECT_EQ(db->Drop("f").code(), StatusCode::kNotSupported);
+    EXPECT_EQ(db->Checkpoint("f").status().code(), StatusCode::kNotSupported);
+    auto report = db->Verify();
+    ASSERT_OK(report.status());
+    EXPECT_TRUE(report->ok());
+    EXPECT_EQ(report->journal_entries, 100u);
+    ASSERT_OK(db->Close());
+  }
+  // Nothing was written: the journal is still all there.
+  auto db = testing::MustOpen(o);
+  EXPECT_EQ(db->counters().replayed_ops, 100u);
+}
+
+TEST(CheckpointTest, InterruptedCheckpointIsCollectedOnOpen) {
+  TempDir dir;
+  DatabaseOptions o = Options(dir.db());
+  o.checkpoint_on_close = false;
+  {
+    auto db = testing::MustOpen(o);
+    auto f = *db->Create("f", Spec(FilterType::kBloom, 10'000, 2));
+    ASSERT_OK(f->Add("a"));
+    ASSERT_OK(db->Checkpoint("f").status());
+    ASSERT_OK(f->Add("b"));
+    ASSERT_OK(db->Close());
+  }
+  {
+    // What a crash between writing generation 2's chunks and the commit
+    // leaves behind.
+    RawStore raw(dir.db());
+    ASSERT_TRUE(raw.ok());
+    raw.Put("shards", persistence::ChunkKey("f", 0, 2, 0),
+            persistence::EncodeChunk("half-written"));
+    raw.Put("shards", persistence::ChunkKey("f", 1, 7, 3),
+            persistence::EncodeChunk("debris"));
+  }
+  {
+    DatabaseOptions ro = o;
+    ro.read_only = true;
+    auto db = testing::MustOpen(ro);
+    auto report = *db->Verify();
+    EXPECT_TRUE(report.ok());
+    EXPECT_EQ(report.orphan_values, 2u);
+    EXPECT_TRUE((*db->Get("f"))->MayContain("b"));
+  }
+  auto db = testing::MustOpen(o);  // writable: collects
+  auto report = *db->Verify();
+  EXPECT_EQ(report.orphan_values, 0u);
+  auto f = *db->Get("f");
+  EXPECT_TRUE(f->MayContain("a"));
+  EXPECT_TRUE(f->MayContain("b"));
+}
+
+TEST(CheckpointTest, BackgroundCheckpoints) {
+  TempDir dir;
+  DatabaseOptions o = Options(dir.db());
+  o.checkpoint_interval_ms = 10;
+  auto db = testing::MustOpen(o);
+  auto f = *db->Create("f", Spec(FilterType::kBloom, 10'000, 4));
+  ASSERT_OK(f->Add("k"));
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (db->counters().shards_written == 0 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(db->counters().shards_written, 1u);
+  EXPECT_OK(db->background_status());
+  EXPECT_EQ(db->counters().background_errors, 0u);
+  ASSERT_OK(db->Close());
+  EXPECT_EQ(f->Add("z").code(), StatusCode::kNotSupported);  // closed
+}
+
+}  // namespace
+}  // namespace shardfilter

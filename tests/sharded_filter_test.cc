@@ -1,0 +1,174 @@
+// ShardedFilter in memory: shard routing, FPR against an unsharded filter of
+// the same size, batch == single-key results, stats, type errors.
+#include "engine/sharded_filter.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "test_util.h"
+
+namespace shardfilter {
+namespace {
+
+using testing::SplitMix64;
+
+class ShardedTypedTest : public ::testing::TestWithParam<FilterType> {};
+
+FilterSpec SpecFor(FilterType type, uint64_t capacity, uint32_t shards) {
+  FilterSpec spec;
+  spec.type = type;
+  spec.capacity = capacity;
+  spec.fpp = 0.01;
+  spec.shards = shards;
+  return spec;
+}
+
+double MeasureFpr(const ShardedFilter& f, uint64_t seed, uint64_t queries) {
+  uint64_t state = seed, positives = 0;
+  for (uint64_t i = 0; i < queries; ++i) {
+    positives += f.MayContainHash(SplitMix64(&state));
+  }
+  return static_cast<double>(positives) / static_cast<double>(queries);
+}
+
+TEST(ShardedFilterTest, DefaultShardCountRule) {
+  EXPECT_EQ(DefaultShardCount(1), 1u);
+  EXPECT_EQ(DefaultShardCount(999'999), 1u);
+  EXPECT_EQ(DefaultShardCount(1'000'000), 2u);
+  EXPECT_EQ(DefaultShardCount(5'000'000), 8u);
+  EXPECT_EQ(DefaultShardCount(100'000'000), 128u);
+  EXPECT_EQ(DefaultShardCount(1'000'000'000'000ULL), 256u);
+}
+
+TEST(ShardedFilterTest, RejectsBadShardCounts) {
+  for (uint32_t shards : {3u, 512u, 6u}) {
+    auto f = ShardedFilter::Create(SpecFor(FilterType::kBloom, 1000, shards));
+    EXPECT_TRUE(f.status().IsInvalidArgument()) << shards;
+  }
+  FilterSpec bad = SpecFor(FilterType::kBloom, 1000, 1);
+  bad.fpp = 1.5;
+  EXPECT_TRUE(ShardedFilter::Create(bad).status().IsInvalidArgument());
+}
+
+TEST_P(ShardedTypedTest, FprMatchesUnshardedFilterOfSameSize) {
+  constexpr uint64_t kItems = 200'000;
+  auto one = ShardedFilter::Create(SpecFor(GetParam(), kItems, 1));
+  auto many = ShardedFilter::Create(SpecFor(GetParam(), kItems, 16));
+  ASSERT_OK(one.status());
+  ASSERT_OK(many.status());
+  uint64_t state = 1;
+  for (uint64_t i = 0; i < kItems; ++i) {
+    uint64_t h = SplitMix64(&state);
+    ASSERT_OK((*one)->AddHash(h));
+    ASSERT_OK((*many)->AddHash(h));
+  }
+  // Same total size (within the shards' rounding).
+  double b1 = (*one)->Stats().total.bytes, b16 = (*many)->Stats().total.bytes;
+  // (Cuckoo tables round their bucket counts: up to ~4% apart.)
+  EXPECT_LT(std::abs(b16 - b1) / b1, 0.05);
+  double f1 = MeasureFpr(**one, 99, 1'000'000);
+  double f16 = MeasureFpr(**many, 99, 1'000'000);
+  // At p ~ 1% over 1e6 queries the standard error is ~0.0001: allow 15%.
+  EXPECT_LE(f16, 0.01 * 1.15);
+  EXPECT_LT(std::abs(f16 - f1), 0.15 * std::max(f1, 0.001))
+      << "sharded " << f16 << " unsharded " << f1;
+  // Shards are evenly loaded (Remix bits are independent of the filter's).
+  for (const ShardStats& s : (*many)->Stats().shards) {
+    if (GetParam() == FilterType::kBloom) continue;  // items = new bits
+    EXPECT_NEAR(static_cast<double>(s.filter.items), kItems / 16.0,
+                6 * std::sqrt(kItems / 16.0));
+  }
+}
+
+TEST_P(ShardedTypedTest, BatchResultsEqualSingleKeyResults) {
+  auto single = ShardedFilter::Create(SpecFor(GetParam(), 50'000, 8));
+  auto batch = ShardedFilter::Create(SpecFor(GetParam(), 50'000, 8));
+  ASSERT_OK(single.status());
+  ASSERT_OK(batch.status());
+  std::vector<uint64_t> hashes(30'000);
+  uint64_t state = 5;
+  for (uint64_t& h : hashes) h = SplitMix64(&state);
+  for (uint64_t h : hashes) ASSERT_OK((*single)->AddHash(h));
+  std::vector<Status> per_item;
+  ASSERT_OK((*batch)->AddHashes(hashes, &per_item));
+  ASSERT_EQ(per_item.size(), hashes.size());
+  EXPECT_TRUE((*single)->Equals(**batch));
+  // Queries: present and absent keys interleaved, answers in input order.
+  std::vector<uint64_t> queries;
+  for (size_t i = 0; i < 20'000; ++i) {
+    queries.push_back(i % 2 ? hashes[i] : SplitMix64(&state));
+  }
+  std::vector<uint8_t> out(queries.size());
+  (*batch)->MayContainHashes(queries, out);
+  for (size_t i = 0; i < queries.size(); ++i) {
+    ASSERT_EQ(out[i], (*single)->MayContainHash(queries[i]) ? 1 : 0) << i;
+    if (i % 2) ASSERT_EQ(out[i], 1);
+  }
+  std::vector<std::string> keys = {"a", "bb", "ccc"};
+  std::vector<std::string_view> views(keys.begin(), keys.end());
+  ASSERT_OK((*batch)->AddKeys(views));
+  std::vector<uint8_t> kout(3);
+  (*batch)->MayContainKeys(views, kout);
+  EXPECT_EQ(kout, std::vector<uint8_t>({1, 1, 1}));
+  EXPECT_TRUE((*batch)->MayContain("bb"));
+}
+
+TEST_P(ShardedTypedTest, RemoveBatchReportsPerItemInOrder) {
+  auto f = ShardedFilter::Create(SpecFor(GetParam(), 10'000, 4));
+  ASSERT_OK(f.status());
+  std::vector<uint64_t> hashes = {11, 22, 33, 44};
+  if (GetParam() == FilterType::kBloom) {
+    EXPECT_EQ((*f)->RemoveHash(11).code(), StatusCode::kNotSupported);
+    std::vector<Status> per_item;
+    Status s = (*f)->RemoveHashes(hashes, &per_item);
+    EXPECT_EQ(s.code(), StatusCode::kNotSupported);
+    EXPECT_NE(s.message().find("Bloom"), std::string::npos);
+    return;
+  }
+  ASSERT_OK((*f)->AddHash(22));
+  ASSERT_OK((*f)->AddHash(44));
+  ASSERT_OK((*f)->AddHash(44));
+  std::vector<Status> per_item;
+  Status s = (*f)->RemoveHashes(hashes, &per_item);
+  EXPECT_TRUE(s.IsNotFound()) << s.ToString();  // the first failure: item 0
+  ASSERT_EQ(per_item.size(), 4u);
+  EXPECT_TRUE(per_item[0].IsNotFound());
+  EXPECT_OK(per_item[1]);
+  EXPECT_TRUE(per_item[2].IsNotFound());
+  EXPECT_OK(per_item[3]);
+  EXPECT_EQ((*f)->CountHash(44), 1u);
+  EXPECT_EQ((*f)->CountHash(22), 0u);
+}
+
+TEST_P(ShardedTypedTest, StatsAggregateShards) {
+  auto f = ShardedFilter::Create(SpecFor(GetParam(), 40'000, 4));
+  ASSERT_OK(f.status());
+  uint64_t state = 3;
+  for (int i = 0; i < 20'000; ++i) ASSERT_OK((*f)->AddHash(SplitMix64(&state)));
+  ShardedStats st = (*f)->Stats();
+  ASSERT_EQ(st.shards.size(), 4u);
+  uint64_t bytes = 0, items = 0;
+  for (const ShardStats& s : st.shards) {
+    bytes += s.filter.bytes;
+    items += s.filter.items;
+    EXPECT_TRUE(s.dirty);
+    EXPECT_GT(s.last_sequence, 0u);
+  }
+  EXPECT_EQ(st.total.bytes, bytes);
+  EXPECT_EQ(st.total.items, items);
+  EXPECT_EQ(st.total.capacity, 40'000u);
+  EXPECT_GT(st.total.estimated_fpr, 0.0);
+  EXPECT_LT(st.total.estimated_fpr, 0.01);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, ShardedTypedTest,
+                         ::testing::Values(FilterType::kBloom,
+                                           FilterType::kCountingBloom,
+                                           FilterType::kCuckoo),
+                         [](const auto& info) {
+                           return std::string(FilterTypeName(info.param));
+                         });
+
+}  // namespace
+}  // namespace shardfilter
