@@ -352,7 +352,8 @@ int Run(int argc, const char* const* argv, std::istream& in, std::ostream& out,
   }
   std::string db_path(kDefaultDbPath);
   if (const std::string* db = args.Get("db")) {
-    if (db->empty()) return UsageError(err, "--db needs a directory");
+    if (db->empty())
+      return UsageError(err, "--db needs a directory" + SeeHelp(""));
     db_path = *db;
   }
   CommandContext ctx{args, db_path, in, out, err};

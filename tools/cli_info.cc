@@ -38,6 +38,12 @@ std::string Hex(uint64_t v) {
 // "auto" for a spec field left to the type's default.
 std::string OrAuto(uint32_t v) { return v == 0 ? "auto" : std::to_string(v); }
 
+// Slots per key: the same in every shard (the total does not carry it).
+uint32_t KOf(const FilterInfo& info) {
+  return info.stats.shards.empty() ? info.stats.total.k
+                                   : info.stats.shards[0].filter.k;
+}
+
 void PrintText(const FilterInfo& info, std::ostream& out) {
   const FilterSpec& s = info.spec;
   const FilterStats& t = info.stats.total;
@@ -56,7 +62,7 @@ void PrintText(const FilterInfo& info, std::ostream& out) {
   if (s.type == FilterType::kBloom) {
     row("layout", s.classic_layout ? "classic" : "blocked");
   }
-  if (s.type != FilterType::kCuckoo) row("k", std::to_string(t.k));
+  if (s.type != FilterType::kCuckoo) row("k", std::to_string(KOf(info)));
   if (s.type == FilterType::kCuckoo) {
     row("fingerprint_bits", OrAuto(s.fingerprint_bits));
     row("bucket_size", OrAuto(s.bucket_size));
@@ -102,7 +108,8 @@ void PrintJson(const FilterInfo& info, std::ostream& out) {
       << ",\"durability\":\""
       << (s.durability ? DurabilityName(*s.durability) : "default") << "\""
       << ",\"layout\":\"" << (s.classic_layout ? "classic" : "blocked") << "\""
-      << ",\"k\":" << t.k << ",\"fingerprint_bits\":" << s.fingerprint_bits
+      << ",\"k\":" << KOf(info)
+      << ",\"fingerprint_bits\":" << s.fingerprint_bits
       << ",\"bucket_size\":" << s.bucket_size << ",\"items\":" << t.items
       << ",\"deletes\":" << t.deletes << ",\"fill_ratio\":" << Num(t.fill_ratio)
       << ",\"estimated_fpr\":" << Num(t.estimated_fpr)

@@ -78,7 +78,9 @@ int RunMutation(CommandContext& ctx, bool remove) {
     auto r = ParseDurability(*d);
     if (!r.ok()) {
       return UsageError(ctx.err, "--durability: '" + EscapeBytes(*d) +
-                                     "' is not none, journal or sync");
+                                     "' is not none, journal or sync (see "
+                                     "shardfilter " +
+                                     std::string(verb) + " --help)");
     }
     session = *r;
   }
