@@ -359,6 +359,10 @@ int Run(int argc, const char* const* argv, std::istream& in, std::ostream& out,
   CommandContext ctx{args, db_path, in, out, err};
   int code = cmd->run(ctx);
   out.flush();
+  if (!out) {  // e.g. stdout on a full disk: the results were not delivered
+    err << "shardfilter: IOError: writing to stdout failed\n";
+    return kExitError;
+  }
   return code;
 }
 
