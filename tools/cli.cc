@@ -134,7 +134,9 @@ Example:
 Adds the keys given as arguments or, when there are none, one key per line
 read from stdin, in batches of 4096. A summary goes to stderr. Keys that
 fail (a cuckoo filter is Full) are reported on stderr with their position
-(1-based) and counted; the exit code is then 1. Earlier keys stay added.
+(1-based) and counted; every other key is still added, and the exit code
+is 1. A store error (e.g. IOError) stops the command with exit code 3;
+acks printed before it stay true.
 
 Flags:
   --durability D   for this session only (the stored default is unchanged):
