@@ -8,7 +8,6 @@
 #include <string_view>
 #include <vector>
 
-#ifdef SHARDFILTER_HAVE_TOOLS_LIB
 #include "tools/cli_args.h"
 
 namespace shardfilter::tools {
@@ -228,10 +227,3 @@ TEST(EscapeTest, Json) {
 }  // namespace
 }  // namespace shardfilter::tools
 
-#else  // !SHARDFILTER_HAVE_TOOLS_LIB
-
-TEST(CliArgsTest, SkippedWithoutTools) {
-  GTEST_SKIP() << "built with SHARDFILTER_BUILD_TOOLS=OFF";
-}
-
-#endif  // SHARDFILTER_HAVE_TOOLS_LIB

@@ -19,7 +19,6 @@
 #include <thread>
 #include <vector>
 
-#ifdef SHARDFILTER_HAVE_TOOLS_LIB
 #include "tools/cli.h"
 
 namespace shardfilter::tools {
@@ -164,10 +163,3 @@ INSTANTIATE_TEST_SUITE_P(Durability, CliCrashTest,
 }  // namespace
 }  // namespace shardfilter::tools
 
-#else  // !SHARDFILTER_HAVE_TOOLS_LIB
-
-TEST(CliCrashTest, SkippedWithoutTools) {
-  GTEST_SKIP() << "built with SHARDFILTER_BUILD_TOOLS=OFF";
-}
-
-#endif  // SHARDFILTER_HAVE_TOOLS_LIB

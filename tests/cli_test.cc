@@ -11,7 +11,6 @@
 
 #include "test_util.h"
 
-#ifdef SHARDFILTER_HAVE_TOOLS_LIB
 #include "engine/database.h"
 #include "tools/cli.h"
 
@@ -505,10 +504,3 @@ TEST_F(CliTest, DemoRunsSmall) {
 }  // namespace
 }  // namespace shardfilter::tools
 
-#else  // !SHARDFILTER_HAVE_TOOLS_LIB
-
-TEST(CliTest, SkippedWithoutTools) {
-  GTEST_SKIP() << "built with SHARDFILTER_BUILD_TOOLS=OFF";
-}
-
-#endif  // SHARDFILTER_HAVE_TOOLS_LIB

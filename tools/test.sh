@@ -20,12 +20,12 @@ ctest --test-dir build --output-on-failure -j"$jobs" --timeout 600
 
 [ "$quick" = 1 ] && exit 0
 
-# Sanitizer builds skip benchmarks and tools, and only build the test
+# Sanitizer builds skip benchmarks, and only build the test
 # programs they run.
 san_build() {  # dir sanitizer label
   local dir=$1 san=$2 label=$3
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHARDFILTER_SANITIZE="$san" \
-    -DSHARDFILTER_BUILD_BENCHMARKS=OFF -DSHARDFILTER_BUILD_TOOLS=OFF >/dev/null
+    -DSHARDFILTER_BUILD_BENCHMARKS=OFF >/dev/null
   local targets=()
   for f in tests/*_test.cc; do
     local n; n=$(basename "$f" .cc)
