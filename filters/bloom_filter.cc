@@ -105,7 +105,7 @@ Result<std::unique_ptr<BloomFilter>> BloomFilter::Create(
   std::unique_ptr<BloomFilter> f(
       new BloomFilter(options.layout, k, options.seed, n, p, num_bits));
   if (!f->table_.Allocate(num_bits / 64)) {
-    return Status::InvalidArgument("cannot allocate " +
+    return Status::ResourceExhausted("cannot allocate " +
                                    std::to_string(num_bits / 8) + " bytes");
   }
   return f;
@@ -330,7 +330,7 @@ Result<std::unique_ptr<BloomFilter>> BloomFilter::Deserialize(
   std::unique_ptr<BloomFilter> f(new BloomFilter(
       static_cast<BloomLayout>(layout), k, seed, capacity, fpp, num_bits));
   if (!f->table_.Allocate(num_bits / 64)) {
-    return Status::InvalidArgument("cannot allocate " +
+    return Status::ResourceExhausted("cannot allocate " +
                                    std::to_string(num_bits / 8) + " bytes");
   }
   for (uint64_t i = 0; i < num_bits / 64; ++i) {

@@ -55,7 +55,7 @@ Result<std::unique_ptr<CountingBloomFilter>> CountingBloomFilter::Create(
   std::unique_ptr<CountingBloomFilter> f(new CountingBloomFilter(
       s.k, options.seed, options.capacity, options.fpp, s.blocks));
   if (!f->table_.Allocate(s.blocks * internal::kBlockWords)) {
-    return Status::InvalidArgument("cannot allocate " +
+    return Status::ResourceExhausted("cannot allocate " +
                                    std::to_string(s.blocks * 64) + " bytes");
   }
   return f;

@@ -29,6 +29,7 @@ enum class StatusCode : int {
   kWrongType = 8,        // a named filter exists but is of another type
   kBusy = 9,             // resource held elsewhere (lock, running migration)
   kAborted = 10,         // interrupted by the caller (e.g. SIGINT)
+  kResourceExhausted = 11,  // memory could not be allocated
 };
 
 // Name of a code, e.g. "Corruption". Never null.
@@ -65,6 +66,9 @@ class [[nodiscard]] Status {
   static Status Busy(std::string m) { return {StatusCode::kBusy, std::move(m)}; }
   static Status Aborted(std::string m) {
     return {StatusCode::kAborted, std::move(m)};
+  }
+  static Status ResourceExhausted(std::string m) {
+    return {StatusCode::kResourceExhausted, std::move(m)};
   }
 
   bool ok() const { return code_ == StatusCode::kOk; }
