@@ -1,13 +1,12 @@
 // ShardedFilter batch operations: group items by shard (a counting sort),
 // run the shard groups in parallel with oneTBB, journal every group of one
 // call in one WriteBatch, and report per item in input order.
-#include <tbb/parallel_for.h>
-
 #include <mutex>
 #include <shared_mutex>
 
 #include "engine/internal/access.h"
 #include "engine/internal/journal_sink.h"
+#include "engine/internal/parallel.h"
 #include "engine/internal/shard.h"
 #include "engine/sharded_filter.h"
 
@@ -58,7 +57,7 @@ Grouping GroupByShard(const ShardedFilter& f,
 template <typename Fn>
 void ForEachGroup(size_t groups, size_t items, Fn&& fn) {
   if (groups > 1 && items >= kParallelMinItems) {
-    tbb::parallel_for(size_t{0}, groups, [&](size_t j) { fn(j); });
+    internal::ParallelFor(groups, fn);
   } else {
     for (size_t j = 0; j < groups; ++j) fn(j);
   }

@@ -1,7 +1,5 @@
 #include "engine/internal/checkpointer.h"
 
-#include <tbb/parallel_for.h>
-
 #include <atomic>
 #include <chrono>
 #include <shared_mutex>
@@ -9,6 +7,7 @@
 
 #include "engine/internal/access.h"
 #include "engine/internal/filter_factory.h"
+#include "engine/internal/parallel.h"
 #include "engine/internal/shard.h"
 
 namespace shardfilter::internal {
@@ -125,7 +124,7 @@ Result<std::unique_ptr<ShardedFilter>> RecoverFilter(
   std::vector<Status> errors(shards);
   std::vector<uint64_t> last_seq(shards, 0), counts(shards, 0);
   std::atomic<uint64_t> skipped{0};
-  tbb::parallel_for(uint32_t{0}, shards, [&](uint32_t i) {
+  ParallelFor(shards, [&](size_t i) {
     const ShardRecord& r = d.shards[i];
     std::string what = DescribeName(name) + " shard " + std::to_string(i);
     auto run = [&]() -> Status {
