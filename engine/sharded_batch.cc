@@ -122,7 +122,8 @@ Status ShardedFilter::RunBatch(bool remove, std::span<const uint64_t> hashes,
       Status st = d == internal::kDropped
                       ? Status::NotFound("filter was dropped")
                       : Status::NotSupported("the database was closed");
-      for (size_t i = 0; i < slice.size(); ++i) out[i] = st;
+      // Dropped or closed between slices: this slice and the rest fail.
+      for (size_t i = base; i < results.size(); ++i) results[i] = st;
       break;
     }
     std::vector<std::vector<uint64_t>> done(g.involved.size());

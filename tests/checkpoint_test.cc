@@ -33,20 +33,20 @@ TEST(CheckpointTest, IncrementalWritesOnlyChangedShards) {
   auto db = testing::MustOpen(Options(dir.db()));
   auto f = *db->Create("f", Spec(FilterType::kCountingBloom, 80'000, 8));
   uint64_t state = 1;
-  for (int i = 0; i < 20'000; ++i) ASSERT_OK(f->AddHash(SplitMix64(&state)));
+  for (int i = 0; i < 20'000; ++i) SF_ASSERT_OK(f->AddHash(SplitMix64(&state)));
   auto full = db->Checkpoint("f");
-  ASSERT_OK(full.status());
+  SF_ASSERT_OK(full.status());
   EXPECT_EQ(full->shards_written, 8u);
   EXPECT_EQ(full->shards_skipped, 0u);
   uint64_t shard_bytes = full->bytes_written / 8;
   // Touch shards 3 and 6 only.
-  ASSERT_OK(f->AddHash(HashInShard(*f, 3, &state)));
+  SF_ASSERT_OK(f->AddHash(HashInShard(*f, 3, &state)));
   uint64_t in6 = HashInShard(*f, 6, &state);
-  ASSERT_OK(f->AddHash(in6));
-  ASSERT_OK(f->AddHash(in6));
-  ASSERT_OK(f->RemoveHash(in6));
+  SF_ASSERT_OK(f->AddHash(in6));
+  SF_ASSERT_OK(f->AddHash(in6));
+  SF_ASSERT_OK(f->RemoveHash(in6));
   auto inc = db->Checkpoint("f");
-  ASSERT_OK(inc.status());
+  SF_ASSERT_OK(inc.status());
   EXPECT_EQ(inc->shards_written, 2u);
   EXPECT_EQ(inc->shards_skipped, 6u);
   EXPECT_EQ(inc->bytes_written, 2 * shard_bytes);
@@ -57,12 +57,12 @@ TEST(CheckpointTest, IncrementalWritesOnlyChangedShards) {
   EXPECT_FALSE(stats.shards[3].dirty);
   // Nothing changed: nothing written.
   auto none = db->Checkpoint("f");
-  ASSERT_OK(none.status());
+  SF_ASSERT_OK(none.status());
   EXPECT_EQ(none->shards_written, 0u);
   EXPECT_EQ(none->bytes_written, 0u);
   EXPECT_EQ(db->counters().shards_written, 10u);
   // The journal was truncated by the checkpoints; old generations are gone.
-  ASSERT_OK(db->Close());
+  SF_ASSERT_OK(db->Close());
   RawStore raw(dir.db());
   ASSERT_TRUE(raw.ok());
   EXPECT_EQ(raw.Scan("journal").size(), 0u);
@@ -84,11 +84,11 @@ TEST(CheckpointTest, DurabilityNoneKeepsStateOfLastCheckpoint) {
     spec.durability.reset();  // inherit the store default
     auto f = *db->Create("f", spec);
     EXPECT_EQ(f->durability(), Durability::kNone);
-    ASSERT_OK(f->Add("before"));
-    ASSERT_OK(db->Checkpoint("f").status());
-    ASSERT_OK(f->Add("after"));
+    SF_ASSERT_OK(f->Add("before"));
+    SF_ASSERT_OK(db->Checkpoint("f").status());
+    SF_ASSERT_OK(f->Add("after"));
     EXPECT_EQ(db->counters().journal_ops, 0u);
-    ASSERT_OK(db->Close());
+    SF_ASSERT_OK(db->Close());
   }
   auto db = testing::MustOpen(o);
   auto f = *db->Get("f");
@@ -103,8 +103,8 @@ TEST(CheckpointTest, ReadOnlyOpenReplaysInMemoryAndWritesNothing) {
   {
     auto db = testing::MustOpen(o);
     auto f = *db->Create("f", Spec(FilterType::kCuckoo, 10'000, 2));
-    for (int i = 0; i < 100; ++i) ASSERT_OK(f->Add(std::to_string(i)));
-    ASSERT_OK(db->Close());
+    for (int i = 0; i < 100; ++i) SF_ASSERT_OK(f->Add(std::to_string(i)));
+    SF_ASSERT_OK(db->Close());
   }
   DatabaseOptions ro = o;
   ro.read_only = true;
@@ -124,10 +124,10 @@ TEST(CheckpointTest, ReadOnlyOpenReplaysInMemoryAndWritesNothing) {
     EXPECT_EQ(db->Drop("f").code(), StatusCode::kNotSupported);
     EXPECT_EQ(db->Checkpoint("f").status().code(), StatusCode::kNotSupported);
     auto report = db->Verify();
-    ASSERT_OK(report.status());
+    SF_ASSERT_OK(report.status());
     EXPECT_TRUE(report->ok());
     EXPECT_EQ(report->journal_entries, 100u);
-    ASSERT_OK(db->Close());
+    SF_ASSERT_OK(db->Close());
   }
   // Nothing was written: the journal is still all there.
   auto db = testing::MustOpen(o);
@@ -141,10 +141,10 @@ TEST(CheckpointTest, InterruptedCheckpointIsCollectedOnOpen) {
   {
     auto db = testing::MustOpen(o);
     auto f = *db->Create("f", Spec(FilterType::kBloom, 10'000, 2));
-    ASSERT_OK(f->Add("a"));
-    ASSERT_OK(db->Checkpoint("f").status());
-    ASSERT_OK(f->Add("b"));
-    ASSERT_OK(db->Close());
+    SF_ASSERT_OK(f->Add("a"));
+    SF_ASSERT_OK(db->Checkpoint("f").status());
+    SF_ASSERT_OK(f->Add("b"));
+    SF_ASSERT_OK(db->Close());
   }
   {
     // What a crash between writing generation 2's chunks and the commit
@@ -179,16 +179,16 @@ TEST(CheckpointTest, BackgroundCheckpoints) {
   o.checkpoint_interval_ms = 10;
   auto db = testing::MustOpen(o);
   auto f = *db->Create("f", Spec(FilterType::kBloom, 10'000, 4));
-  ASSERT_OK(f->Add("k"));
+  SF_ASSERT_OK(f->Add("k"));
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (db->counters().shards_written == 0 &&
          std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   EXPECT_EQ(db->counters().shards_written, 1u);
-  EXPECT_OK(db->background_status());
+  SF_EXPECT_OK(db->background_status());
   EXPECT_EQ(db->counters().background_errors, 0u);
-  ASSERT_OK(db->Close());
+  SF_ASSERT_OK(db->Close());
   EXPECT_EQ(f->Add("z").code(), StatusCode::kNotSupported);  // closed
 }
 

@@ -31,10 +31,10 @@ void BuildStore(const std::string& path) {
   auto db = MustOpen(o);
   ASSERT_NE(db, nullptr);
   auto f = *db->Create("f", Spec(FilterType::kCountingBloom, 20'000, 4));
-  for (int i = 0; i < 2000; ++i) ASSERT_OK(f->Add("a" + std::to_string(i)));
-  ASSERT_OK(db->Checkpoint("f").status());
-  for (int i = 0; i < 200; ++i) ASSERT_OK(f->Add("b" + std::to_string(i)));
-  ASSERT_OK(db->Close());
+  for (int i = 0; i < 2000; ++i) SF_ASSERT_OK(f->Add("a" + std::to_string(i)));
+  SF_ASSERT_OK(db->Checkpoint("f").status());
+  for (int i = 0; i < 200; ++i) SF_ASSERT_OK(f->Add("b" + std::to_string(i)));
+  SF_ASSERT_OK(db->Close());
 }
 
 struct Case {
@@ -218,7 +218,7 @@ TEST(CorruptionVerifyTest, VerifyListsDamageThatOpenDoesNotRead) {
   auto db = MustOpen(ro);
   ASSERT_NE(db, nullptr);
   auto report = db->Verify();
-  ASSERT_OK(report.status());
+  SF_ASSERT_OK(report.status());
   ASSERT_EQ(report->problems.size(), 1u);
   EXPECT_NE(report->problems[0].find("shard 1 generation 9 chunk 0"),
             std::string::npos)

@@ -26,39 +26,39 @@ TEST(DatabaseCatalogTest, CreateGetListInfoDrop) {
   auto db = MustOpen(Options(dir.db()));
   ASSERT_NE(db, nullptr);
   auto f = db->Create("users", Spec(FilterType::kCuckoo, 10'000, 4));
-  ASSERT_OK(f.status());
-  ASSERT_OK(db->Create("b", Spec(FilterType::kBloom, 1000, 1)).status());
+  SF_ASSERT_OK(f.status());
+  SF_ASSERT_OK(db->Create("b", Spec(FilterType::kBloom, 1000, 1)).status());
   EXPECT_EQ(db->List(), std::vector<std::string>({"b", "users"}));
-  ASSERT_OK((*f)->Add("alice"));
+  SF_ASSERT_OK((*f)->Add("alice"));
   auto g = db->Get("users");
-  ASSERT_OK(g.status());
+  SF_ASSERT_OK(g.status());
   EXPECT_EQ(g->get(), f->get());
   EXPECT_TRUE((*g)->MayContain("alice"));
   auto info = db->Info("users");
-  ASSERT_OK(info.status());
+  SF_ASSERT_OK(info.status());
   EXPECT_EQ(info->spec.shards, 4u);
   EXPECT_EQ(info->spec.type, FilterType::kCuckoo);
   EXPECT_EQ(*info->spec.durability, Durability::kJournal);
   EXPECT_EQ(info->stats.shards.size(), 4u);
   EXPECT_EQ(info->stats.total.items, 1u);
-  ASSERT_OK(db->Drop("users"));
+  SF_ASSERT_OK(db->Drop("users"));
   EXPECT_TRUE(db->Get("users").status().IsNotFound());
   EXPECT_TRUE(db->Info("users").status().IsNotFound());
   EXPECT_EQ((*f)->Add("bob").code(), StatusCode::kNotFound);  // dropped
   EXPECT_EQ(db->List(), std::vector<std::string>({"b"}));
-  ASSERT_OK(db->Close());
+  SF_ASSERT_OK(db->Close());
   // Drop is durable; a re-created name starts empty (no stale journal).
   db = MustOpen(Options(dir.db()));
   EXPECT_EQ(db->List(), std::vector<std::string>({"b"}));
   auto again = db->Create("users", Spec(FilterType::kCuckoo, 10'000, 4));
-  ASSERT_OK(again.status());
+  SF_ASSERT_OK(again.status());
   EXPECT_FALSE((*again)->MayContain("alice"));
 }
 
 TEST(DatabaseCatalogTest, Errors) {
   TempDir dir;
   auto db = MustOpen(Options(dir.db()));
-  ASSERT_OK(db->Create("x", Spec(FilterType::kBloom, 1000, 1)).status());
+  SF_ASSERT_OK(db->Create("x", Spec(FilterType::kBloom, 1000, 1)).status());
   auto dup = db->Create("x", Spec(FilterType::kCuckoo, 1000, 1));
   EXPECT_EQ(dup.status().code(), StatusCode::kAlreadyExists);
   EXPECT_NE(dup.status().message().find("\"x\""), std::string::npos);
@@ -69,7 +69,7 @@ TEST(DatabaseCatalogTest, Errors) {
   EXPECT_EQ(wrong.status().code(), StatusCode::kWrongType);
   EXPECT_NE(wrong.status().message().find("is a bloom filter, not a cuckoo"),
             std::string::npos);
-  ASSERT_OK(db->Get("x", FilterType::kBloom).status());
+  SF_ASSERT_OK(db->Get("x", FilterType::kBloom).status());
   auto rm = (*db->Get("x"))->Remove("k");
   EXPECT_EQ(rm.code(), StatusCode::kNotSupported);
   EXPECT_TRUE(db->Create("", Spec(FilterType::kBloom, 10, 1))
@@ -77,21 +77,21 @@ TEST(DatabaseCatalogTest, Errors) {
                   .IsInvalidArgument());
   EXPECT_TRUE(db->Get("").status().IsInvalidArgument());
   std::string longest(kMaxFilterNameBytes, 'n');
-  ASSERT_OK(db->Create(longest, Spec(FilterType::kBloom, 10, 1)).status());
+  SF_ASSERT_OK(db->Create(longest, Spec(FilterType::kBloom, 10, 1)).status());
   auto too_long = db->Create(longest + "n", Spec(FilterType::kBloom, 10, 1));
   EXPECT_TRUE(too_long.status().IsInvalidArgument());
   EXPECT_NE(too_long.status().message().find("1024"), std::string::npos);
   // Arbitrary bytes, including NUL and 0xff, are names.
   std::string binary("a\0\xff", 3);
-  ASSERT_OK(db->Create(binary, Spec(FilterType::kBloom, 10, 1)).status());
-  ASSERT_OK((*db->Get(binary))->Add("k"));
+  SF_ASSERT_OK(db->Create(binary, Spec(FilterType::kBloom, 10, 1)).status());
+  SF_ASSERT_OK((*db->Get(binary))->Add("k"));
   FilterSpec bad = Spec(FilterType::kBloom, 10, 3);
   EXPECT_TRUE(db->Create("bad", bad).status().IsInvalidArgument());
   EXPECT_TRUE(db->Get("bad").status().IsNotFound());  // nothing left behind
-  ASSERT_OK(db->Close());
+  SF_ASSERT_OK(db->Close());
   db = MustOpen(Options(dir.db()));
   EXPECT_TRUE((*db->Get(binary))->MayContain("k"));
-  EXPECT_OK(db->Get(longest).status());
+  SF_EXPECT_OK(db->Get(longest).status());
 }
 
 TEST(DatabaseCatalogTest, OpenErrors) {
@@ -117,14 +117,14 @@ class RoundTripTest : public ::testing::TestWithParam<FilterType> {
     std::vector<uint64_t> added;
     for (int i = 0; i < n; ++i) {
       uint64_t h = SplitMix64(&state);
-      ASSERT_OK(f.AddHash(h));
+      SF_ASSERT_OK(f.AddHash(h));
       added.push_back(h);
     }
     if (GetParam() == FilterType::kBloom) return;
     for (size_t i = 0; i < added.size(); i += 3)
-      ASSERT_OK(f.RemoveHash(added[i]));
+      SF_ASSERT_OK(f.RemoveHash(added[i]));
     std::vector<uint64_t> batch(added.begin(), added.begin() + n / 4);
-    ASSERT_OK(f.AddHashes(batch));
+    SF_ASSERT_OK(f.AddHashes(batch));
   }
 
   // Reopens and checks every shard equals `expect` bit for bit.
@@ -134,7 +134,7 @@ class RoundTripTest : public ::testing::TestWithParam<FilterType> {
     auto db = MustOpen(Options(path));
     ASSERT_NE(db, nullptr);
     auto f = db->Get("f");
-    ASSERT_OK(f.status());
+    SF_ASSERT_OK(f.status());
     ASSERT_EQ((*f)->shard_count(), expect.shard_count());
     for (uint32_t s = 0; s < expect.shard_count(); ++s) {
       EXPECT_TRUE((*f)->shard_filter(s).Equals(expect.shard_filter(s)))
@@ -144,7 +144,7 @@ class RoundTripTest : public ::testing::TestWithParam<FilterType> {
     EXPECT_GE(replayed, want_replayed_min);
     EXPECT_LE(replayed, want_replayed_max);
     auto report = db->Verify();
-    ASSERT_OK(report.status());
+    SF_ASSERT_OK(report.status());
     EXPECT_TRUE(report->ok()) << report->problems[0];
   }
 };
@@ -160,10 +160,10 @@ TEST_P(RoundTripTest, ThroughCheckpoint) {
     f = *db->Create("f", Spec(GetParam(), 40'000, 4));
     Mutate(*f, 1, 20'000);
     auto st = db->Checkpoint("f");
-    ASSERT_OK(st.status());
+    SF_ASSERT_OK(st.status());
     EXPECT_EQ(st->shards_written, 4u);
     EXPECT_GT(st->chunks_written, 8u);
-    ASSERT_OK(db->Close());
+    SF_ASSERT_OK(db->Close());
   }
   ReopenAndCompare(dir.db(), *f, 0, 0);
 }
@@ -178,7 +178,7 @@ TEST_P(RoundTripTest, ThroughJournalReplayOnly) {
     f = *db->Create("f", Spec(GetParam(), 40'000, 4));
     Mutate(*f, 2, 10'000);
     EXPECT_GE(db->counters().journal_ops, 10'000u);
-    ASSERT_OK(db->Close());
+    SF_ASSERT_OK(db->Close());
   }
   ReopenAndCompare(dir.db(), *f, 10'000, 20'000);
 }
@@ -192,9 +192,9 @@ TEST_P(RoundTripTest, CheckpointThenJournal) {
     auto db = MustOpen(o);
     f = *db->Create("f", Spec(GetParam(), 40'000, 4));
     Mutate(*f, 3, 8'000);
-    ASSERT_OK(db->Checkpoint("f").status());
+    SF_ASSERT_OK(db->Checkpoint("f").status());
     Mutate(*f, 4, 3'000);
-    ASSERT_OK(db->Close());
+    SF_ASSERT_OK(db->Close());
   }
   // Only the ops after the checkpoint are replayed.
   ReopenAndCompare(dir.db(), *f, 3'000, 5'000);
@@ -209,7 +209,7 @@ TEST_P(RoundTripTest, SyncDurability) {
     auto db = MustOpen(o);
     f = *db->Create("f", Spec(GetParam(), 4'000, 2, Durability::kSync));
     Mutate(*f, 5, 60);  // each call fsyncs: keep it short
-    ASSERT_OK(db->Close());
+    SF_ASSERT_OK(db->Close());
   }
   ReopenAndCompare(dir.db(), *f, 60, 200);
 }

@@ -5,7 +5,7 @@
 #include "filters/hash.h"
 #include "persistence/keys.h"
 #include "persistence/values.h"
-#include "test_util.h"
+#include "store_test_util.h"
 
 namespace shardfilter::persistence {
 namespace {
@@ -67,7 +67,7 @@ TEST(ValuesTest, DescriptorRoundTrip) {
   std::string v = EncodeDescriptor(d);
   EXPECT_EQ(v.size(), 2u + 56 + 4 * 36 + 8);
   auto back = DecodeDescriptor(v, "f");
-  ASSERT_OK(back.status());
+  SF_ASSERT_OK(back.status());
   EXPECT_EQ(*back, d);
 }
 
@@ -83,7 +83,7 @@ TEST(ValuesTest, PinnedJournalBytes) {
   uint64_t sum = Checksum64(v.data(), 23);
   EXPECT_EQ(v.substr(23), std::string(reinterpret_cast<char*>(&sum), 8));
   auto e = DecodeJournalEntry(v, "j");
-  ASSERT_OK(e.status());
+  SF_ASSERT_OK(e.status());
   EXPECT_EQ(e->op, JournalOp::kRemove);
   EXPECT_EQ(e->hashes, std::vector<uint64_t>(h, h + 2));
 }
@@ -123,7 +123,7 @@ TEST(ValuesTest, TruncationAndKindAndVersion) {
   EXPECT_NE(r.status().message().find("version 9"), std::string::npos);
   EXPECT_NE(r.status().message().find("chunk 3"), std::string::npos);
   auto ok = DecodeChunk(v, "c");
-  ASSERT_OK(ok.status());
+  SF_ASSERT_OK(ok.status());
   EXPECT_EQ(*ok, "payload");
 }
 

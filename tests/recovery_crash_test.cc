@@ -276,8 +276,6 @@ TEST_P(CrashTest, AcknowledgedOpsSurviveKillNineExactlyOnce) {
         } else if (line == "CA") {
           committed_cb = at_cb;
           cb_open = false;
-          if (mode == Durability::kNone) {
-          }
         } else if (line.size() > 2 && (line[0] == 'B' || line[0] == 'A')) {
           std::istringstream in(line.substr(2));
           char op;

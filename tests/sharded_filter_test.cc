@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include "test_util.h"
+#include "store_test_util.h"
 
 namespace shardfilter {
 namespace {
@@ -55,13 +55,13 @@ TEST_P(ShardedTypedTest, FprMatchesUnshardedFilterOfSameSize) {
   constexpr uint64_t kItems = 200'000;
   auto one = ShardedFilter::Create(SpecFor(GetParam(), kItems, 1));
   auto many = ShardedFilter::Create(SpecFor(GetParam(), kItems, 16));
-  ASSERT_OK(one.status());
-  ASSERT_OK(many.status());
+  SF_ASSERT_OK(one.status());
+  SF_ASSERT_OK(many.status());
   uint64_t state = 1;
   for (uint64_t i = 0; i < kItems; ++i) {
     uint64_t h = SplitMix64(&state);
-    ASSERT_OK((*one)->AddHash(h));
-    ASSERT_OK((*many)->AddHash(h));
+    SF_ASSERT_OK((*one)->AddHash(h));
+    SF_ASSERT_OK((*many)->AddHash(h));
   }
   // Same total size (within the shards' rounding).
   double b1 = (*one)->Stats().total.bytes, b16 = (*many)->Stats().total.bytes;
@@ -84,14 +84,14 @@ TEST_P(ShardedTypedTest, FprMatchesUnshardedFilterOfSameSize) {
 TEST_P(ShardedTypedTest, BatchResultsEqualSingleKeyResults) {
   auto single = ShardedFilter::Create(SpecFor(GetParam(), 50'000, 8));
   auto batch = ShardedFilter::Create(SpecFor(GetParam(), 50'000, 8));
-  ASSERT_OK(single.status());
-  ASSERT_OK(batch.status());
+  SF_ASSERT_OK(single.status());
+  SF_ASSERT_OK(batch.status());
   std::vector<uint64_t> hashes(30'000);
   uint64_t state = 5;
   for (uint64_t& h : hashes) h = SplitMix64(&state);
-  for (uint64_t h : hashes) ASSERT_OK((*single)->AddHash(h));
+  for (uint64_t h : hashes) SF_ASSERT_OK((*single)->AddHash(h));
   std::vector<Status> per_item;
-  ASSERT_OK((*batch)->AddHashes(hashes, &per_item));
+  SF_ASSERT_OK((*batch)->AddHashes(hashes, &per_item));
   ASSERT_EQ(per_item.size(), hashes.size());
   EXPECT_TRUE((*single)->Equals(**batch));
   // Queries: present and absent keys interleaved, answers in input order.
@@ -103,11 +103,13 @@ TEST_P(ShardedTypedTest, BatchResultsEqualSingleKeyResults) {
   (*batch)->MayContainHashes(queries, out);
   for (size_t i = 0; i < queries.size(); ++i) {
     ASSERT_EQ(out[i], (*single)->MayContainHash(queries[i]) ? 1 : 0) << i;
-    if (i % 2) ASSERT_EQ(out[i], 1);
+    if (i % 2) {
+      ASSERT_EQ(out[i], 1);
+    }
   }
   std::vector<std::string> keys = {"a", "bb", "ccc"};
   std::vector<std::string_view> views(keys.begin(), keys.end());
-  ASSERT_OK((*batch)->AddKeys(views));
+  SF_ASSERT_OK((*batch)->AddKeys(views));
   std::vector<uint8_t> kout(3);
   (*batch)->MayContainKeys(views, kout);
   EXPECT_EQ(kout, std::vector<uint8_t>({1, 1, 1}));
@@ -116,7 +118,7 @@ TEST_P(ShardedTypedTest, BatchResultsEqualSingleKeyResults) {
 
 TEST_P(ShardedTypedTest, RemoveBatchReportsPerItemInOrder) {
   auto f = ShardedFilter::Create(SpecFor(GetParam(), 10'000, 4));
-  ASSERT_OK(f.status());
+  SF_ASSERT_OK(f.status());
   std::vector<uint64_t> hashes = {11, 22, 33, 44};
   if (GetParam() == FilterType::kBloom) {
     EXPECT_EQ((*f)->RemoveHash(11).code(), StatusCode::kNotSupported);
@@ -126,26 +128,27 @@ TEST_P(ShardedTypedTest, RemoveBatchReportsPerItemInOrder) {
     EXPECT_NE(s.message().find("Bloom"), std::string::npos);
     return;
   }
-  ASSERT_OK((*f)->AddHash(22));
-  ASSERT_OK((*f)->AddHash(44));
-  ASSERT_OK((*f)->AddHash(44));
+  SF_ASSERT_OK((*f)->AddHash(22));
+  SF_ASSERT_OK((*f)->AddHash(44));
+  SF_ASSERT_OK((*f)->AddHash(44));
   std::vector<Status> per_item;
   Status s = (*f)->RemoveHashes(hashes, &per_item);
   EXPECT_TRUE(s.IsNotFound()) << s.ToString();  // the first failure: item 0
   ASSERT_EQ(per_item.size(), 4u);
   EXPECT_TRUE(per_item[0].IsNotFound());
-  EXPECT_OK(per_item[1]);
+  SF_EXPECT_OK(per_item[1]);
   EXPECT_TRUE(per_item[2].IsNotFound());
-  EXPECT_OK(per_item[3]);
+  SF_EXPECT_OK(per_item[3]);
   EXPECT_EQ((*f)->CountHash(44), 1u);
   EXPECT_EQ((*f)->CountHash(22), 0u);
 }
 
 TEST_P(ShardedTypedTest, StatsAggregateShards) {
   auto f = ShardedFilter::Create(SpecFor(GetParam(), 40'000, 4));
-  ASSERT_OK(f.status());
+  SF_ASSERT_OK(f.status());
   uint64_t state = 3;
-  for (int i = 0; i < 20'000; ++i) ASSERT_OK((*f)->AddHash(SplitMix64(&state)));
+  for (int i = 0; i < 20'000; ++i)
+    SF_ASSERT_OK((*f)->AddHash(SplitMix64(&state)));
   ShardedStats st = (*f)->Stats();
   ASSERT_EQ(st.shards.size(), 4u);
   uint64_t bytes = 0, items = 0;

@@ -134,8 +134,8 @@ TEST_P(StressTest, ConcurrentOpsWithBackgroundCheckpoints) {
   EXPECT_EQ(false_negatives.load(), 0u);
   EXPECT_EQ(errors.load(), 0u);
   EXPECT_GT(db->counters().checkpoints, 0u);
-  EXPECT_OK(db->background_status());
-  ASSERT_OK(db->Close());
+  SF_EXPECT_OK(db->background_status());
+  SF_ASSERT_OK(db->Close());
 
   // Everything acknowledged survives the reopen, and stored state equals
   // the in-memory state at Close (the final checkpoint).

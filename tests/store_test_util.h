@@ -15,6 +15,20 @@
 #include "engine/database.h"
 #include "test_util.h"
 
+// ASSERT_OK / EXPECT_OK of test_util.h bind a reference to their argument,
+// which dangles for `Temporary().status()` (ASan: stack-use-after-scope).
+// These copy the Status first; the store tests use them throughout.
+#define SF_ASSERT_OK(expr)                             \
+  do {                                                 \
+    const ::shardfilter::Status sf_copy_ = (expr);     \
+    ASSERT_TRUE(sf_copy_.ok()) << sf_copy_.ToString(); \
+  } while (0)
+#define SF_EXPECT_OK(expr)                             \
+  do {                                                 \
+    const ::shardfilter::Status sf_copy_ = (expr);     \
+    EXPECT_TRUE(sf_copy_.ok()) << sf_copy_.ToString(); \
+  } while (0)
+
 namespace shardfilter::testing {
 
 // A fresh directory under $TMPDIR (or /tmp), removed on destruction.
