@@ -167,6 +167,25 @@ BENCHMARK(BM_AddDurability)
     ->Threads(2)
     ->UseRealTime();
 
+// Batched adds (AddHashes of range(1) items: one journal write, one fsync
+// for sync) under a durability mode.
+void BM_AddBatchDurability(benchmark::State& state) {
+  Fixture fx(16, 16, static_cast<Durability>(state.range(0)), false);
+  std::vector<uint64_t> batch(state.range(1));
+  uint64_t next = 0;
+  for (auto _ : state) {
+    for (uint64_t& h : batch) h = PresentKey(next++);
+    Check(fx.filter->AddHashes(batch));
+  }
+  state.SetItemsProcessed(state.iterations() * batch.size());
+}
+BENCHMARK(BM_AddBatchDurability)
+    ->ArgNames({"durability", "batch"})
+    ->Args({1, 64})
+    ->Args({2, 64})
+    ->Args({2, 1024})
+    ->UseRealTime();
+
 }  // namespace
 }  // namespace shardfilter::bench
 
