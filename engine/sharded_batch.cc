@@ -117,7 +117,9 @@ Status ShardedFilter::RunBatch(bool remove, std::span<const uint64_t> hashes,
     // this thread across the parallel apply and the journal write (S2).
     std::vector<std::shared_lock<std::shared_mutex>> locks;
     locks.reserve(g.involved.size());
-    for (uint32_t s : g.involved) locks.emplace_back(shards_[s].mu);
+    for (uint32_t s : g.involved) {
+      locks.push_back(internal::LockShared(shards_[s]));  // S5
+    }
     if (uint8_t d = detached_.load(std::memory_order_relaxed)) {
       Status st = d == internal::kDropped
                       ? Status::NotFound("filter was dropped")

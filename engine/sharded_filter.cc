@@ -102,7 +102,7 @@ Status ShardedFilter::AddHash(uint64_t hash) {
   SF_RETURN_IF_ERROR(CheckWritable());
   uint32_t index = ShardOf(hash);
   Shard& s = shards_[index];
-  std::shared_lock lock(s.mu);
+  auto lock = internal::LockShared(s);  // S2, S5
   if (uint8_t d = detached_.load(std::memory_order_relaxed)) {
     return DetachedError(d);
   }
@@ -141,7 +141,7 @@ Status ShardedFilter::RemoveHash(uint64_t hash) {
   }
   uint32_t index = ShardOf(hash);
   Shard& s = shards_[index];
-  std::shared_lock lock(s.mu);
+  auto lock = internal::LockShared(s);  // S2, S5
   if (uint8_t d = detached_.load(std::memory_order_relaxed)) {
     return DetachedError(d);
   }

@@ -42,7 +42,7 @@ Status CheckpointFilter(persistence::Store* store, ShardedFilter& f,
     uint64_t seq;
     auto t0 = std::chrono::steady_clock::now();
     {
-      std::unique_lock lock(sh.mu);  // S2: no op is half done
+      auto lock = LockExclusive(sh);  // S2: no op is half done; S5
       blob = sh.filter->Serialize();
       seq = sh.last_seq.load(std::memory_order_relaxed);
       sh.dirty.store(false, std::memory_order_relaxed);

@@ -14,6 +14,12 @@
 //      taking its sequence happen together under `order_mu`, so sequence
 //      order is apply order and replay reproduces the state. Bloom adds
 //      commute (bits only get set) and skip `order_mu`.
+//  S5. glibc's rwlock prefers readers, so a steady stream of mutations could
+//      starve a checkpoint's exclusive lock. A checkpoint therefore raises
+//      `exclusive_waiting` before it locks and lowers it once it holds the
+//      lock; new mutations (LockShared) yield while it is raised. A mutation
+//      already holding other shards' locks may spin here: the checkpoint
+//      holds no other lock of the filter (S4), so it always gets in.
 //  S4. Lock order: a batch takes the `mu` of its shards shared in ascending
 //      shard order; `order_mu` is taken only while holding `mu`, one at a
 //      time; a checkpoint holds one `mu` exclusive and nothing else of the
@@ -26,6 +32,7 @@
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
+#include <thread>
 
 #include "filters/filter.h"
 
@@ -46,6 +53,10 @@ struct alignas(64) Shard {
   // lock and sees a stale false only postpones that shard to the next one.
   std::atomic<bool> dirty{false};
 
+  // S5. Release/acquire pairs the raise with the waiting reader's check;
+  // the rwlock itself orders everything else.
+  std::atomic<bool> exclusive_waiting{false};
+
   // The committed checkpoint, for Stats(): written by the checkpointer
   // (under the filter's checkpoint mutex), read by anyone; relaxed because
   // they are figures, not synchronisation.
@@ -53,6 +64,23 @@ struct alignas(64) Shard {
   std::atomic<uint64_t> checkpoint_sequence{0};
   std::atomic<uint64_t> checkpoint_bytes{0};
 };
+
+// A mutation's shared lock on the shard (S2), after any waiting
+// checkpoint (S5).
+inline std::shared_lock<std::shared_mutex> LockShared(Shard& s) {
+  while (s.exclusive_waiting.load(std::memory_order_acquire)) {
+    std::this_thread::yield();
+  }
+  return std::shared_lock<std::shared_mutex>(s.mu);
+}
+
+// A checkpoint's exclusive lock on the shard (S2, S5).
+inline std::unique_lock<std::shared_mutex> LockExclusive(Shard& s) {
+  s.exclusive_waiting.store(true, std::memory_order_release);
+  std::unique_lock<std::shared_mutex> lock(s.mu);
+  s.exclusive_waiting.store(false, std::memory_order_release);
+  return lock;
+}
 
 }  // namespace shardfilter::internal
 
