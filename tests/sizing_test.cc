@@ -103,6 +103,89 @@ TEST(BlockedSizing, RejectsBadParametersAndMemoryLimit) {
   EXPECT_NE(big.status().message().find("memory limit"), std::string::npos);
 }
 
+TEST(WordBlockedSizing, MeetsTargetMinimalAndNearTheSpread) {
+  const uint64_t n = 1'000'000;
+  for (double p : {0.1, 0.01, 0.001, 0.0001}) {
+    auto s = WordBlockedBloomSizing(n, p, 0, kDefaultMaxFilterBytes);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    EXPECT_LE(s->expected_fpr, p);
+    EXPECT_EQ(s->expected_fpr, WordBlockedFpr(s->blocks, n, s->k));
+    // Minimal: one block fewer misses the target.
+    EXPECT_GT(WordBlockedFpr(s->blocks - 1, n, s->k), p) << p;
+    // Within 3% of the 512-bit spread (sizing.h's table).
+    auto spread = BlockedBloomSizing(n, p, 0, 512, kDefaultMaxFilterBytes);
+    ASSERT_TRUE(spread.ok());
+    EXPECT_LT(s->blocks, spread->blocks * 1.03) << p;
+  }
+  // The figures of the table in sizing.h.
+  auto s = WordBlockedBloomSizing(n, 0.01, 0, kDefaultMaxFilterBytes);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->k, 6u);
+  EXPECT_EQ(BlockedWordsPerKey(s->k), 2u);
+  EXPECT_NEAR(s->blocks * 512.0 / n, 10.18, 0.01);
+  EXPECT_LT(s->blocks * 512.0 / n, 10.7);  // the space target
+  s = WordBlockedBloomSizing(n, 0.001, 0, kDefaultMaxFilterBytes);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->k, 9u);
+  EXPECT_NEAR(s->blocks * 512.0 / n, 15.78, 0.01);
+}
+
+TEST(WordBlockedSizing, EveryForcedKIsMinimal) {
+  const uint64_t n = 100'000;
+  for (uint32_t k = 1; k <= 32; ++k) {
+    auto s = WordBlockedBloomSizing(n, 0.01, k, kDefaultMaxFilterBytes);
+    ASSERT_TRUE(s.ok()) << k;
+    EXPECT_EQ(s->k, k);
+    EXPECT_LE(s->expected_fpr, 0.01) << k;
+    EXPECT_GT(WordBlockedFpr(s->blocks - 1, n, k), 0.01) << k;
+  }
+}
+
+TEST(WordBlockedSizing, FprModel) {
+  EXPECT_EQ(WordBlockedFpr(100, 0, 6), 0.0);
+  EXPECT_EQ(WordBlockedFpr(0, 10, 6), 1.0);
+  // k = 1: one bit in one of the line's 512, so exactly
+  // E[1 - (511/512)^N] = 1 - e^{-lambda/512}.
+  for (uint64_t blocks : {10u, 1000u, 5000u}) {
+    const double lambda = 1e5 / blocks;
+    EXPECT_NEAR(WordBlockedFpr(blocks, 100'000, 1), -std::expm1(-lambda / 512),
+                1e-12);
+  }
+  // The case checked by simulation in sizing.h.
+  EXPECT_NEAR(WordBlockedFpr(19'500, 1'000'000, 6), 0.0108060, 1e-7);
+  // Decreasing in the block count, increasing in the load.
+  double prev = 1;
+  for (uint64_t blocks = 1000; blocks <= 40'000; blocks += 1000) {
+    const double f = WordBlockedFpr(blocks, 1'000'000, 9);
+    EXPECT_LT(f, prev) << blocks;
+    prev = f;
+  }
+  // Words per key and bits per word.
+  EXPECT_EQ(BlockedWordsPerKey(1), 1u);
+  EXPECT_EQ(BlockedWordsPerKey(2), 2u);
+  EXPECT_EQ(BlockedWordsPerKey(8), 2u);
+  EXPECT_EQ(BlockedWordsPerKey(9), 3u);
+  EXPECT_EQ(BlockedWordsPerKey(32), 8u);
+  EXPECT_EQ(BlockedBitsInWord(7, 0), 4u);
+  EXPECT_EQ(BlockedBitsInWord(7, 1), 3u);
+  EXPECT_EQ(BlockedBitsInWord(9, 2), 3u);
+}
+
+TEST(WordBlockedSizing, RejectsBadParametersAndMemoryLimit) {
+  EXPECT_TRUE(WordBlockedBloomSizing(0, 0.01, 0, kDefaultMaxFilterBytes)
+                  .status()
+                  .IsInvalidArgument());
+  EXPECT_TRUE(WordBlockedBloomSizing(10, 0.01, 33, kDefaultMaxFilterBytes)
+                  .status()
+                  .IsInvalidArgument());
+  EXPECT_TRUE(WordBlockedBloomSizing(10, 0.0, 0, kDefaultMaxFilterBytes)
+                  .status()
+                  .IsInvalidArgument());
+  auto big = WordBlockedBloomSizing(1'000'000'000, 0.01, 0, 1 << 20);
+  EXPECT_TRUE(big.status().IsInvalidArgument());
+  EXPECT_NE(big.status().message().find("memory limit"), std::string::npos);
+}
+
 TEST(Cardinality, InvertsExpectedFill) {
   // After n items with k slots each in m slots, E[set] = m(1 - e^{-kn/m}).
   const uint64_t m = 1'000'000, n = 100'000;
