@@ -32,20 +32,54 @@ Result<uint64_t> ClassicBitsForK(uint64_t n, double p, uint32_t k) {
   return static_cast<uint64_t>(std::ceil(m));
 }
 
-// Popcount histogram of the 512-bit blocks: the input of the blocked
-// layout's fill, FPR and cardinality estimates.
-std::array<uint64_t, internal::kBlockBits + 1> BlockPopcounts(
-    const std::atomic<uint64_t>* words, uint64_t num_blocks) {
-  std::array<uint64_t, internal::kBlockBits + 1> hist{};
-  for (uint64_t b = 0; b < num_blocks; ++b) {
-    int pop = 0;
-    for (uint32_t w = 0; w < internal::kBlockWords; ++w) {
-      pop += std::popcount(
-          words[b * internal::kBlockWords + w].load(std::memory_order_relaxed));
-    }
-    ++hist[pop];
+// Fill statistics of the blocked layout, exact for its hash model: given
+// the table, a foreign key hits with probability mean over its word tuple
+// (w_j) of prod_j (pop(w_j) / 64)^{k_j}, and X draws leave a word with
+// about 64 (1 - e^{-X/64}) bits set (cardinality).
+struct BlockedFill {
+  uint64_t set = 0;
+  double fpr = 0;
+  double cardinality = 0;
+};
+BlockedFill MeasureBlockedFill(const std::atomic<uint64_t>* words,
+                               uint64_t num_blocks, uint32_t k) {
+  const uint32_t s = BlockedWordsPerKey(k);
+  const uint32_t sa = k % s, sb = s - sa, kb = k / s, ka = kb + 1;
+  // Word tuples per choice of (A, B) = the words of the wide / narrow
+  // slots: P(8, s) / (sa! sb!).
+  double choices = 1;
+  for (uint32_t i = 0; i < s; ++i) choices *= 8 - i;
+  for (uint32_t i = 2; i <= sa; ++i) choices /= i;
+  for (uint32_t i = 2; i <= sb; ++i) choices /= i;
+  std::array<double, 65> fa, fb;
+  for (uint32_t c = 0; c <= 64; ++c) {
+    fa[c] = std::pow(c / 64.0, ka);
+    fb[c] = std::pow(c / 64.0, kb);
   }
-  return hist;
+  std::array<uint64_t, 65> word_hist{};
+  BlockedFill fill;
+  for (uint64_t b = 0; b < num_blocks; ++b) {
+    double dp[9][9] = {};
+    dp[0][0] = 1;
+    for (uint32_t w = 0; w < internal::kBlockWords; ++w) {
+      const int c = std::popcount(
+          words[b * internal::kBlockWords + w].load(std::memory_order_relaxed));
+      ++word_hist[c];
+      for (int x = static_cast<int>(std::min(w + 1, sa)); x >= 0; --x) {
+        for (int y = static_cast<int>(std::min(w + 1, sb)); y >= 0; --y) {
+          dp[x][y] += (x > 0 ? dp[x - 1][y] * fa[c] : 0) +
+                      (y > 0 ? dp[x][y - 1] * fb[c] : 0);
+        }
+      }
+    }
+    fill.fpr += dp[sa][sb] / choices;
+  }
+  fill.fpr /= static_cast<double>(num_blocks);
+  for (uint32_t c = 0; c <= 64; ++c) {
+    fill.set += word_hist[c] * c;
+    fill.cardinality += word_hist[c] * EstimateCardinality(64, c, k);
+  }
+  return fill;
 }
 
 }  // namespace
@@ -58,7 +92,8 @@ BloomFilter::BloomFilter(BloomLayout layout, uint32_t k, uint64_t seed,
       capacity_(capacity),
       fpp_(fpp),
       num_bits_(num_bits),
-      num_blocks_(num_bits / internal::kBlockBits) {}
+      num_blocks_(num_bits / internal::kBlockBits),
+      blocked_(internal::BlockedOpsFor(k)) {}
 
 Result<std::unique_ptr<BloomFilter>> BloomFilter::Create(
     const BloomOptions& options) {
@@ -72,9 +107,8 @@ Result<std::unique_ptr<BloomFilter>> BloomFilter::Create(
   uint64_t num_bits = 0;
   uint32_t k = options.k;
   if (options.layout == BloomLayout::kBlocked) {
-    SF_ASSIGN_OR_RETURN(
-        BlockedSizing s,
-        BlockedBloomSizing(n, p, k, internal::kBlockBits, options.max_bytes));
+    SF_ASSIGN_OR_RETURN(BlockedSizing s,
+                        WordBlockedBloomSizing(n, p, k, options.max_bytes));
     if (s.blocks > kMaxBlocks) {
       return Status::InvalidArgument(
           "blocked Bloom filter would need more than 2^32 blocks (256 GiB)");
@@ -106,7 +140,7 @@ Result<std::unique_ptr<BloomFilter>> BloomFilter::Create(
       new BloomFilter(options.layout, k, options.seed, n, p, num_bits));
   if (!f->table_.Allocate(num_bits / 64)) {
     return Status::ResourceExhausted("cannot allocate " +
-                                   std::to_string(num_bits / 8) + " bytes");
+                                     std::to_string(num_bits / 8) + " bytes");
   }
   return f;
 }
@@ -222,18 +256,10 @@ FilterStats BloomFilter::Stats() const {
   s.bits_per_item = static_cast<double>(num_bits_) / capacity_;
   uint64_t set = 0;
   if (layout_ == BloomLayout::kBlocked) {
-    // Per block: a foreign key hits k set bits (drawn with replacement)
-    // with probability (pop_b / 512)^k; the filter's FPR is the mean.
-    const auto hist = BlockPopcounts(table_.data(), num_blocks_);
-    double fpr = 0, card = 0;
-    for (uint32_t pop = 0; pop <= internal::kBlockBits; ++pop) {
-      if (hist[pop] == 0) continue;
-      set += hist[pop] * pop;
-      fpr += hist[pop] * std::pow(pop / 512.0, k_);
-      card += hist[pop] * EstimateCardinality(internal::kBlockBits, pop, k_);
-    }
-    s.estimated_fpr = fpr / num_blocks_;
-    s.estimated_cardinality = card;
+    const BlockedFill fill = MeasureBlockedFill(table_.data(), num_blocks_, k_);
+    set = fill.set;
+    s.estimated_fpr = fill.fpr;
+    s.estimated_cardinality = fill.cardinality;
   } else {
     for (uint64_t i = 0; i < table_.size(); ++i) {
       set += std::popcount(table_[i].load(std::memory_order_relaxed));
@@ -331,7 +357,7 @@ Result<std::unique_ptr<BloomFilter>> BloomFilter::Deserialize(
       static_cast<BloomLayout>(layout), k, seed, capacity, fpp, num_bits));
   if (!f->table_.Allocate(num_bits / 64)) {
     return Status::ResourceExhausted("cannot allocate " +
-                                   std::to_string(num_bits / 8) + " bytes");
+                                     std::to_string(num_bits / 8) + " bytes");
   }
   for (uint64_t i = 0; i < num_bits / 64; ++i) {
     f->table_[i].store(internal::LoadLE(env.body.data() + 8 * i, 8),

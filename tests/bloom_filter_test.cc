@@ -37,7 +37,8 @@ std::unique_ptr<BloomFilter> MakeBloom(uint64_t n, double p, BloomLayout layout,
 
 // Serialize() of MakeBloom(10, 0.1, kBlocked, k=3, seed=7) after adding
 // "a", "b", "c": envelope header, 44 bytes of params, one 64-byte block,
-// checksum.
+// checksum. Each key sets 2 bits in one word and 1 in another (k = 3, two
+// words: filters/internal/bloom_kernels.h).
 constexpr char kPinnedBloomHex[] =
     "53464c54010100002c0000004000000000000000"  // "SFLT", type 1, version 1,
                                                 // reserved, P=44, B=64
@@ -47,9 +48,9 @@ constexpr char kPinnedBloomHex[] =
     "9a9999999999b93f"                          // fpp 0.1
     "0002000000000000"                          // 512 bits
     "0300000000000000"                          // items 3
-    "0010000000000000000000000000000000100000000001000000000000002001"  // body
-    "0000010000000000000000800000000000000100000000000000000100000000"  // body
-    "d49c9f24e3b6a5d5";  // XXH3-64 checksum
+    "0000000140000000000000000000400000000000000020000000000000000000"  // body
+    "0000000008400000000000000000000000000000020000000000008000000020"  // body
+    "7139a00319506f04";  // XXH3-64 checksum
 
 std::string Hex(std::string_view s) {
   std::string out;
@@ -99,7 +100,7 @@ TEST(BloomFilterCreate, RejectsInvalidParameters) {
 }
 
 TEST(BloomFilterCreate, SizesAndK) {
-  // Blocked at 1%: BlockedBloomSizing's ~10 bits/item; classic 9.59.
+  // Blocked at 1%: WordBlockedBloomSizing's 10.18 bits/item; classic 9.59.
   auto b = MakeBloom(1'000'000, 0.01, BloomLayout::kBlocked);
   EXPECT_EQ(b->num_bits() % 512, 0u);
   EXPECT_LE(b->Stats().bits_per_item, 10.7);
@@ -197,10 +198,31 @@ INSTANTIATE_TEST_SUITE_P(
                       FprCase{BloomLayout::kBlocked, 0.001, 0},
                       FprCase{BloomLayout::kBlocked, 0.01, 3},
                       FprCase{BloomLayout::kBlocked, 0.01, 12},
+                      FprCase{BloomLayout::kBlocked, 0.0001, 0},
                       FprCase{BloomLayout::kClassic, 0.1, 0},
                       FprCase{BloomLayout::kClassic, 0.01, 0},
                       FprCase{BloomLayout::kClassic, 0.001, 0},
                       FprCase{BloomLayout::kClassic, 0.01, 4}));
+
+// The blocked layout with every k users tune (3..17): 1, 2, 3, 4 and 5
+// words per key, both bit splits. Same bounds as above.
+INSTANTIATE_TEST_SUITE_P(
+    BlockedK, BloomFprTest,
+    ::testing::Values(FprCase{BloomLayout::kBlocked, 0.01, 4},
+                      FprCase{BloomLayout::kBlocked, 0.01, 5},
+                      FprCase{BloomLayout::kBlocked, 0.01, 6},
+                      FprCase{BloomLayout::kBlocked, 0.01, 7},
+                      FprCase{BloomLayout::kBlocked, 0.01, 8},
+                      FprCase{BloomLayout::kBlocked, 0.01, 9},
+                      FprCase{BloomLayout::kBlocked, 0.01, 10},
+                      FprCase{BloomLayout::kBlocked, 0.01, 11},
+                      FprCase{BloomLayout::kBlocked, 0.01, 13},
+                      FprCase{BloomLayout::kBlocked, 0.01, 14},
+                      FprCase{BloomLayout::kBlocked, 0.01, 15},
+                      FprCase{BloomLayout::kBlocked, 0.01, 16},
+                      FprCase{BloomLayout::kBlocked, 0.01, 17},
+                      FprCase{BloomLayout::kBlocked, 0.1, 1},
+                      FprCase{BloomLayout::kBlocked, 0.001, 17}));
 
 TEST(BloomFilterStats, FillCardinalityAndItems) {
   for (auto layout : {BloomLayout::kBlocked, BloomLayout::kClassic}) {

@@ -6,11 +6,11 @@
 //
 // Hash bit budget (h = XXH3-64 of the key with the filter's seed):
 //   h[63:32]  block index, FastRange over the number of blocks;
-//   h[31:0]   in-block positions: p_i = top bits of (h32 * C^(i+1)) mod 2^32,
-//             C = 0x9e3779b9 (odd, golden ratio); 9 top bits pick one of 512
-//             bits, 7 top bits one of 128 four-bit counters. Positions are
-//             drawn with replacement; BlockedFpr (filters/sizing.h) models
-//             exactly that (D distinct slots among k draws).
+//   h[31:0]   in-block positions. Blocked Bloom: words and bits from 64-bit
+//             products h32 * M (below, "Blocked Bloom"). Counting: counter
+//             p_i = top 7 bits of (h32 * C^(i+1)) mod 2^32, C = 0x9e3779b9
+//             (odd, golden ratio). Positions are drawn with replacement, as
+//             the sizing models (filters/sizing.h) assume.
 // The sharded engine picks shards from Remix(h), so neither field is
 // correlated with the shard number.
 //
@@ -27,8 +27,10 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 #include "filters/hash.h"
+#include "filters/sizing.h"
 
 namespace shardfilter::internal {
 
@@ -51,9 +53,6 @@ inline uint64_t BlockIndex(uint64_t h, uint64_t num_blocks) {
   // Only h[63:32] enters: equals FastRange32(h >> 32, n) for n < 2^32.
   return FastRange64(h & 0xFFFFFFFF00000000ULL, num_blocks);
 }
-inline uint32_t BlockBitPos(uint32_t h32, uint32_t i) {
-  return (h32 * kProbeMultipliers[i]) >> 23;  // 0..511
-}
 inline uint32_t BlockCounterPos(uint32_t h32, uint32_t i) {
   return (h32 * kProbeMultipliers[i]) >> 25;  // 0..127
 }
@@ -61,47 +60,130 @@ inline uint32_t BlockCounterPos(uint32_t h32, uint32_t i) {
 inline void PrefetchRead(const void* p) { __builtin_prefetch(p, 0, 3); }
 inline void PrefetchWrite(const void* p) { __builtin_prefetch(p, 1, 3); }
 
-// ---- Blocked Bloom (512 bits per 64-byte block) ----------------------------
+// ---- Blocked Bloom (512 bits per 64-byte block, k bits in s words) -------
+// A key's k bits go to s = BlockedWordsPerKey(k) distinct words of its
+// block (s = 2 for k = 2..8; why: filters/sizing.h, WordBlockedFpr), so an
+// add is s atomic ORs and a query s loads. From h32 = uint32(h), with 64-bit
+// products mod 2^64 (the top bits of h32 * M are well mixed):
+//   words: v = uint32((h32 * kWordChoiceMul) >> 32), then a partial
+//     Fisher-Yates shuffle of words 0..7 (list L = 0,1,..,7): for j = 0..s-1,
+//     t = v * (8 - j) (64-bit), i = t >> 32, v = uint32(t), word_j = L[i],
+//     L[i] = L[7 - j]. So word_0 = v >> 29, and for s = 2 word_1 =
+//     i == word_0 ? 7 : i: every ordered tuple of distinct words is equally
+//     likely, as WordBlockedFpr assumes.
+//   bits: x_j = h32 * kWordBitsMul[j]; word j gets BlockedBitsInWord(k, j)
+//     (<= 4) bits, bit r at (x_j >> (58 - 6 r)) & 63: fields 58..63,
+//     52..57, 46..51, 40..45; drawn with replacement, as modelled.
+// k = 6 (the 1% default): 4 multiplies, 2 words, 3 bits in each.
 
-// Branch-free over the k bits: one line, k relaxed loads. Relaxed suffices:
-// bits are only ever set, so any value a load returns has every bit that was
-// set by an add which happens-before this query (read-write coherence); the
-// happens-before itself comes from the caller's synchronization (the add's
-// acknowledgement). Bits of unacknowledged concurrent adds may or may not be
-// seen, which is allowed either way.
-inline bool BlockedMayContain(const std::atomic<uint64_t>* block, uint32_t h32,
-                              uint32_t k) {
-  uint64_t all = 1;
-  for (uint32_t i = 0; i < k; ++i) {
-    const uint32_t pos = BlockBitPos(h32, i);
-    all &= block[pos >> 6].load(std::memory_order_relaxed) >> (pos & 63);
+inline constexpr uint64_t kWordChoiceMul = 0x9e3779b97f4a7c15ULL;
+inline constexpr uint64_t kWordBitsMul[8] = {
+    0xbf58476d1ce4e5b9ULL, 0x94d049bb133111ebULL, 0xc2b2ae3d27d4eb4fULL,
+    0x165667b19e3779f9ULL, 0x27d4eb2f165667c5ULL, 0x85ebca77c2b2ae63ULL,
+    0xff51afd7ed558ccdULL, 0xc4ceb9fe1a85ec53ULL};
+
+template <uint32_t S>
+inline void ChooseWords(uint32_t h32, uint32_t (&word)[S]) {
+  uint32_t v = static_cast<uint32_t>((uint64_t{h32} * kWordChoiceMul) >> 32);
+  word[0] = v >> 29;
+  if constexpr (S == 2) {
+    const uint32_t i = static_cast<uint32_t>(
+        (uint64_t{static_cast<uint32_t>(v << 3)} * 7) >> 32);
+    word[1] = i == word[0] ? 7 : i;
+  } else if constexpr (S > 2) {
+    // L as 8 nibbles; step 0 done above (L[word_0] = 7).
+    uint32_t list = 0x76543210u ^ ((word[0] ^ 7u) << (4 * word[0]));
+    v <<= 3;
+    for (uint32_t j = 1; j < S; ++j) {
+      const uint64_t t = uint64_t{v} * (8 - j);
+      const uint32_t i = static_cast<uint32_t>(t >> 32);
+      v = static_cast<uint32_t>(t);
+      word[j] = (list >> (4 * i)) & 15;
+      const uint32_t last = (list >> (4 * (7 - j))) & 15;
+      list ^= (word[j] ^ last) << (4 * i);
+    }
   }
-  return (all & 1) != 0;
 }
 
-// Sets the key's k bits; returns true if at least one was not already set
-// (as seen by this thread). Per word: build the mask, skip the RMW when the
-// bits are already there (the common case once a filter fills: a relaxed
-// load costs nothing on a line we touch anyway), else fetch_or. Relaxed
-// suffices: each fetch_or is atomic, so no bit set by another thread is
-// lost (no torn state); nothing else is published through these bits, and
-// visibility to later queries is ordered by the caller's synchronization.
-inline bool BlockedAdd(std::atomic<uint64_t>* block, uint32_t h32, uint32_t k) {
-  uint64_t masks[kBlockWords] = {};
-  for (uint32_t i = 0; i < k; ++i) {
-    const uint32_t pos = BlockBitPos(h32, i);
-    masks[pos >> 6] |= uint64_t{1} << (pos & 63);
+template <uint32_t Bits>
+inline uint64_t WordMask(uint64_t x) {
+  uint64_t m = 0;
+  for (uint32_t r = 0; r < Bits; ++r) {
+    m |= uint64_t{1} << ((x >> (58 - 6 * r)) & 63);
   }
+  return m;
+}
+
+// The key's s words and masks.
+template <uint32_t K>
+struct BlockedKey {
+  static constexpr uint32_t kWords = BlockedWordsPerKey(K);
+  uint32_t word[kWords];
+  uint64_t mask[kWords];
+  explicit BlockedKey(uint32_t h32) {
+    ChooseWords<kWords>(h32, word);
+    [&]<uint32_t... J>(std::integer_sequence<uint32_t, J...>) {
+      ((mask[J] =
+            WordMask<BlockedBitsInWord(K, J)>(uint64_t{h32} * kWordBitsMul[J])),
+       ...);
+    }
+    (std::make_integer_sequence<uint32_t, kWords>{});
+  }
+};
+
+// Branch-free: s relaxed loads of one line. Relaxed suffices: bits are only
+// ever set, so any value a load returns has every bit that was set by an add
+// which happens-before this query (read-write coherence); the happens-before
+// itself comes from the caller's synchronization (the add's
+// acknowledgement). Bits of unacknowledged concurrent adds may or may not be
+// seen, which is allowed either way.
+template <uint32_t K>
+inline bool BlockedMayContainK(const std::atomic<uint64_t>* block,
+                               uint32_t h32) {
+  const BlockedKey<K> key(h32);
+  uint64_t missing = 0;
+  for (uint32_t j = 0; j < key.kWords; ++j) {
+    missing |=
+        key.mask[j] & ~block[key.word[j]].load(std::memory_order_relaxed);
+  }
+  return missing == 0;
+}
+
+// Sets the key's k bits (s fetch_or); returns true if at least one was not
+// already set. Relaxed suffices: each fetch_or is atomic, so no bit set by
+// another thread is lost (no torn state); nothing else is published through
+// these bits, and visibility to later queries is ordered by the caller's
+// synchronization. A relaxed load first skips the RMW when the bits are
+// there (a filled filter, re-added keys): the line is being fetched anyway.
+template <uint32_t K>
+inline bool BlockedAddK(std::atomic<uint64_t>* block, uint32_t h32) {
+  const BlockedKey<K> key(h32);
   bool added = false;
-  for (uint32_t w = 0; w < kBlockWords; ++w) {
-    const uint64_t m = masks[w];
-    if (m == 0) continue;
-    if ((block[w].load(std::memory_order_relaxed) & m) != m) {
-      block[w].fetch_or(m, std::memory_order_relaxed);
+  for (uint32_t j = 0; j < key.kWords; ++j) {
+    std::atomic<uint64_t>& w = block[key.word[j]];
+    if ((w.load(std::memory_order_relaxed) & key.mask[j]) != key.mask[j]) {
+      w.fetch_or(key.mask[j], std::memory_order_relaxed);
       added = true;
     }
   }
   return added;
+}
+
+// The kernels for one k, picked once per filter: compiling each k apart
+// leaves no loop over k, and no per-bit branch, in the probe.
+struct BlockedOps {
+  bool (*may_contain)(const std::atomic<uint64_t>* block, uint32_t h32);
+  bool (*add)(std::atomic<uint64_t>* block, uint32_t h32);
+};
+// REQUIRES: 1 <= k <= 32.
+inline BlockedOps BlockedOpsFor(uint32_t k) {
+  static constexpr auto kTable =
+      []<uint32_t... K>(std::integer_sequence<uint32_t, K...>) {
+    return std::array<BlockedOps, sizeof...(K)>{
+        BlockedOps{&BlockedMayContainK<K + 1>, &BlockedAddK<K + 1>}...};
+  }
+  (std::make_integer_sequence<uint32_t, 32>{});
+  return kTable[k - 1];
 }
 
 // ---- Classic Bloom (k positions over the whole array) ---------------------
