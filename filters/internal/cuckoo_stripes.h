@@ -1,5 +1,7 @@
 // Lock striping for the cuckoo filter: a power-of-two array of spinlocks
-// (bucket i belongs to stripe i & (stripes - 1)), per-stripe item counters,
+// (bucket i belongs to stripe (i / 8) & (stripes - 1): a stripe covers whole
+// 8-bucket groups, whose words no other group shares, cuckoo_table.h),
+// per-stripe item counters,
 // and per-stripe "move versions" (seqlock counters) that let readers detect
 // a concurrent displacement of a fingerprint between its two buckets.
 //
@@ -40,9 +42,12 @@ class CuckooStripes {
   CuckooStripes(const CuckooStripes&) = delete;
   CuckooStripes& operator=(const CuckooStripes&) = delete;
 
+  // Buckets per stripe unit; equals CuckooTable::kGroupBuckets.
+  static constexpr unsigned kGroupShift = 3;
+
   bool Init(uint64_t buckets) {
-    count_ = std::min<uint64_t>(kMaxStripes,
-                                std::bit_ceil(std::max<uint64_t>(buckets, 1)));
+    const uint64_t groups = (buckets >> kGroupShift) + 1;
+    count_ = std::min<uint64_t>(kMaxStripes, std::bit_ceil(groups));
     mask_ = count_ - 1;
     locks_.reset(new (std::nothrow) Stripe[count_]);
     versions_.reset(new (std::nothrow) std::atomic<uint64_t>[count_]);
@@ -54,27 +59,23 @@ class CuckooStripes {
   }
 
   uint64_t count() const { return count_; }
-  uint64_t StripeOf(uint64_t bucket) const { return bucket & mask_; }
+  uint64_t StripeOf(uint64_t bucket) const {
+    return (bucket >> kGroupShift) & mask_;
+  }
 
   // Test-and-test-and-set. acquire pairs with Unlock's release: everything
   // the previous holder wrote is visible to the next (invariant 1).
+  // Uncontended: one locked exchange, inline.
   void Lock(uint64_t s) {
     std::atomic<uint32_t>& l = locks_[s].lock;
-    for (uint32_t spins = 0;;) {
-      if (l.exchange(1, std::memory_order_acquire) == 0) return;
-      while (l.load(std::memory_order_relaxed) != 0) {
-        CpuRelax();
-        // On a loaded 2-core machine the holder may be descheduled.
-        if (++spins >= 256) {
-          std::this_thread::yield();
-          spins = 0;
-        }
-      }
-    }
+    if (l.exchange(1, std::memory_order_acquire) != 0) LockSlow(l);
   }
   void Unlock(uint64_t s) {
     locks_[s].lock.store(0, std::memory_order_release);
   }
+  // Prefetches the lock's line for writing (its holder also writes the
+  // counters there): overlaps the lock's miss with the buckets' misses.
+  void PrefetchLock(uint64_t s) const { __builtin_prefetch(&locks_[s], 1); }
 
   // --- Seqlock over moves (invariants 4-6 in cuckoo_filter.h). ---
   // Reader: v = ReadBegin(s); read buckets (relaxed); ReadValidate(s, v).
@@ -131,6 +132,21 @@ class CuckooStripes {
   }
 
  private:
+  // Contended path: spin on plain loads (no line ping-pong), then retry.
+  [[gnu::noinline]] static void LockSlow(std::atomic<uint32_t>& l) {
+    for (uint32_t spins = 0;;) {
+      while (l.load(std::memory_order_relaxed) != 0) {
+        CpuRelax();
+        // On a loaded 2-core machine the holder may be descheduled.
+        if (++spins >= 256) {
+          std::this_thread::yield();
+          spins = 0;
+        }
+      }
+      if (l.exchange(1, std::memory_order_acquire) == 0) return;
+    }
+  }
+
   // One stripe per cache line: the lock word and the counters its holder
   // updates share the line the holder already owns.
   struct alignas(64) Stripe {

@@ -10,11 +10,18 @@
 // (16 bits per slot). A slot or bucket may straddle two words; one extra
 // zero word at the end lets every read touch words w and w+1 unconditionally.
 //
+// Bucket groups: kGroupBuckets = 8 consecutive buckets take 8*b*f bits, a
+// multiple of 64 for every (b, f), so group g owns whole words
+// [g*b*f/8, (g+1)*b*f/8) and no word holds bits of two groups. The lock
+// stripes map whole groups (cuckoo_stripes.h), so a word is only ever
+// written by the holder of one stripe.
+//
 // Thread safety (the filter's locking protocol relies on it):
-//  - Every access to the words is atomic: readers use relaxed loads, writers
-//    use fetch_or (fill an empty slot) and fetch_and (clear a slot). Two
-//    buckets in different lock stripes may share a word; the read-modify-
-//    write operations never lose the other bucket's bits.
+//  - Every access to the words is atomic: readers use relaxed loads;
+//    writers, holding the stripe of the bucket's group (hence of every
+//    bucket sharing the word), use a relaxed load and a relaxed store: no
+//    other thread writes the word meanwhile, so nothing is lost, and no
+//    locked read-modify-write is needed.
 //  - This class orders nothing: the caller's locks and fences provide the
 //    happens-before edges (cuckoo_filter.h, invariants).
 // Not copyable or movable (owns atomics).
@@ -22,6 +29,7 @@
 #define SHARDFILTER_FILTERS_INTERNAL_CUCKOO_TABLE_H_
 
 #include <atomic>
+#include <bit>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -35,6 +43,9 @@ namespace shardfilter::internal {
 
 class CuckooTable {
  public:
+  // Buckets per lock group (see the file comment).
+  static constexpr uint64_t kGroupBuckets = 8;
+
   CuckooTable() = default;
   CuckooTable(const CuckooTable&) = delete;
   CuckooTable& operator=(const CuckooTable&) = delete;
@@ -59,7 +70,15 @@ class CuckooTable {
     for (uint32_t j = 0; j < group_slots_; ++j)
       ones_ |= uint64_t{1} << (j * f_);
     highs_ = ones_ << (f_ - 1);
+    lows_ = group_mask_ & ~highs_;
+    // ceil(65536 / f): (bit + 1) * slot_div_ >> 16 == (bit + 1) / f for
+    // every bit < 64 and f in {8, 12, 16} (exact for multiples of f).
+    slot_div_ = (65536 + f_ - 1) / f_;
     data_words_ = (buckets_ * bucket_bits_ + 63) / 64;
+    layout_ = b_ != 4    ? Layout::kGeneric
+              : f_ == 8  ? Layout::k4x8
+              : f_ == 12 ? Layout::k4x12
+                         : Layout::k4x16;
     // 2 MiB-aligned, and on Linux advised into transparent huge pages
     // (THP is often "madvise" only): a random bucket access in a table far
     // larger than the TLB's reach otherwise pays a page walk on top of the
@@ -106,18 +125,69 @@ class CuckooTable {
     return (lo | ((hi << 1) << (63 - s))) & mask;
   }
 
-  // True if any slot of bucket i holds fp. SWAR: x = group ^ (fp * ones)
-  // has a zero field exactly where a slot equals fp, and
-  // (x - ones) & ~x & highs is non-zero iff x has a zero field (the borrow
-  // may mark extra fields above a zero one, never create a zero).
+  // Slot group g (0 .. groups-1) of bucket i as one value, slot 0 lowest.
+  uint64_t LoadGroup(uint64_t i, uint32_t g) const {
+    return LoadBits(i * bucket_bits_ + g * group_bits_, group_mask_);
+  }
+  // High bit of every field of `x` (a group) that is zero, exactly: a field
+  // v gets its high bit set in ((v & lows) + lows) | v iff v != 0, and the
+  // sum never carries out of the field.
+  uint64_t ZeroFields(uint64_t x) const {
+    return ~(((x & lows_) + lows_) | x) & highs_;
+  }
+  // High bits of the slots of group value x that hold fp (0: empty slots).
+  uint64_t MatchFields(uint64_t x, uint32_t fp) const {
+    return ZeroFields(x ^ (fp * ones_));
+  }
+  // Slot index within a group of the lowest field marked in m (m != 0).
+  uint32_t FirstField(uint64_t m) const {
+    return static_cast<uint32_t>(((std::countr_zero(m) + 1) * slot_div_) >>
+                                 16) -
+           1;
+  }
+  // Slot j of group value x.
+  uint32_t Field(uint64_t x, uint32_t j) const {
+    return static_cast<uint32_t>((x >> (j * f_)) & fp_mask_);
+  }
+  uint32_t groups() const { return groups_; }
+  uint32_t group_slots() const { return group_slots_; }
+  // True when a bucket is a single group (every (b, f) but b = 8, f > 8).
+  bool single_group() const { return groups_ == 1; }
+
+  // True if any slot of bucket i holds fp. Borrow form of the zero test:
+  // x = group ^ (fp * ones) has a zero field exactly where a slot equals
+  // fp, and (x - ones) & ~x & highs is non-zero iff x has a zero field (the
+  // borrow may mark extra fields above a zero one, never create a zero).
   bool BucketContains(uint64_t i, uint32_t fp) const {
     const uint64_t pattern = fp * ones_;
-    uint64_t off = i * bucket_bits_;
-    for (uint32_t g = 0; g < groups_; ++g, off += group_bits_) {
-      const uint64_t x = LoadBits(off, group_mask_) ^ pattern;
+    for (uint32_t g = 0; g < groups_; ++g) {
+      const uint64_t x = LoadGroup(i, g) ^ pattern;
       if (((x - ones_) & ~x & highs_) != 0) return true;
     }
     return false;
+  }
+  // Layouts with a compile-time query kernel (EitherContains<kB, kF>):
+  // constant masks and offsets, and one load per bucket where a bucket
+  // never straddles a word. Others take the generic (runtime) kernel.
+  enum class Layout : uint8_t { kGeneric, k4x8, k4x12, k4x16 };
+  Layout layout() const { return layout_; }
+
+  // BucketContains(i1, fp) || BucketContains(i2, fp). kB = 0: any layout;
+  // else REQUIRES layout() is the one of (kB, kF). SWAR borrow test as in
+  // BucketContains, on both buckets.
+  template <uint32_t kB = 0, uint32_t kF = 0>
+  bool EitherContains(uint64_t i1, uint64_t i2, uint32_t fp) const {
+    if constexpr (kB == 0) {
+      return BucketContains(i1, fp) || BucketContains(i2, fp);
+    } else {
+      constexpr uint64_t kOnes = Ones(kB, kF);
+      constexpr uint64_t kHighs = kOnes << (kF - 1);
+      const uint64_t pattern = fp * kOnes;
+      const uint64_t x1 = LoadBucket<kB, kF>(i1) ^ pattern;
+      if (((x1 - kOnes) & ~x1 & kHighs) != 0) return true;
+      const uint64_t x2 = LoadBucket<kB, kF>(i2) ^ pattern;
+      return ((x2 - kOnes) & ~x2 & kHighs) != 0;
+    }
   }
 
   uint32_t ReadSlot(uint64_t i, uint32_t j) const {
@@ -128,56 +198,109 @@ class CuckooTable {
   // Copies of fp in bucket i.
   uint32_t CountInBucket(uint64_t i, uint32_t fp) const {
     uint32_t n = 0;
-    for (uint32_t j = 0; j < b_; ++j) n += ReadSlot(i, j) == fp;
+    for (uint32_t g = 0; g < groups_; ++g) {
+      n += std::popcount(MatchFields(LoadGroup(i, g), fp));
+    }
     return n;
   }
   // First slot of bucket i holding fp (0 finds an empty slot), or -1.
   int FindSlot(uint64_t i, uint32_t fp) const {
-    for (uint32_t j = 0; j < b_; ++j) {
-      if (ReadSlot(i, j) == fp) return static_cast<int>(j);
+    for (uint32_t g = 0; g < groups_; ++g) {
+      const uint64_t m = MatchFields(LoadGroup(i, g), fp);
+      if (m != 0) return static_cast<int>(g * group_slots_ + FirstField(m));
     }
     return -1;
   }
   uint32_t OccupiedInBucket(uint64_t i) const {
-    uint32_t n = 0;
-    for (uint32_t j = 0; j < b_; ++j) n += ReadSlot(i, j) != 0;
-    return n;
+    return b_ - CountInBucket(i, 0);
   }
 
-  // REQUIRES: the slot is empty, fp != 0, the caller holds the bucket's
-  // stripe. fetch_or leaves every other bit of the word(s) as it is.
-  void FillSlot(uint64_t i, uint32_t j, uint32_t fp) {
-    const uint64_t off = (i * b_ + j) * static_cast<uint64_t>(f_);
-    const uint64_t w = off >> 6;
-    const unsigned s = off & 63;
-    words_[w].fetch_or(static_cast<uint64_t>(fp) << s,
-                       std::memory_order_relaxed);
-    if (s + f_ > 64) {
-      words_[w + 1].fetch_or(static_cast<uint64_t>(fp) >> (64 - s),
-                             std::memory_order_relaxed);
+  // The first of buckets (i1, i2), and its first slot, whose field equals
+  // fp (0: an empty slot); false if neither has one. Both buckets are
+  // loaded before the choice, which is a select, not a branch: a writer's
+  // next operation is not flushed by a mispredicted i1-or-i2 guess.
+  bool FindInPair(uint64_t i1, uint64_t i2, uint32_t fp, uint64_t* bucket,
+                  uint32_t* slot) const {
+    if (!single_group()) {
+      int j = FindSlot(i1, fp);
+      *bucket = i1;
+      if (j < 0) {
+        j = FindSlot(i2, fp);
+        *bucket = i2;
+      }
+      *slot = static_cast<uint32_t>(j);
+      return j >= 0;
     }
+    const uint64_t m1 = MatchFields(LoadGroup(i1, 0), fp);
+    const uint64_t m2 = MatchFields(LoadGroup(i2, 0), fp);
+    *bucket = m1 != 0 ? i1 : i2;
+    const uint64_t m = m1 != 0 ? m1 : m2;
+    *slot = m != 0 ? FirstField(m) : 0;
+    return m != 0;
   }
-  // REQUIRES: the caller holds the bucket's stripe.
-  void ClearSlot(uint64_t i, uint32_t j) {
-    const uint64_t off = (i * b_ + j) * static_cast<uint64_t>(f_);
-    const uint64_t w = off >> 6;
-    const unsigned s = off & 63;
-    words_[w].fetch_and(~(fp_mask_ << s), std::memory_order_relaxed);
-    if (s + f_ > 64) {
-      words_[w + 1].fetch_and(~(fp_mask_ >> (64 - s)),
-                              std::memory_order_relaxed);
-    }
-  }
+
+  // REQUIRES: the slot is empty, fp != 0, the caller holds the stripe of
+  // the bucket's group (so no other thread writes these words).
+  void FillSlot(uint64_t i, uint32_t j, uint32_t fp) { XorField(i, j, fp); }
+  // REQUIRES: as FillSlot.
+  void ClearSlot(uint64_t i, uint32_t j) { XorField(i, j, ReadSlot(i, j)); }
 
   // Hints the cache line(s) of bucket i: a bucket of at most 128 bits spans
   // at most two lines, those of its first and last words (usually one).
+  // kWrite asks for the line in exclusive state (an insert or remove will
+  // store to it).
+  template <bool kWrite = false>
   void Prefetch(uint64_t i) const {
     const uint64_t first = i * bucket_bits_;
-    __builtin_prefetch(&words_[first >> 6]);
-    __builtin_prefetch(&words_[(first + bucket_bits_ - 1) >> 6]);
+    __builtin_prefetch(&words_[first >> 6], kWrite);
+    __builtin_prefetch(&words_[(first + bucket_bits_ - 1) >> 6], kWrite);
   }
 
  private:
+  static constexpr uint64_t Ones(uint32_t b, uint32_t f) {
+    uint64_t ones = 0;
+    for (uint32_t j = 0; j < b; ++j) ones |= uint64_t{1} << (j * f);
+    return ones;
+  }
+  // Bucket i of a (kB, kF) table, kB * kF <= 64. A bucket whose width
+  // divides 64 never straddles a word: one load.
+  template <uint32_t kB, uint32_t kF>
+  uint64_t LoadBucket(uint64_t i) const {
+    constexpr uint64_t kBits = uint64_t{kB} * kF;
+    static_assert(kBits <= 64);
+    constexpr uint64_t kMask =
+        kBits == 64 ? ~uint64_t{0} : (uint64_t{1} << kBits) - 1;
+    const uint64_t off = i * kBits;
+    if constexpr (64 % kBits == 0) {
+      return (LoadWord(off >> 6) >> (off & 63)) & kMask;
+    } else {
+      return LoadBits(off, kMask);
+    }
+  }
+
+  // Flips the bits of `v` into slot j of bucket i: fills an empty slot
+  // with v, or clears a slot holding v. Writes the words of the slot's
+  // group of the bucket, all in the bucket's 8-bucket lock group. Whether
+  // that is one word or two depends on i and j's group only, not on the
+  // slot's position inside the group, so for single-group buckets the
+  // branch resolves from the hash, before the bucket's cache miss.
+  // Plain load + store: only the stripe holder writes these words (see
+  // the file comment); a relaxed store is still atomic for the readers.
+  void XorField(uint64_t i, uint32_t j, uint32_t v) {
+    const uint32_t g = j / group_slots_;
+    const uint64_t delta = static_cast<uint64_t>(v)
+                           << ((j - g * group_slots_) * f_);
+    const uint64_t off = i * bucket_bits_ + g * group_bits_;
+    const uint64_t w = off >> 6;
+    const unsigned s = off & 63;
+    XorWord(w, delta << s);
+    if (s + group_bits_ > 64) XorWord(w + 1, (delta >> 1) >> (63 - s));
+  }
+  void XorWord(uint64_t w, uint64_t bits) {
+    words_[w].store(words_[w].load(std::memory_order_relaxed) ^ bits,
+                    std::memory_order_relaxed);
+  }
+
   uint64_t buckets_ = 0;
   uint32_t b_ = 0;
   uint32_t f_ = 0;
@@ -186,10 +309,13 @@ class CuckooTable {
   uint32_t group_slots_ = 0;
   uint32_t groups_ = 0;
   uint32_t group_bits_ = 0;
+  uint32_t slot_div_ = 0;
   uint64_t group_mask_ = 0;
   uint64_t ones_ = 0;   // 1 in the low bit of each slot of a group
   uint64_t highs_ = 0;  // 1 in the high bit of each slot of a group
+  uint64_t lows_ = 0;   // the other f-1 bits of each slot of a group
   uint64_t data_words_ = 0;
+  Layout layout_ = Layout::kGeneric;
   static constexpr uint64_t kHugePage = 2 << 20;
   // std::atomic<uint64_t> is trivially destructible: freeing is enough.
   struct Free {
