@@ -120,7 +120,8 @@ Result<std::unique_ptr<Database>> Database::Open(
       SF_RETURN_IF_ERROR(
           impl->store->CollectGarbage(entry.name, entry.descriptor));
     }
-    ShardedFilterAccess::Attach(*f, impl->journal.get(), options.read_only);
+    ShardedFilterAccess::Attach(*f, impl->journal.get(), options.read_only,
+                                options.durability_override);
     auto state = std::make_shared<FilterState>();
     state->committed = std::move(entry.descriptor);
     impl->filters.emplace(
@@ -197,7 +198,8 @@ Result<std::shared_ptr<ShardedFilter>> Database::Create(
   SF_RETURN_IF_ERROR(d.store->CreateFilter(name, state->committed));
   std::shared_ptr<ShardedFilter> f =
       ShardedFilterAccess::Make(std::string(name), resolved, std::move(shards));
-  ShardedFilterAccess::Attach(*f, d.journal.get(), false);
+  ShardedFilterAccess::Attach(*f, d.journal.get(), false,
+                                d.options.durability_override);
   d.filters.emplace(std::string(name), OpenFilter{f, std::move(state)});
   return f;
 }

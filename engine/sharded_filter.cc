@@ -52,7 +52,8 @@ ShardedFilter::ShardedFilter(std::string name, FilterSpec resolved)
       spec_(std::move(resolved)),
       shard_count_(spec_.shards),
       shard_shift_(64 - std::countr_zero(spec_.shards)),
-      shards_(std::make_unique<Shard[]>(spec_.shards)) {}
+      shards_(std::make_unique<Shard[]>(spec_.shards)),
+      durability_(spec_.durability.value_or(Durability::kNone)) {}
 
 ShardedFilter::~ShardedFilter() = default;
 

@@ -141,7 +141,9 @@ class ShardedFilter {
   FilterType type() const { return spec_.type; }
   uint64_t seed() const { return spec_.seed; }
   uint32_t shard_count() const { return shard_count_; }
-  Durability durability() const { return *spec_.durability; }
+  // The durability in force: the spec's, unless the owning Database was
+  // opened with DatabaseOptions::durability_override.
+  Durability durability() const { return durability_; }
 
   // HashKey(key, seed()).
   uint64_t Hash(std::string_view key) const { return HashKey(key, spec_.seed); }
@@ -223,6 +225,9 @@ class ShardedFilter {
   // durability none). Not owned; outlives this filter's use by Database.
   internal::JournalSink* journal_ = nullptr;
   bool read_only_ = false;
+  // *spec_.durability or the session override; set before the filter is
+  // shared (constructor, Attach), constant afterwards.
+  Durability durability_ = Durability::kNone;
   // kLive, kDropped (Database::Drop) or kClosed (Database::Close). Set
   // while every shard lock is held exclusive; read by mutations under their
   // shard's lock, which orders the two, so relaxed loads suffice.

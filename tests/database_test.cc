@@ -214,6 +214,53 @@ TEST_P(RoundTripTest, SyncDurability) {
   ReopenAndCompare(dir.db(), *f, 60, 200);
 }
 
+// DatabaseOptions::durability_override applies to this session only: it
+// decides what is journalled, and leaves the stored spec unchanged.
+TEST(DatabaseDurabilityTest, OverrideAppliesToTheSessionOnly) {
+  TempDir dir;
+  DatabaseOptions o = Options(dir.db());
+  o.checkpoint_on_close = false;
+  {
+    auto db = MustOpen(o);
+    FilterSpec spec = Spec(FilterType::kCuckoo, 10'000, 2, Durability::kNone);
+    SF_ASSERT_OK(db->Create("f", spec).status());
+    SF_ASSERT_OK(db->Close());
+  }
+  {
+    // Stored "none", session "journal": adds survive a close without a
+    // checkpoint because they were journalled.
+    DatabaseOptions journal = o;
+    journal.durability_override = Durability::kJournal;
+    auto db = MustOpen(journal);
+    auto f = *db->Get("f");
+    EXPECT_EQ(f->durability(), Durability::kJournal);
+    EXPECT_EQ(*f->spec().durability, Durability::kNone);
+    for (int i = 0; i < 100; ++i) SF_ASSERT_OK(f->Add("k" + std::to_string(i)));
+    EXPECT_EQ(db->counters().journal_ops, 100u);
+    SF_ASSERT_OK(db->Close());
+  }
+  {
+    // Session "none" over the same filter: nothing is journalled, and the
+    // keys journalled by the previous session are there.
+    DatabaseOptions none = o;
+    none.durability_override = Durability::kNone;
+    auto db = MustOpen(none);
+    auto f = *db->Get("f");
+    EXPECT_EQ(db->counters().replayed_ops, 100u);
+    for (int i = 0; i < 100; ++i) {
+      EXPECT_EQ(f->Count("k" + std::to_string(i)), 1u) << i;
+    }
+    SF_ASSERT_OK(f->Add("unjournalled"));
+    EXPECT_EQ(db->counters().journal_ops, 0u);
+    SF_ASSERT_OK(db->Close());
+  }
+  auto db = MustOpen(o);
+  auto f = *db->Get("f");
+  EXPECT_EQ(f->durability(), Durability::kNone);  // the stored mode again
+  EXPECT_EQ(f->Count("unjournalled"), 0u);  // it was never journalled
+  EXPECT_EQ(f->Count("k7"), 1u);
+}
+
 INSTANTIATE_TEST_SUITE_P(AllTypes, RoundTripTest,
                          ::testing::Values(FilterType::kBloom,
                                            FilterType::kCountingBloom,

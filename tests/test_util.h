@@ -11,12 +11,12 @@
 
 #define ASSERT_OK(expr)                                    \
   do {                                                     \
-    const ::shardfilter::Status& sf_s_ = (expr);           \
+    const ::shardfilter::Status sf_s_ = (expr);            \
     ASSERT_TRUE(sf_s_.ok()) << sf_s_.ToString();           \
   } while (0)
 #define EXPECT_OK(expr)                                    \
   do {                                                     \
-    const ::shardfilter::Status& sf_s_ = (expr);           \
+    const ::shardfilter::Status sf_s_ = (expr);            \
     EXPECT_TRUE(sf_s_.ok()) << sf_s_.ToString();           \
   } while (0)
 

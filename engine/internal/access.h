@@ -5,6 +5,7 @@
 #define SHARDFILTER_ENGINE_INTERNAL_ACCESS_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,10 +27,14 @@ class ShardedFilterAccess {
       std::string name, const FilterSpec& spec,
       std::vector<std::unique_ptr<Filter>> filters);
 
-  // Connects the filter to a journal (null: none) before it is shared.
-  static void Attach(ShardedFilter& f, JournalSink* journal, bool read_only) {
+  // Connects the filter to a journal (null: none) before it is shared, and
+  // applies the session's durability override, if any (the stored spec is
+  // left as it is).
+  static void Attach(ShardedFilter& f, JournalSink* journal, bool read_only,
+                     std::optional<Durability> durability_override) {
     f.journal_ = journal;
     f.read_only_ = read_only;
+    if (durability_override.has_value()) f.durability_ = *durability_override;
   }
 
   static Shard& shard(ShardedFilter& f, uint32_t i) { return f.shards_[i]; }
