@@ -43,7 +43,9 @@ namespace shardfilter {
 
 namespace internal {
 class DatabaseImpl;
+class TieredAccess;
 }  // namespace internal
+class DedupStore;
 
 inline constexpr size_t kMaxFilterNameBytes = 1024;
 // Largest checkpoint chunk (one RocksDB value).
@@ -178,6 +180,8 @@ class Database {
   Status background_status() const;
 
  private:
+  friend class DedupStore;  // opens its sets on this store (dedup_store.h)
+  friend class internal::TieredAccess;  // tiered filters (tiered_filter.h)
   explicit Database(std::unique_ptr<internal::DatabaseImpl> impl);
   std::unique_ptr<internal::DatabaseImpl> impl_;
 };

@@ -1,7 +1,9 @@
 #include "persistence/store.h"
 
 #include <rocksdb/db.h>
+#include <rocksdb/filter_policy.h>
 #include <rocksdb/options.h>
+#include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
 
 #include <filesystem>
@@ -25,6 +27,17 @@ constexpr uint64_t kChunkBatchBytes = 16u << 20;
 
 rocksdb::Slice ToSlice(std::string_view s) {
   return rocksdb::Slice(s.data(), s.size());
+}
+
+// The exact sets are read by point lookups (MultiGet of the filter's
+// "maybe"s): whole-key Bloom filters in their SSTs (10 bits/key) make a
+// false positive's lookup cost a filter probe instead of a block read.
+rocksdb::ColumnFamilyOptions DedupCfOptions() {
+  rocksdb::ColumnFamilyOptions o;
+  rocksdb::BlockBasedTableOptions t;
+  t.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+  o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
+  return o;
 }
 
 std::string ShardWhat(std::string_view name, uint32_t shard) {
@@ -61,6 +74,9 @@ Result<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) {
   cfs.emplace_back(kCatalogCf, cf_options);
   cfs.emplace_back(kShardsCf, cf_options);
   cfs.emplace_back(kJournalCf, cf_options);
+  // The dedup families are opened only when they exist (created on first
+  // use by Dedup(true)); RocksDB must open every existing family.
+  bool has_dedup = false, has_time = false;
   if (exists) {
     std::vector<std::string> names;
     rocksdb::Status s =
@@ -76,7 +92,13 @@ Result<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) {
                                        want + "\" column family)");
       }
     }
+    for (const std::string& n : names) {
+      has_dedup |= (n == kDedupCf);
+      has_time |= (n == kDedupTimeCf);
+    }
   }
+  if (has_dedup) cfs.emplace_back(kDedupCf, DedupCfOptions());
+  if (has_time) cfs.emplace_back(kDedupTimeCf, cf_options);
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* db = nullptr;
   rocksdb::Status s =
@@ -93,11 +115,51 @@ Result<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) {
   store->journal_cf_ = handles[3];
   store->read_only_ = options.read_only;
   store->path_ = options.path;
+  if (has_dedup && has_time) {
+    store->dedup_ = std::make_unique<DedupTable>(db, handles[4], handles[5],
+                                                 options.read_only);
+  } else if (has_dedup || has_time) {
+    // A crash between the two CreateColumnFamily calls of Dedup(true):
+    // hand the one back so that Dedup(true) can create both afresh.
+    store->half_dedup_ = handles[4];
+  }
   return store;
+}
+
+Result<DedupTable*> Store::Dedup(bool create) {
+  std::lock_guard lock(dedup_mu_);
+  if (dedup_ != nullptr) return dedup_.get();
+  if (read_only_ || !create) {
+    return Status::NotFound("the store at \"" + path_ +
+                            "\" holds no dedup sets");
+  }
+  rocksdb::ColumnFamilyHandle* dedup = nullptr;
+  rocksdb::ColumnFamilyHandle* time = nullptr;
+  if (half_dedup_ != nullptr) {  // an empty family left by a crash
+    SF_RETURN_IF_ERROR(FromRocks(db_->DropColumnFamily(half_dedup_),
+                                 "dropping a half-created dedup family"));
+    db_->DestroyColumnFamilyHandle(half_dedup_).PermitUncheckedError();
+    half_dedup_ = nullptr;
+  }
+  SF_RETURN_IF_ERROR(FromRocks(
+      db_->CreateColumnFamily(DedupCfOptions(), kDedupCf, &dedup),
+      "creating the dedup column family"));
+  rocksdb::Status s = db_->CreateColumnFamily(rocksdb::ColumnFamilyOptions(),
+                                              kDedupTimeCf, &time);
+  if (!s.ok()) {
+    db_->DestroyColumnFamilyHandle(dedup).PermitUncheckedError();
+    return FromRocks(s, "creating the dedup_time column family");
+  }
+  dedup_ = std::make_unique<DedupTable>(db_, dedup, time, false);
+  return dedup_.get();
 }
 
 Store::~Store() {
   if (db_ == nullptr) return;
+  dedup_.reset();  // destroys its column family handles
+  if (half_dedup_ != nullptr) {
+    db_->DestroyColumnFamilyHandle(half_dedup_).PermitUncheckedError();
+  }
   for (auto* h : {default_cf_, catalog_cf_, shards_cf_, journal_cf_}) {
     if (h != nullptr) db_->DestroyColumnFamilyHandle(h).PermitUncheckedError();
   }

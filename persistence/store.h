@@ -1,5 +1,6 @@
 // Store: the RocksDB directory that holds a Database's catalog, checkpoint
-// chunks and journal, one column family each (docs/format-store.md).
+// chunks and journal, one column family each (docs/format-store.md), and,
+// once a dedup set was created, the dedup families (docs/dedup.md).
 //
 // This is the only place that talks to RocksDB; every rocksdb::Status is
 // converted to a shardfilter Status here (IOError, Corruption, Busy, ...),
@@ -14,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -21,6 +23,7 @@
 #include <vector>
 
 #include "filters/status.h"
+#include "persistence/dedup_table.h"
 #include "persistence/values.h"
 
 namespace rocksdb {
@@ -125,7 +128,17 @@ class Store {
   // Reads back and checks every value in the three column families.
   Status Verify(StoreVerifyReport* report) const;
 
+  // The dedup store's column families (persistence/dedup_table.h). They
+  // are opened with the store when present; when missing, `create` on a
+  // writable store creates them (so stores that never held a dedup set keep
+  // their layout), otherwise NotFound. The table lives as long as the Store.
+  Result<DedupTable*> Dedup(bool create);
+
  private:
+  // The tiered filters' descriptors and exact levels live in the default
+  // column family (persistence/tiered_table.h), through db_ and Write.
+  friend class TieredTable;
+
   Store() = default;
   Status Write(rocksdb::WriteBatch* batch, bool sync, std::string_view what);
   // True when the column family holds a key in [begin, end).
@@ -137,6 +150,10 @@ class Store {
   rocksdb::ColumnFamilyHandle* catalog_cf_ = nullptr;
   rocksdb::ColumnFamilyHandle* shards_cf_ = nullptr;
   rocksdb::ColumnFamilyHandle* journal_cf_ = nullptr;
+  std::mutex dedup_mu_;                 // guards creating dedup_
+  std::unique_ptr<DedupTable> dedup_;   // null until present / created
+  // One dedup family without the other (crash while creating them).
+  rocksdb::ColumnFamilyHandle* half_dedup_ = nullptr;  // GUARDED_BY(dedup_mu_)
   bool read_only_ = false;
   std::string path_;
 };

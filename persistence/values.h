@@ -6,7 +6,8 @@
 //
 //   offset  size  field
 //   0       1     format version (kStoreFormatVersion)
-//   1       1     kind: 1 descriptor, 2 chunk, 3 journal entry
+//   1       1     kind: 1 descriptor, 2 chunk, 3 journal entry, 4-6 dedup
+//                 entry, meta, time-index entry (docs/dedup.md)
 //   2       N     payload (per kind)
 //   2+N     8     XXH3-64 (Checksum64) of bytes [0, 2+N)
 //
@@ -38,6 +39,10 @@ enum class ValueKind : uint8_t {
   kDescriptor = 1,
   kChunk = 2,
   kJournal = 3,
+  // The dedup store's values (persistence/dedup_table.h, docs/dedup.md).
+  kDedupEntry = 4,
+  kDedupMeta = 5,
+  kDedupIndex = 6,
 };
 
 // One shard's committed checkpoint. generation 0 = never checkpointed: the
