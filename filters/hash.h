@@ -33,7 +33,17 @@ inline constexpr uint64_t kDefaultSeed = 0x5348415244464C54ULL;  // "SHARDFLT"
 
 // XXH3-64 of the key bytes with `seed`. Stable across versions, platforms
 // and endianness (XXH3 is specified on bytes). Pinned by tests/hash_test.cc.
+//
+// Keys of up to 16 bytes (ids, 8-byte integers) take XXH3's short-input
+// kernel directly: it is what XXH3_64bits_withSeed runs for them (same
+// secret, same seed handling, so the same values), but inlined. GCC does not
+// inline XXH3_64bits_withSeed itself (its long-input path is large), and the
+// call costs a third of a cached filter query. Golden values pin both paths.
 inline uint64_t HashKey(std::string_view key, uint64_t seed) {
+  if (key.size() <= 16) {
+    return XXH3_len_0to16_64b(reinterpret_cast<const xxh_u8*>(key.data()),
+                              key.size(), XXH3_kSecret, seed);
+  }
   return XXH3_64bits_withSeed(key.data(), key.size(), seed);
 }
 

@@ -19,6 +19,19 @@ TEST(HashKey, GoldenValues) {
   EXPECT_EQ(HashKey("https://example.com/a/b?c=d", 42), 0xf6967d265d0e0d54ULL);
 }
 
+// The inlined short-key path must agree with the library's entry point for
+// every length it covers, and around the boundary.
+TEST(HashKey, ShortKeyPathMatchesXxh3) {
+  std::string key;
+  for (size_t len = 0; len <= 40; ++len) {
+    for (uint64_t seed : {uint64_t{0}, uint64_t{1}, kDefaultSeed, ~uint64_t{0}}) {
+      EXPECT_EQ(HashKey(key, seed), XXH3_64bits_withSeed(key.data(), len, seed))
+          << "len " << len << " seed " << seed;
+    }
+    key.push_back(static_cast<char>('a' + len * 7 % 26));
+  }
+}
+
 TEST(HashKey, SeedChangesHash) {
   EXPECT_NE(HashKey("key", 1), HashKey("key", 2));
   EXPECT_EQ(HashKey("key", 7), HashKey(std::string("key"), 7));
