@@ -28,6 +28,7 @@ constexpr FlagDef kFlags[] = {
     {"k", true},           {"layout", true},   {"fingerprint-bits", true},
     {"bucket-size", true}, {"ack", false},     {"quiet", false},
     {"json", false},       {"items", true},    {"probes", true},
+    {"ttl", true},         {"expected", true},
 };
 // Accepted by every command.
 constexpr std::string_view kGlobalFlags[] = {"db", "help", "version"};
@@ -59,6 +60,7 @@ Commands:
   drop NAME              delete a filter and everything stored for it
   checkpoint [NAME]      write the dirty shards of one filter, or of all
   verify                 read back and check every stored value
+  dedup [NAME]           print the stdin lines never seen before (remembered)
   demo                   in-memory run of every filter type (FPR, speed)
 
 Global flags (before or after the command):
@@ -274,6 +276,12 @@ Flags:
 Example:
   shardfilter demo --items 1M --probes 1M --fpp 0.001
 )"},
+      {"dedup",
+       RunDedup,
+       0,
+       1,
+       {"ttl", "expected", "fpp", "durability", "quiet"},
+       kDedupUsage},  // text in tools/cli_dedup.cc
   };
   return kCommands;
 }

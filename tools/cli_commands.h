@@ -64,6 +64,9 @@ int RunDrop(CommandContext& ctx);
 int RunCheckpoint(CommandContext& ctx);
 int RunVerify(CommandContext& ctx);
 int RunDemoCommand(CommandContext& ctx);
+// tools/cli_dedup.cc; its usage text lives there too.
+int RunDedup(CommandContext& ctx);
+extern const std::string_view kDedupUsage;
 
 }  // namespace shardfilter::tools
 
