@@ -1,12 +1,12 @@
-// DedupStore: opening, single-key operations, expiry and statistics. The
-// batch forms are in dedup_batch.cc; the invariants (X1-X4) in
+// DedupCore: single-key operations, rotation, expiry (purge) and the
+// rebuild at open. The batch forms are in dedup_batch.cc, the public facade
+// (Open, Stats, ...) in dedup_open.cc; invariants X1-X4 in
 // engine/internal/dedup_core.h.
 #include "engine/dedup_store.h"
 
 #include <algorithm>
 #include <chrono>
 
-#include "engine/internal/database_impl.h"
 #include "engine/internal/dedup_core.h"
 
 namespace shardfilter {
@@ -14,59 +14,6 @@ namespace shardfilter {
 using internal::DedupCore;
 using persistence::DedupBatch;
 using persistence::DedupEntry;
-using persistence::DedupMeta;
-
-namespace {
-
-uint64_t SystemMs() {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(
-          std::chrono::system_clock::now().time_since_epoch())
-          .count());
-}
-
-Status CheckOptions(std::string_view name, const DedupOptions& o) {
-  if (name.empty() || name.size() > kMaxFilterNameBytes) {
-    return Status::InvalidArgument(
-        "dedup set name must be 1..1024 bytes, got " +
-        std::to_string(name.size()));
-  }
-  if (!(o.fpp > 0 && o.fpp < 1)) {
-    return Status::InvalidArgument("dedup fpp " + std::to_string(o.fpp) +
-                                   " is outside (0, 1)");
-  }
-  if (o.expected_keys == 0) {
-    return Status::InvalidArgument("dedup expected_keys must be >= 1");
-  }
-  if (o.lock_stripes == 0 || o.lock_stripes > 65536 ||
-      (o.lock_stripes & (o.lock_stripes - 1)) != 0) {
-    return Status::InvalidArgument(
-        "dedup lock_stripes must be a power of two in [1, 65536], got " +
-        std::to_string(o.lock_stripes));
-  }
-  if (o.partitions > kMaxDedupPartitions) {
-    return Status::InvalidArgument("dedup partitions must be <= 1024, got " +
-                                   std::to_string(o.partitions));
-  }
-  return Status::OK();
-}
-
-// The stored parameters of a new set, from the options.
-Result<DedupMeta> NewMeta(const DedupOptions& o) {
-  DedupMeta m;
-  m.ttl_ms = o.ttl_ms.value_or(0);
-  if (m.ttl_ms == 0) return m;
-  m.partitions = o.partitions != 0 ? o.partitions : 8;
-  if (m.ttl_ms % m.partitions != 0) {
-    return Status::InvalidArgument("dedup ttl " + std::to_string(m.ttl_ms) +
-                                   " ms is not a multiple of the " +
-                                   std::to_string(m.partitions) +
-                                   " partitions");
-  }
-  return m;
-}
-
-}  // namespace
 
 namespace internal {
 
@@ -286,164 +233,4 @@ Result<bool> DedupCore::Remove(std::string_view key) {
 }
 
 }  // namespace internal
-
-Result<std::unique_ptr<DedupStore>> DedupStore::Open(
-    Database& db, std::string_view name, const DedupOptions& options) {
-  SF_RETURN_IF_ERROR(CheckOptions(name, options));
-  internal::DatabaseImpl& impl = *db.impl_;
-  if (impl.store == nullptr) {
-    return Status::NotSupported("opening dedup set: the database is closed");
-  }
-  const bool read_only = db.read_only();
-  const bool create = !read_only && options.create_if_missing;
-  SF_ASSIGN_OR_RETURN(persistence::DedupTable * table,
-                      impl.store->Dedup(create));
-  SF_ASSIGN_OR_RETURN(std::optional<DedupMeta> meta, table->GetMeta(name));
-  const std::string what = "dedup set \"" + std::string(name) + "\"";
-  if (!meta) {
-    if (!create) return Status::NotFound("no " + what);
-    SF_ASSIGN_OR_RETURN(DedupMeta m, NewMeta(options));
-    SF_RETURN_IF_ERROR(table->PutMeta(name, m));
-    meta = m;
-  } else if ((options.ttl_ms && *options.ttl_ms != meta->ttl_ms) ||
-             (options.partitions != 0 && meta->ttl_ms != 0 &&
-              options.partitions != meta->partitions)) {
-    return Status::InvalidArgument(what + " was created with ttl " +
-                                   std::to_string(meta->ttl_ms) + " ms and " +
-                                   std::to_string(meta->partitions) +
-                                   " partitions; a set's window cannot change");
-  }
-  auto core = std::make_unique<DedupCore>();
-  core->name = std::string(name);
-  core->table = table;
-  core->ttl_ms = meta->ttl_ms;
-  core->partitions = meta->partitions;
-  core->granularity = meta->partitions ? meta->ttl_ms / meta->partitions : 0;
-  core->clock = options.clock ? options.clock : SystemMs;
-  const DatabaseOptions& dbo = db.options();
-  core->durability = dbo.durability_override.value_or(
-      options.durability.value_or(dbo.default_durability));
-  core->mode.wal = core->durability != Durability::kNone;
-  core->mode.sync = core->durability == Durability::kSync;
-  core->stripes =
-      std::make_unique<internal::DedupStripe[]>(options.lock_stripes);
-  core->stripe_mask = options.lock_stripes - 1;
-  FilterSpec spec;
-  spec.type = options.filter_type;
-  const uint32_t p = core->partitions;
-  spec.capacity =
-      p ? (options.expected_keys + p - 1) / p : options.expected_keys;
-  spec.fpp = p ? options.fpp / (p + 1) : options.fpp;
-  spec.seed = core->seed;
-  SF_ASSIGN_OR_RETURN(core->ring, internal::DedupRing::Create(spec, p + 1));
-  SF_RETURN_IF_ERROR(core->Load());
-  return std::unique_ptr<DedupStore>(new DedupStore(std::move(core)));
-}
-
-Status DedupStore::Drop(Database& db, std::string_view name) {
-  if (db.impl_->store == nullptr) {
-    return Status::NotSupported("dropping dedup set: the database is closed");
-  }
-  if (db.read_only()) {
-    return Status::NotSupported("dropping dedup set: the store is read-only");
-  }
-  auto table = db.impl_->store->Dedup(false);
-  if (!table.ok()) return table.status();
-  SF_ASSIGN_OR_RETURN(auto meta, (*table)->GetMeta(name));
-  if (!meta)
-    return Status::NotFound("no dedup set \"" + std::string(name) + "\"");
-  return (*table)->DropSet(name);
-}
-
-Result<std::vector<std::string>> DedupStore::List(Database& db) {
-  if (db.impl_->store == nullptr) {
-    return Status::NotSupported("listing dedup sets: the database is closed");
-  }
-  auto table = db.impl_->store->Dedup(false);
-  if (!table.ok()) return std::vector<std::string>();
-  return (*table)->ListSets();
-}
-
-DedupStore::DedupStore(std::unique_ptr<DedupCore> core)
-    : core_(std::move(core)) {}
-
-DedupStore::~DedupStore() { Close().ok(); }
-
-Status DedupStore::Close() {
-  if (core_->closed) return Status::OK();
-  core_->closed = true;
-  if (core_->durability == Durability::kNone) return core_->table->Flush();
-  return Status::OK();
-}
-
-Result<bool> DedupStore::InsertIfAbsent(std::string_view key) {
-  return core_->InsertIfAbsent(key);
-}
-Result<bool> DedupStore::Contains(std::string_view key) {
-  return core_->Contains(key);
-}
-Result<bool> DedupStore::Remove(std::string_view key) {
-  return core_->Remove(key);
-}
-Status DedupStore::InsertIfAbsentBatch(std::span<const std::string_view> keys,
-                                       std::vector<uint8_t>* out) {
-  return core_->InsertBatch(keys, out);
-}
-Status DedupStore::ContainsBatch(std::span<const std::string_view> keys,
-                                 std::vector<uint8_t>* out) {
-  return core_->ContainsBatch(keys, out);
-}
-Status DedupStore::RemoveBatch(std::span<const std::string_view> keys,
-                               std::vector<uint8_t>* out) {
-  return core_->RemoveBatch(keys, out);
-}
-
-Result<uint64_t> DedupStore::Expire() {
-  SF_RETURN_IF_ERROR(core_->CheckUsable(true));
-  uint64_t before = core_->counters.expired_keys.load();
-  SF_RETURN_IF_ERROR(core_->MaybeRotate());
-  uint64_t cur = core_->current.load();
-  if (core_->ttl() && cur >= core_->partitions) {
-    SF_RETURN_IF_ERROR(core_->Purge(cur - core_->partitions).status());
-  }
-  return core_->counters.expired_keys.load() - before;
-}
-
-Status DedupStore::Flush() {
-  SF_RETURN_IF_ERROR(core_->CheckUsable(false));
-  return core_->table->Flush();
-}
-
-DedupStats DedupStore::Stats() const {
-  const internal::DedupCounters& c = core_->counters;
-  auto get = [](const std::atomic<uint64_t>& a) {
-    return a.load(std::memory_order_relaxed);
-  };
-  DedupStats s;
-  s.inserts = get(c.inserts);
-  s.new_keys = get(c.new_keys);
-  s.duplicates = get(c.duplicates);
-  s.removes = get(c.removes);
-  s.removed = get(c.removed);
-  s.lookups = get(c.lookups);
-  s.rocksdb_reads = get(c.reads);
-  s.reads_avoided = get(c.avoided);
-  s.filter_false_positives = get(c.false_positives);
-  uint64_t absent = s.filter_false_positives + s.reads_avoided;
-  s.observed_fpr = absent ? double(s.filter_false_positives) / absent : 0;
-  s.expired_keys = get(c.expired_keys);
-  s.expired_partitions = get(c.expired_partitions);
-  s.loaded_keys = get(c.loaded_keys);
-  s.open_ms = get(c.open_ms);
-  std::shared_lock lock(core_->ring_mu);
-  s.current_bucket = core_->current.load(std::memory_order_relaxed);
-  core_->ring->AppendStats(&s.partitions);
-  return s;
-}
-
-const std::string& DedupStore::name() const { return core_->name; }
-Durability DedupStore::durability() const { return core_->durability; }
-uint64_t DedupStore::ttl_ms() const { return core_->ttl_ms; }
-uint32_t DedupStore::partitions() const { return core_->partitions; }
-
 }  // namespace shardfilter
