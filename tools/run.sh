@@ -34,6 +34,10 @@ run "$sf" --db "$db" remove demo_cuckoo https://example.com/page/42
 run "$sf" --db "$db" exists demo_cuckoo https://example.com/page/42 https://example.com/page/43
 say "seq -f 'https://other.org/%.0f' 1 $n | $sf --db $db exists demo_urls | sort | uniq -c   # measured false positives"
 seq -f 'https://other.org/%.0f' 1 $n | "$sf" --db "$db" exists demo_urls | sort | uniq -c
+say "seq 1 5 | $sf --db $db dedup demo_seen   # prints only keys this store never saw"
+seq 1 5 | "$sf" --db "$db" dedup demo_seen
+say "seq 3 8 | $sf --db $db dedup demo_seen   # 1-5 are remembered (also across runs of this script)"
+seq 3 8 | "$sf" --db "$db" dedup demo_seen
 run "$sf" --db "$db" checkpoint
 run "$sf" --db "$db" list
 run "$sf" --db "$db" info demo_urls
