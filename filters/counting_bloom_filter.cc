@@ -56,7 +56,7 @@ Result<std::unique_ptr<CountingBloomFilter>> CountingBloomFilter::Create(
       s.k, options.seed, options.capacity, options.fpp, s.blocks));
   if (!f->table_.Allocate(s.blocks * internal::kBlockWords)) {
     return Status::ResourceExhausted("cannot allocate " +
-                                   std::to_string(s.blocks * 64) + " bytes");
+                                     std::to_string(s.blocks * 64) + " bytes");
   }
   return f;
 }

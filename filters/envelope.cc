@@ -32,9 +32,9 @@ Result<EnvelopeView> OpenEnvelope(std::string_view bytes) {
         "not a shardfilter filter (magic \"SFLT\" missing)");
   }
   if (bytes.size() < kEnvelopeHeaderSize + kEnvelopeTrailerSize) {
-    return Status::Corruption("serialized filter truncated: " +
-                              std::to_string(bytes.size()) +
-                              " bytes is shorter than the envelope");
+    return Status::Corruption(
+        "serialized filter truncated: " + std::to_string(bytes.size()) +
+        " bytes is shorter than the envelope");
   }
   internal::ByteReader r(bytes.substr(4));
   uint8_t type = 0, version = 0;
@@ -49,10 +49,10 @@ Result<EnvelopeView> OpenEnvelope(std::string_view bytes) {
   const uint64_t avail =
       bytes.size() - kEnvelopeHeaderSize - kEnvelopeTrailerSize;
   if (params_len > avail || body_len > avail - params_len) {
-    return Status::Corruption(
-        "serialized filter truncated: header announces " +
-        std::to_string(params_len) + " + " + std::to_string(body_len) +
-        " bytes, " + std::to_string(avail) + " present");
+    return Status::Corruption("serialized filter truncated: header announces " +
+                              std::to_string(params_len) + " + " +
+                              std::to_string(body_len) + " bytes, " +
+                              std::to_string(avail) + " present");
   }
   if (params_len + body_len != avail) {
     return Status::Corruption("serialized filter has " +

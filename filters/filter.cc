@@ -1,6 +1,5 @@
 #include "filters/filter.h"
 
-
 namespace shardfilter {
 
 const char* FilterTypeName(FilterType type) {

@@ -317,8 +317,7 @@ double EstimateCardinality(uint64_t slots, uint64_t set, uint32_t k) {
 // ---------------------------------------------------------------------------
 // Cuckoo filter sizing (see sizing.h for the math).
 
-double CuckooFpr(uint32_t fingerprint_bits, uint32_t bucket_size,
-                 double load) {
+double CuckooFpr(uint32_t fingerprint_bits, uint32_t bucket_size, double load) {
   if (!(load > 0)) return 0.0;
   // 1 - (1 - 2^-f)^(2 b load), via expm1/log1p for precision at f = 16.
   const double per_slot = std::ldexp(1.0, -static_cast<int>(fingerprint_bits));
@@ -340,8 +339,8 @@ double CuckooDesignLoad(uint32_t bucket_size) {
 
 uint64_t CuckooTableBytes(uint64_t buckets, uint32_t bucket_size,
                           uint32_t fingerprint_bits) {
-  const unsigned __int128 bits = static_cast<unsigned __int128>(buckets) *
-                                 bucket_size * fingerprint_bits;
+  const unsigned __int128 bits =
+      static_cast<unsigned __int128>(buckets) * bucket_size * fingerprint_bits;
   const unsigned __int128 bytes = (bits + 63) / 64 * 8;
   return bytes > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(bytes);
 }
@@ -363,16 +362,18 @@ uint64_t CuckooBucketsFor(uint64_t n, double p, uint32_t f, uint32_t b,
     load = std::log1p(-p) / (2.0 * b * std::log1p(-per_slot));
   }
   const long double want = std::ceil(static_cast<long double>(n) / (b * load));
-  const long double max_buckets =
-      static_cast<long double>(max_bytes) * 8 / (static_cast<long double>(b) * f);
+  const long double max_buckets = static_cast<long double>(max_bytes) * 8 /
+                                  (static_cast<long double>(b) * f);
   if (!(want <= max_buckets) || want > 1.0e18L) return 0;
   uint64_t buckets = std::max<uint64_t>(1, static_cast<uint64_t>(want));
   if (buckets < 4096) {
-    buckets += static_cast<uint64_t>(2 * std::sqrt(static_cast<double>(buckets))) + 1;
+    buckets +=
+        static_cast<uint64_t>(2 * std::sqrt(static_cast<double>(buckets))) + 1;
   }
   // Floating-point rounding: step up until the rate at capacity holds.
-  while (CuckooFpr(f, b, static_cast<double>(n) /
-                             (static_cast<double>(buckets) * b)) > p) {
+  while (CuckooFpr(
+             f, b,
+             static_cast<double>(n) / (static_cast<double>(buckets) * b)) > p) {
     ++buckets;
   }
   if (CuckooTableBytes(buckets, b, f) > max_bytes) return 0;
@@ -387,8 +388,9 @@ Result<CuckooSizing> CuckooFilterSizing(uint64_t n, double p,
                                         uint64_t max_bytes) {
   SF_RETURN_IF_ERROR(ValidateCapacityAndFpp(n, p));
   if (bucket_size != 2 && bucket_size != 4 && bucket_size != 8) {
-    return Status::InvalidArgument("cuckoo bucket size must be 2, 4 or 8, got " +
-                                   std::to_string(bucket_size));
+    return Status::InvalidArgument(
+        "cuckoo bucket size must be 2, 4 or 8, got " +
+        std::to_string(bucket_size));
   }
   if (fingerprint_bits != 0 && fingerprint_bits != 8 &&
       fingerprint_bits != 12 && fingerprint_bits != 16) {
@@ -416,8 +418,8 @@ Result<CuckooSizing> CuckooFilterSizing(uint64_t n, double p,
         std::to_string(p) + " needs more than the memory limit of " +
         std::to_string(max_bytes) + " bytes");
   }
-  best.load_at_capacity =
-      static_cast<double>(n) / (static_cast<double>(best.buckets) * bucket_size);
+  best.load_at_capacity = static_cast<double>(n) /
+                          (static_cast<double>(best.buckets) * bucket_size);
   best.expected_fpr =
       CuckooFpr(best.fingerprint_bits, bucket_size, best.load_at_capacity);
   return best;

@@ -17,18 +17,18 @@ namespace shardfilter {
 
 enum class StatusCode : int {
   kOk = 0,
-  kInvalidArgument = 1,  // a parameter or input that can never be valid
-  kNotFound = 2,         // no such filter / key / stored value
-  kAlreadyExists = 3,    // create of an existing name
-  kCorruption = 4,       // stored or serialized bytes fail a check
-  kNotSupported = 5,     // valid request the structure cannot do (e.g.
-                         // remove from a plain Bloom filter), or a format
-                         // version from the future
-  kFull = 6,             // no room: cuckoo table or non-scaling filter
-  kIOError = 7,          // the file system or RocksDB failed
-  kWrongType = 8,        // a named filter exists but is of another type
-  kBusy = 9,             // resource held elsewhere (lock, running migration)
-  kAborted = 10,         // interrupted by the caller (e.g. SIGINT)
+  kInvalidArgument = 1,     // a parameter or input that can never be valid
+  kNotFound = 2,            // no such filter / key / stored value
+  kAlreadyExists = 3,       // create of an existing name
+  kCorruption = 4,          // stored or serialized bytes fail a check
+  kNotSupported = 5,        // valid request the structure cannot do (e.g.
+                            // remove from a plain Bloom filter), or a format
+                            // version from the future
+  kFull = 6,                // no room: cuckoo table or non-scaling filter
+  kIOError = 7,             // the file system or RocksDB failed
+  kWrongType = 8,           // a named filter exists but is of another type
+  kBusy = 9,                // resource held elsewhere (lock, running migration)
+  kAborted = 10,            // interrupted by the caller (e.g. SIGINT)
   kResourceExhausted = 11,  // memory could not be allocated
 };
 
@@ -38,7 +38,8 @@ const char* StatusCodeName(StatusCode code);
 class [[nodiscard]] Status {
  public:
   Status() = default;  // OK
-  Status(StatusCode code, std::string msg) : code_(code), msg_(std::move(msg)) {}
+  Status(StatusCode code, std::string msg)
+      : code_(code), msg_(std::move(msg)) {}
 
   static Status OK() { return Status(); }
   static Status InvalidArgument(std::string m) {
@@ -56,14 +57,18 @@ class [[nodiscard]] Status {
   static Status NotSupported(std::string m) {
     return {StatusCode::kNotSupported, std::move(m)};
   }
-  static Status Full(std::string m) { return {StatusCode::kFull, std::move(m)}; }
+  static Status Full(std::string m) {
+    return {StatusCode::kFull, std::move(m)};
+  }
   static Status IOError(std::string m) {
     return {StatusCode::kIOError, std::move(m)};
   }
   static Status WrongType(std::string m) {
     return {StatusCode::kWrongType, std::move(m)};
   }
-  static Status Busy(std::string m) { return {StatusCode::kBusy, std::move(m)}; }
+  static Status Busy(std::string m) {
+    return {StatusCode::kBusy, std::move(m)};
+  }
   static Status Aborted(std::string m) {
     return {StatusCode::kAborted, std::move(m)};
   }
@@ -74,7 +79,9 @@ class [[nodiscard]] Status {
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }
   const std::string& message() const { return msg_; }
-  bool IsInvalidArgument() const { return code_ == StatusCode::kInvalidArgument; }
+  bool IsInvalidArgument() const {
+    return code_ == StatusCode::kInvalidArgument;
+  }
   bool IsNotFound() const { return code_ == StatusCode::kNotFound; }
   bool IsCorruption() const { return code_ == StatusCode::kCorruption; }
   bool IsNotSupported() const { return code_ == StatusCode::kNotSupported; }
@@ -132,10 +139,10 @@ class [[nodiscard]] Result {
 }  // namespace shardfilter
 
 // Early return on error, for functions returning Status or Result<T>.
-#define SF_RETURN_IF_ERROR(expr)                       \
-  do {                                                 \
-    ::shardfilter::Status sf_status_ = (expr);         \
-    if (!sf_status_.ok()) return sf_status_;           \
+#define SF_RETURN_IF_ERROR(expr)               \
+  do {                                         \
+    ::shardfilter::Status sf_status_ = (expr); \
+    if (!sf_status_.ok()) return sf_status_;   \
   } while (0)
 
 #define SF_CONCAT_INNER_(a, b) a##b

@@ -1,14 +1,14 @@
 // Unit tests of the CLI's flag, number and escaping functions
 // (tools/cli_args.h). Built with the tools library; skipped when the build
 // has no tools (SHARDFILTER_BUILD_TOOLS=OFF, e.g. the sanitizer builds).
+#include "tools/cli_args.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include "tools/cli_args.h"
 
 namespace shardfilter::tools {
 namespace {
@@ -226,4 +226,3 @@ TEST(EscapeTest, Json) {
 
 }  // namespace
 }  // namespace shardfilter::tools
-

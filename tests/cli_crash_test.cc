@@ -162,4 +162,3 @@ INSTANTIATE_TEST_SUITE_P(Durability, CliCrashTest,
 
 }  // namespace
 }  // namespace shardfilter::tools
-

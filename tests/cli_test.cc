@@ -1,6 +1,8 @@
 // End-to-end tests of the shardfilter CLI, driven in process through
 // RunCli (tools/cli.h) against a fresh store directory per test. Skipped
 // when the build has no tools (SHARDFILTER_BUILD_TOOLS=OFF).
+#include "tools/cli.h"
+
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -9,10 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "test_util.h"
-
 #include "engine/database.h"
-#include "tools/cli.h"
+#include "test_util.h"
 
 namespace shardfilter::tools {
 namespace {
@@ -503,4 +503,3 @@ TEST_F(CliTest, DemoRunsSmall) {
 
 }  // namespace
 }  // namespace shardfilter::tools
-

@@ -32,17 +32,18 @@ TEST(Envelope, PinnedBytes) {
   const std::string e = Sample();
   ASSERT_EQ(e.size(), kEnvelopeHeaderSize + 6 + 4 + kEnvelopeTrailerSize);
   EXPECT_EQ(Hex(e.substr(0, 20)),
-            "53464c54"           // "SFLT"
-            "01"                 // type bloom
-            "01"                 // version 1
-            "0000"               // reserved
-            "06000000"           // params length 6
+            "53464c54"            // "SFLT"
+            "01"                  // type bloom
+            "01"                  // version 1
+            "0000"                // reserved
+            "06000000"            // params length 6
             "0400000000000000");  // body length 4
   EXPECT_EQ(e.substr(20, 10), "PARAMSBODY");
   EXPECT_EQ(Hex(e.substr(30)), Hex([&] {
               std::string c;
               uint64_t sum = Checksum64(e.data(), 30);
-              for (int i = 0; i < 8; ++i) c += static_cast<char>(sum >> (8 * i));
+              for (int i = 0; i < 8; ++i)
+                c += static_cast<char>(sum >> (8 * i));
               return c;
             }()));
 }
@@ -68,7 +69,8 @@ TEST(Envelope, RejectsEveryTruncationAndPadding) {
   const std::string e = Sample();
   for (size_t len = 4; len < e.size(); ++len) {
     auto v = OpenEnvelope(std::string_view(e).substr(0, len));
-    EXPECT_TRUE(v.status().IsCorruption()) << len << " " << v.status().ToString();
+    EXPECT_TRUE(v.status().IsCorruption())
+        << len << " " << v.status().ToString();
   }
   EXPECT_TRUE(OpenEnvelope(e + "x").status().IsCorruption());
 }
@@ -106,8 +108,8 @@ TEST(Envelope, HugeAnnouncedLengthsAreCorruptionNotCrash) {
 }
 
 TEST(FilterType, NamesRoundTrip) {
-  for (auto t : {FilterType::kBloom, FilterType::kCountingBloom,
-                 FilterType::kCuckoo}) {
+  for (auto t :
+       {FilterType::kBloom, FilterType::kCountingBloom, FilterType::kCuckoo}) {
     auto p = ParseFilterType(FilterTypeName(t));
     ASSERT_TRUE(p.ok());
     EXPECT_EQ(*p, t);

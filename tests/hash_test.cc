@@ -24,7 +24,8 @@ TEST(HashKey, GoldenValues) {
 TEST(HashKey, ShortKeyPathMatchesXxh3) {
   std::string key;
   for (size_t len = 0; len <= 40; ++len) {
-    for (uint64_t seed : {uint64_t{0}, uint64_t{1}, kDefaultSeed, ~uint64_t{0}}) {
+    for (uint64_t seed :
+         {uint64_t{0}, uint64_t{1}, kDefaultSeed, ~uint64_t{0}}) {
       EXPECT_EQ(HashKey(key, seed), XXH3_64bits_withSeed(key.data(), len, seed))
           << "len " << len << " seed " << seed;
     }

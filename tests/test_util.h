@@ -9,15 +9,15 @@
 
 #include "filters/status.h"
 
-#define ASSERT_OK(expr)                                    \
-  do {                                                     \
-    const ::shardfilter::Status sf_s_ = (expr);            \
-    ASSERT_TRUE(sf_s_.ok()) << sf_s_.ToString();           \
+#define ASSERT_OK(expr)                          \
+  do {                                           \
+    const ::shardfilter::Status sf_s_ = (expr);  \
+    ASSERT_TRUE(sf_s_.ok()) << sf_s_.ToString(); \
   } while (0)
-#define EXPECT_OK(expr)                                    \
-  do {                                                     \
-    const ::shardfilter::Status sf_s_ = (expr);            \
-    EXPECT_TRUE(sf_s_.ok()) << sf_s_.ToString();           \
+#define EXPECT_OK(expr)                          \
+  do {                                           \
+    const ::shardfilter::Status sf_s_ = (expr);  \
+    EXPECT_TRUE(sf_s_.ok()) << sf_s_.ToString(); \
   } while (0)
 
 namespace shardfilter::testing {
