@@ -44,6 +44,7 @@ namespace shardfilter {
 namespace internal {
 class DatabaseImpl;
 class TieredAccess;
+class ImportAccess;
 }  // namespace internal
 class DedupStore;
 
@@ -182,6 +183,7 @@ class Database {
  private:
   friend class DedupStore;  // opens its sets on this store (dedup_store.h)
   friend class internal::TieredAccess;  // tiered filters (tiered_filter.h)
+  friend class internal::ImportAccess;  // ImportFilter (engine/export.h)
   explicit Database(std::unique_ptr<internal::DatabaseImpl> impl);
   std::unique_ptr<internal::DatabaseImpl> impl_;
 };

@@ -28,7 +28,8 @@ constexpr FlagDef kFlags[] = {
     {"k", true},           {"layout", true},   {"fingerprint-bits", true},
     {"bucket-size", true}, {"ack", false},     {"quiet", false},
     {"json", false},       {"items", true},    {"probes", true},
-    {"ttl", true},         {"expected", true},
+    {"ttl", true},         {"expected", true}, {"binary", false},
+    {"skip", true},        {"out", true},      {"progress-every", true},
 };
 // Accepted by every command.
 constexpr std::string_view kGlobalFlags[] = {"db", "help", "version"};
@@ -61,6 +62,10 @@ Commands:
   checkpoint [NAME]      write the dirty shards of one filter, or of all
   verify                 read back and check every stored value
   dedup [NAME]           print the stdin lines never seen before (remembered)
+  import NAME [FILE...]  bulk-load keys from files or stdin (progress, resume)
+  export NAME FILE       write a filter to one portable, checksummed file
+  import-filter FILE NAME  create a filter from an export file
+  experiment fill|k|space  FPR and space measurements as CSV (+ PNG plot)
   demo                   in-memory run of every filter type (FPR, speed)
 
 Global flags (before or after the command):
@@ -75,6 +80,7 @@ Exit codes:
   2  usage error: bad command line or invalid parameters; nothing changed
   3  store or filter error: unknown filter, AlreadyExists, WrongType,
      NotSupported, Corruption, IOError, store locked by another process
+  130  interrupted (import: Ctrl-C); the message says how to resume
 
 Keys and names are byte strings. From stdin a key is one line without its
 "\n"; a trailing "\r" is removed too (CRLF files); an empty line is the
@@ -282,6 +288,15 @@ Example:
        1,
        {"ttl", "expected", "fpp", "durability", "quiet"},
        kDedupUsage},  // text in tools/cli_dedup.cc
+      // Texts in tools/cli_transfer.cc, cli_import.cc, cli_experiment.cc.
+      {"export", RunExport, 2, 2, {}, kExportUsage},
+      {"import-filter", RunImportFilter, 2, 2, {"durability"},
+       kImportFilterUsage},
+      {"import", RunImport, 1, kMany,
+       {"binary", "skip", "durability", "progress-every", "quiet"},
+       kImportUsage},
+      {"experiment", RunExperiment, 1, 1,
+       {"type", "capacity", "fpp", "probes", "out"}, kExperimentUsage},
   };
   return kCommands;
 }
@@ -352,8 +367,11 @@ int Run(int argc, const char* const* argv, std::istream& in, std::ostream& out,
   }
   size_t n = args.positional.size();
   if (n < cmd->min_args) {
-    return UsageError(
-        err, Quoted(cmd->name) + " needs a filter NAME" + SeeHelp(cmd->name));
+    return UsageError(err, Quoted(cmd->name) +
+                               (n == 0 && cmd->name != "experiment"
+                                    ? " needs a filter NAME"
+                                    : " is missing an argument") +
+                               SeeHelp(cmd->name));
   }
   if (n > cmd->max_args) {
     return UsageError(

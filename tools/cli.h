@@ -36,6 +36,9 @@ enum ExitCode : int {
   // WrongType, NotSupported (e.g. remove on a Bloom filter, or a store
   // format from the future), Corruption, IOError, Busy (store locked).
   kExitError = 3,
+  // Interrupted by SIGINT (`import`): the work done so far is kept and the
+  // message says how to resume. 128 + SIGINT, as shells report it.
+  kExitInterrupted = 130,
 };
 
 // Runs the program: argv[0] is the program name (ignored). Reads keys from

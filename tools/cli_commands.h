@@ -67,6 +67,15 @@ int RunDemoCommand(CommandContext& ctx);
 // tools/cli_dedup.cc; its usage text lives there too.
 int RunDedup(CommandContext& ctx);
 extern const std::string_view kDedupUsage;
+// tools/cli_transfer.cc, cli_import.cc, cli_experiment.cc (usage there too).
+int RunExport(CommandContext& ctx);
+int RunImportFilter(CommandContext& ctx);
+int RunImport(CommandContext& ctx);
+int RunExperiment(CommandContext& ctx);
+extern const std::string_view kExportUsage;
+extern const std::string_view kImportFilterUsage;
+extern const std::string_view kImportUsage;
+extern const std::string_view kExperimentUsage;
 
 }  // namespace shardfilter::tools
 

@@ -1,0 +1,171 @@
+// The export file format (docs/format-export.md): encoding, parsing and the
+// snapshot of a sharded filter. ImportFilter is in engine/import.cc.
+#include "engine/export.h"
+
+#include <cstring>
+#include <mutex>
+#include <shared_mutex>
+
+#include "engine/internal/access.h"
+#include "engine/internal/shard.h"
+#include "filters/hash.h"
+
+namespace shardfilter {
+namespace {
+
+using internal::ShardedFilterAccess;
+
+void PutU16(std::string* out, uint16_t v) {
+  for (int i = 0; i < 2; ++i) out->push_back(static_cast<char>(v >> (8 * i)));
+}
+void PutU32(std::string* out, uint32_t v) {
+  for (int i = 0; i < 4; ++i) out->push_back(static_cast<char>(v >> (8 * i)));
+}
+void PutU64(std::string* out, uint64_t v) {
+  for (int i = 0; i < 8; ++i) out->push_back(static_cast<char>(v >> (8 * i)));
+}
+uint64_t GetLE(std::string_view b, size_t at, size_t n) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < n; ++i) {
+    v |= uint64_t{static_cast<uint8_t>(b[at + i])} << (8 * i);
+  }
+  return v;
+}
+
+Status Bad(const std::string& why) {
+  return Status::Corruption("export file: " + why);
+}
+
+}  // namespace
+
+std::string ExportShardedFilter(ShardedFilter& filter) {
+  const FilterSpec& spec = filter.spec();
+  const uint32_t shards = filter.shard_count();
+  std::vector<std::string> blobs(shards);
+  {
+    // Every shard exclusive, ascending (Shard invariant S4, as Detach): no
+    // mutation is half applied and every batch is wholly in or out.
+    std::vector<std::unique_lock<std::shared_mutex>> locks;
+    locks.reserve(shards);
+    for (uint32_t i = 0; i < shards; ++i) {
+      locks.push_back(
+          internal::LockExclusive(ShardedFilterAccess::shard(filter, i)));
+    }
+    for (uint32_t i = 0; i < shards; ++i) {
+      blobs[i] = filter.shard_filter(i).Serialize();
+    }
+  }
+  std::string out(kExportMagic, sizeof kExportMagic);
+  PutU16(&out, kExportVersion);
+  PutU16(&out, 0);
+  out.push_back(static_cast<char>(spec.type));
+  out.push_back(static_cast<char>(spec.classic_layout ? 1 : 0));
+  out.push_back(
+      static_cast<char>(spec.durability.value_or(Durability::kJournal)));
+  out.push_back(0);
+  PutU32(&out, shards);
+  PutU64(&out, spec.capacity);
+  uint64_t fpp_bits;
+  std::memcpy(&fpp_bits, &spec.fpp, sizeof fpp_bits);
+  PutU64(&out, fpp_bits);
+  PutU64(&out, spec.seed);
+  PutU32(&out, spec.k);
+  PutU32(&out, spec.fingerprint_bits);
+  PutU32(&out, spec.bucket_size);
+  PutU32(&out, spec.max_kicks);
+  PutU64(&out, spec.max_bytes);
+  size_t total = out.size() + kExportTrailerSize;
+  for (const std::string& b : blobs) total += 8 + b.size();
+  out.reserve(total);
+  for (const std::string& b : blobs) {
+    PutU64(&out, b.size());
+    out.append(b);
+  }
+  PutU64(&out, Checksum64(out.data(), out.size()));
+  return out;
+}
+
+Result<std::string> ExportFilter(Database& db, std::string_view name) {
+  SF_ASSIGN_OR_RETURN(std::shared_ptr<ShardedFilter> f, db.Get(name));
+  return ExportShardedFilter(*f);
+}
+
+Result<ParsedExport> ParseExport(std::string_view b) {
+  // Decoding order as for store values (docs/format-store.md): magic, then
+  // the version (a future version may lay out the rest differently), then
+  // lengths before any allocation, then the checksum, then the fields.
+  if (b.size() < sizeof kExportMagic ||
+      std::memcmp(b.data(), kExportMagic, sizeof kExportMagic) != 0) {
+    return Status::InvalidArgument(
+        "not a shardfilter export (the file does not start with \"SFEX\")");
+  }
+  if (b.size() < 6) return Bad("truncated in the header");
+  const uint64_t version = GetLE(b, 4, 2);
+  if (version == 0) return Bad("version 0");
+  if (version > kExportVersion) {
+    return Status::NotSupported("export file format version " +
+                                std::to_string(version) +
+                                " is newer than this build supports (" +
+                                std::to_string(kExportVersion) + ")");
+  }
+  if (b.size() < kExportHeaderSize + kExportTrailerSize) {
+    return Bad("truncated: " + std::to_string(b.size()) + " bytes, at least " +
+               std::to_string(kExportHeaderSize + kExportTrailerSize) +
+               " needed");
+  }
+  const uint64_t shards = GetLE(b, 12, 4);
+  if (shards == 0 || shards > kMaxShards || (shards & (shards - 1)) != 0) {
+    return Bad("shard count " + std::to_string(shards) +
+               " is not a power of two in [1, 256]");
+  }
+  ParsedExport p;
+  const size_t end = b.size() - kExportTrailerSize;
+  size_t at = kExportHeaderSize;
+  for (uint64_t i = 0; i < shards; ++i) {
+    if (end - at < 8) {
+      return Bad("truncated before the length of shard " + std::to_string(i));
+    }
+    const uint64_t len = GetLE(b, at, 8);
+    at += 8;
+    if (len > end - at) {
+      return Bad("truncated: shard " + std::to_string(i) + " needs " +
+                 std::to_string(len) + " bytes, " + std::to_string(end - at) +
+                 " left");
+    }
+    p.shards.push_back(b.substr(at, len));
+    at += len;
+  }
+  if (at != end) {
+    return Bad(std::to_string(end - at) + " unexpected bytes after shard " +
+               std::to_string(shards - 1));
+  }
+  if (Checksum64(b.data(), end) != GetLE(b, end, 8)) {
+    return Bad("checksum mismatch (the file is damaged)");
+  }
+  if (GetLE(b, 6, 2) != 0 || b[11] != 0) return Bad("reserved bytes not zero");
+  const uint8_t type = static_cast<uint8_t>(b[8]);
+  if (type < 1 || type > 3)
+    return Bad("unknown filter type " + std::to_string(type));
+  const uint8_t flags = static_cast<uint8_t>(b[9]);
+  if (flags > 1) return Bad("unknown flags " + std::to_string(flags));
+  const uint8_t durability = static_cast<uint8_t>(b[10]);
+  if (durability > 2)
+    return Bad("unknown durability " + std::to_string(durability));
+  FilterSpec& s = p.spec;
+  s.type = static_cast<FilterType>(type);
+  s.classic_layout = flags == 1;
+  s.durability = static_cast<Durability>(durability);
+  s.shards = static_cast<uint32_t>(shards);
+  s.capacity = GetLE(b, 16, 8);
+  const uint64_t fpp_bits = GetLE(b, 24, 8);
+  std::memcpy(&s.fpp, &fpp_bits, sizeof s.fpp);
+  s.seed = GetLE(b, 32, 8);
+  s.k = static_cast<uint32_t>(GetLE(b, 40, 4));
+  s.fingerprint_bits = static_cast<uint32_t>(GetLE(b, 44, 4));
+  s.bucket_size = static_cast<uint32_t>(GetLE(b, 48, 4));
+  s.max_kicks = static_cast<uint32_t>(GetLE(b, 52, 4));
+  s.max_bytes = GetLE(b, 56, 8);
+  return p;
+}
+
+}  // namespace shardfilter

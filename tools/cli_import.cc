@@ -1,0 +1,259 @@
+// `shardfilter import NAME [FILE...]`: bulk-loads keys from files or stdin
+// through the batch API, with a progress report (tools/progress.h), and
+// stops cleanly on SIGINT after the current batch so that `--skip N`
+// resumes.
+#include <sys/stat.h>
+
+#include <fstream>
+#include <istream>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "engine/database.h"
+#include "tools/cli.h"
+#include "tools/cli_args.h"
+#include "tools/cli_commands.h"
+#include "tools/progress.h"
+
+namespace shardfilter::tools {
+
+const std::string_view kImportUsage =
+    R"(Usage: shardfilter import NAME [FILE...] [--binary] [--skip N]
+                          [--durability none|journal|sync]
+                          [--progress-every N] [--quiet]
+
+Adds every key of the FILEs (or of stdin when none, or for "-") to the
+existing filter NAME, in batches of 4096, like `add`: one key per line (a
+trailing "\r" is removed, an empty line is the empty key), or with
+--binary records of a 4-byte little-endian length and that many bytes.
+Progress goes to stderr: on a terminal one line redrawn up to 10 times a
+second (percentage and ETA when the input size is known: regular files);
+otherwise a plain line every second.
+
+Ctrl-C (SIGINT) stops after the current batch: every key before it is
+added (durable per the durability), the count is printed, and the exit
+code is 130. Re-run the same command with --skip COUNT to resume.
+Keys that fail (a cuckoo filter is Full) are reported and counted; the
+exit code is then 1.
+
+Flags:
+  --binary             length-prefixed keys instead of lines.
+  --skip N             skip the first N keys of the input (resume).
+  --durability D       for this session: none (fastest; one checkpoint at
+                       the end), journal or sync; see `create --help`.
+  --progress-every N   also print a progress line every N keys (plain mode).
+  --quiet              no progress and no summary.
+
+Example:
+  shardfilter import users keys-*.txt --durability none
+)";
+
+namespace {
+
+// Keys from a list of inputs, in order, with the bytes consumed so far.
+class KeyReader {
+ public:
+  KeyReader(std::vector<std::string> paths, std::istream& in, bool binary)
+      : paths_(std::move(paths)), stdin_(in), binary_(binary) {
+    if (paths_.empty()) paths_.push_back("-");
+  }
+
+  // The next key into *key; false at the end of everything or on error.
+  bool Next(std::string* key) {
+    while (status_.ok()) {
+      if (cur_ == nullptr && !Open()) return false;
+      if (ReadOne(key)) return true;
+      if (cur_->bad()) {
+        status_ =
+            Status::IOError("reading " + Quoted(paths_[next_ - 1]) + " failed");
+      }
+      cur_ = nullptr;
+      file_.reset();
+    }
+    return false;
+  }
+  uint64_t bytes() const { return bytes_; }
+  const Status& status() const { return status_; }
+
+  // Sum of the sizes of the inputs when all are regular files, else 0.
+  uint64_t TotalBytes() const {
+    uint64_t total = 0;
+    for (const std::string& p : paths_) {
+      struct stat st;
+      if (p == "-" || ::stat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+        return 0;
+      }
+      total += static_cast<uint64_t>(st.st_size);
+    }
+    return total;
+  }
+
+ private:
+  bool Open() {
+    if (next_ >= paths_.size()) return false;
+    const std::string& p = paths_[next_++];
+    if (p == "-") {
+      cur_ = &stdin_;
+      return true;
+    }
+    file_ = std::make_unique<std::ifstream>(p, std::ios::binary);
+    if (!*file_) {
+      status_ = Status::IOError("cannot open " + Quoted(p));
+      return false;
+    }
+    cur_ = file_.get();
+    return true;
+  }
+
+  bool ReadOne(std::string* key) {
+    if (!binary_) {
+      if (!std::getline(*cur_, *key)) return false;
+      bytes_ += key->size() + 1;
+      if (!key->empty() && key->back() == '\r') key->pop_back();
+      return true;
+    }
+    unsigned char len[4];
+    cur_->read(reinterpret_cast<char*>(len), 4);
+    if (cur_->gcount() == 0) return false;
+    const uint32_t n = len[0] | len[1] << 8 | len[2] << 16 |
+                       static_cast<uint32_t>(len[3]) << 24;
+    if (cur_->gcount() != 4 || n > kMaxBinaryKey) {
+      status_ = Status::Corruption(
+          Quoted(paths_[next_ - 1]) + ": " +
+          (cur_->gcount() != 4
+               ? "truncated length"
+               : "key length " + std::to_string(n) + " over the 64 MiB limit") +
+          " at byte " + std::to_string(bytes_));
+      return false;
+    }
+    key->resize(n);
+    cur_->read(key->data(), n);
+    if (static_cast<uint32_t>(cur_->gcount()) != n) {
+      status_ = Status::Corruption(Quoted(paths_[next_ - 1]) +
+                                   ": truncated key at byte " +
+                                   std::to_string(bytes_));
+      return false;
+    }
+    bytes_ += 4 + n;
+    return true;
+  }
+
+  static constexpr uint32_t kMaxBinaryKey = 64u << 20;
+  std::vector<std::string> paths_;
+  std::istream& stdin_;
+  const bool binary_;
+  size_t next_ = 0;
+  std::istream* cur_ = nullptr;
+  std::unique_ptr<std::ifstream> file_;
+  uint64_t bytes_ = 0;
+  Status status_;
+};
+
+}  // namespace
+
+int RunImport(CommandContext& ctx) {
+  const std::string& name = ctx.args.positional[0];
+  std::optional<Durability> session;
+  if (const std::string* d = ctx.args.Get("durability")) {
+    auto r = ParseDurability(*d);
+    if (!r.ok()) {
+      return UsageError(ctx.err, "--durability: '" + EscapeBytes(*d) +
+                                     "' is not none, journal or sync");
+    }
+    session = *r;
+  }
+  uint64_t skip = 0, every = 0;
+  if (const std::string* v = ctx.args.Get("skip")) {
+    auto r = ParseCount(*v);
+    if (!r.ok()) return UsageError(ctx.err, "--skip: " + r.status().message());
+    skip = *r;
+  }
+  if (const std::string* v = ctx.args.Get("progress-every")) {
+    auto r = ParseCountInRange(*v, 1, UINT64_MAX);
+    if (!r.ok()) {
+      return UsageError(ctx.err, "--progress-every: " + r.status().message());
+    }
+    every = *r;
+  }
+  const bool quiet = ctx.args.Has("quiet");
+  auto db = OpenStore(ctx, OpenMode::kWriteExisting, session);
+  if (!db.ok()) return ReportError(ctx.err, db.status());
+  auto f = (*db)->Get(name);
+  if (!f.ok())
+    return CloseStore(**db, ctx.err, ReportError(ctx.err, f.status()));
+  KeyReader reader({ctx.args.positional.begin() + 1, ctx.args.positional.end()},
+                   ctx.in, ctx.args.Has("binary"));
+  ProgressOptions po;
+  po.label = "import " + EscapeBytes(name);
+  po.terminal = IsTerminal(ctx.err);
+  po.total_units = reader.TotalBytes();
+  po.every_items = every;
+  Progress progress(ctx.err, po);
+  InterruptGuard interrupt;
+
+  std::vector<std::string> batch(kKeyBatch);
+  std::vector<std::string_view> keys;
+  std::vector<Status> per_item;
+  // Input keys consumed = skipped + processed (added or failed).
+  uint64_t skipped = 0, processed = 0, failed = 0;
+  Status fatal;
+  bool interrupted = false, more = true;
+  while (more && fatal.ok()) {
+    if (InterruptGuard::Interrupted()) {
+      interrupted = true;
+      break;
+    }
+    size_t n = 0;
+    while (n < kKeyBatch && (more = reader.Next(&batch[n]))) {
+      if (skipped < skip) {
+        ++skipped;
+      } else {
+        ++n;
+      }
+    }
+    if (n == 0) break;
+    keys.assign(batch.begin(), batch.begin() + n);
+    Status s = (*f)->AddKeys(keys, &per_item);
+    for (size_t i = 0; i < per_item.size() && !s.ok(); ++i) {
+      if (per_item[i].ok()) continue;
+      if (per_item[i].code() != StatusCode::kFull) {
+        fatal = per_item[i];
+        break;
+      }
+      if (++failed <= 10) {
+        ctx.err << "shardfilter: key #" << skipped + processed + i + 1 << ": "
+                << per_item[i].ToString() << "\n";
+      }
+    }
+    if (!fatal.ok()) break;  // this batch is not counted as loaded
+    processed += n;
+    if (!quiet) progress.Update(processed, reader.bytes());
+  }
+  if (fatal.ok()) fatal = reader.status();
+  if (!quiet) {
+    progress.Finish(processed, reader.bytes(),
+                    interrupted ? "interrupted" : "");
+  }
+  const uint64_t done = skipped + processed;
+  if (!fatal.ok()) {
+    ctx.err << "shardfilter: import stopped after " << done
+            << " keys; resume with --skip " << done << "\n";
+    return CloseStore(**db, ctx.err, ReportError(ctx.err, fatal));
+  }
+  if (interrupted) {
+    ctx.err << "shardfilter: interrupted: the first " << done
+            << " keys of the input are loaded; resume with --skip " << done
+            << "\n";
+    return CloseStore(**db, ctx.err, kExitInterrupted);
+  }
+  if (!quiet || failed > 0) {
+    ctx.err << "import: " << done << " keys read, " << skipped << " skipped, "
+            << processed - failed << " added, " << failed << " failed"
+            << (failed > 0 ? " (Full)" : "") << "\n";
+  }
+  return CloseStore(**db, ctx.err, failed > 0 ? kExitFailed : kExitOk);
+}
+
+}  // namespace shardfilter::tools
