@@ -105,7 +105,8 @@ std::string PlotScript(const std::string& kind, const std::string& csv,
     gp +=
         "set xlabel 'false-positive rate (log scale; lines: target, "
         "points: measured at capacity)'\n"
-        "set ylabel 'bits per item'\n"
+        "set ylabel 'bits per item (log scale)'\n"
+        "set logscale y 2\nset ytics (2,4,8,16,32,64,128,256,512,1024,2048)\n"
         "set logscale x\nset format x '%.0e'\nset xrange [*:*] reverse\n"
         "types = 'bloom-blocked bloom-classic counting cuckoo'\n"
         "plot for [i=1:4] csv skip 1 using "
@@ -114,7 +115,7 @@ std::string PlotScript(const std::string& kind, const std::string& csv,
         "for [i=1:4] csv skip 1 using "
         "(strcol(1) eq word(types,i) ? pos($4) : 1/0):3 with points lc i "
         "pt 6 ps 1.5 notitle, "
-        "csv skip 1 using 2:5 with lines dt 2 lc 'black' "
+        "log(1/x)/log(2) with lines dt 2 lc 'black' "
         "title 'bound log2(1/p)'\n";
   }
   return gp;
