@@ -1,6 +1,8 @@
 // End-to-end tests of the shardfilter CLI, driven in process through
 // RunCli (tools/cli.h) against a fresh store directory per test. Skipped
 // when the build has no tools (SHARDFILTER_BUILD_TOOLS=OFF).
+#include "tools/cli.h"
+
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -9,10 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "test_util.h"
-
 #include "engine/database.h"
-#include "tools/cli.h"
+#include "test_util.h"
 
 namespace shardfilter::tools {
 namespace {
@@ -244,7 +244,10 @@ TEST_F(CliTest, AckNoneOnlyAfterTheCheckpoint) {
 }
 
 TEST_F(CliTest, CuckooFullIsCountedAndExitsOne) {
-  Create("tiny", "cuckoo", "100", "0.01");
+  ASSERT_EQ(Run({"create", "tiny", "--type", "cuckoo", "--capacity", "100",
+                 "--fpp", "0.01", "--nonscaling"})
+                .code,
+            0);
   CliResult r = Run({"add", "tiny", "--ack"}, KeysText("k", 5000));
   EXPECT_EQ(r.code, kExitFailed) << r.err;
   EXPECT_NE(r.err.find("Full"), std::string::npos) << r.err;
@@ -503,4 +506,3 @@ TEST_F(CliTest, DemoRunsSmall) {
 
 }  // namespace
 }  // namespace shardfilter::tools
-
