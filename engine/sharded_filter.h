@@ -201,7 +201,8 @@ class ShardedFilter {
     return MayContainHash(Hash(key));
   }
   bool MayContainHash(uint64_t hash) const;
-  // Copies held (an upper bound): Bloom 0/1, counting min counter, cuckoo
+  // Copies held (an upper bound), summed over the shard's links: Bloom
+  // 0/1 (whatever the links), counting min counter, cuckoo
   // matching fingerprints.
   uint32_t Count(std::string_view key) const { return CountHash(Hash(key)); }
   uint32_t CountHash(uint64_t hash) const;

@@ -121,10 +121,13 @@ bool ChainMayContain(const Shard& s, uint64_t hash) {
 }
 
 uint32_t ChainCount(const Shard& s, uint64_t hash) {
-  uint32_t count = 0;
-  for (uint32_t i = s.links_visible(); i-- > 0;) {
-    count += s.links[i]->CountHash(hash);
+  const uint32_t n = s.links_visible();
+  // A Bloom key is present or not (0/1), whichever links hold it.
+  if (s.links[0]->type() == FilterType::kBloom) {
+    return ChainMayContain(s, hash) ? 1 : 0;
   }
+  uint32_t count = 0;
+  for (uint32_t i = n; i-- > 0;) count += s.links[i]->CountHash(hash);
   return count;
 }
 
