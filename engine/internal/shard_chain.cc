@@ -100,17 +100,28 @@ Status ChainAdd(const FilterSpec& spec, Shard& s, uint64_t hash) {
 
 Status ChainRemove(Shard& s, uint64_t hash) {
   const uint32_t n = s.links_visible();
-  Status newest;
+  uint32_t holder = n, holders = 0;
   for (uint32_t i = n; i-- > 0;) {
-    Status st = s.links[i]->RemoveHash(hash);
-    if (st.ok()) {
-      Release(s.fill[i]);
-      return st;
+    if (s.links[i]->MayContainHash(hash)) {
+      if (holders++ == 0) holder = i;
     }
-    if (st.code() != StatusCode::kNotFound) return st;
-    if (i == n - 1) newest = std::move(st);
   }
-  return newest;
+  if (holders == 0) {
+    return s.links[n - 1]->RemoveHash(hash);  // the type's own NotFound
+  }
+  if (holders > 1) {
+    // The key tests positive in two links: it was added on both sides of a
+    // growth, or collides with another key in one of them (rate < p). Taking
+    // a copy from the wrong link would remove that other key's presence (a
+    // false negative), so nothing is removed.
+    return Status::NotSupported(
+        "remove is ambiguous: the key may be in " + std::to_string(holders) +
+        " links of its shard's chain; nothing was removed (the key stays "
+        "present)");
+  }
+  Status st = s.links[holder]->RemoveHash(hash);
+  if (st.ok()) Release(s.fill[holder]);
+  return st;
 }
 
 bool ChainMayContain(const Shard& s, uint64_t hash) {

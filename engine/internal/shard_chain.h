@@ -7,8 +7,13 @@
 // the add that finds it full (S7) appends the next one (S6) and goes there.
 // Queries consult every link, newest first (the newest holds the most keys
 // with expansion >= 2), with no lock (S1). A remove takes one copy out of
-// the newest link that may hold the key; like any counting/cuckoo remove of
-// a colliding key, it may take another key's copy (filters/filter.h).
+// the one link that may hold the key. When two or more links may hold it
+// (it was added on both sides of a growth, or it collides in one of them:
+// probability < p) the remove is refused with NotSupported and changes
+// nothing: taking the copy from the wrong link could make a colliding key
+// absent, a false negative, while refusing leaves at worst an extra
+// positive. (Removing newest-first instead made ~1% of 2000 removes at
+// p = 1%, expansion 1, hit the wrong link: tests/expansion_test.cc.)
 //
 // Determinism: for counting and cuckoo filters every add/remove of a shard
 // runs under its `order_mu` (S3) in journal-sequence order, and the growth
@@ -51,7 +56,8 @@ void InstallChain(Shard& s, LoadedChain chain);
 // chain has kMaxLinks links, or the next link cannot be built (rate or
 // memory bound): nothing changed then.
 Status ChainAdd(const FilterSpec& spec, Shard& s, uint64_t hash);
-// As ChainAdd's REQUIRES. NotFound when no link may hold the key.
+// As ChainAdd's REQUIRES. NotFound when no link may hold the key;
+// NotSupported (nothing changed) when more than one may.
 Status ChainRemove(Shard& s, uint64_t hash);
 
 // Lock-free (S1).
