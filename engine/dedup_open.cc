@@ -111,6 +111,8 @@ Result<std::unique_ptr<DedupStore>> DedupStore::Open(
       p ? (options.expected_keys + p - 1) / p : options.expected_keys;
   spec.fpp = p ? options.fpp / (p + 1) : options.fpp;
   spec.seed = core->seed;
+  // The ring chains whole filters itself when one reports Full.
+  spec.scalable = false;
   SF_ASSIGN_OR_RETURN(core->ring, internal::DedupRing::Create(spec, p + 1));
   SF_RETURN_IF_ERROR(core->Load());
   return std::unique_ptr<DedupStore>(new DedupStore(std::move(core)));

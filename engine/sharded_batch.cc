@@ -8,6 +8,7 @@
 #include "engine/internal/journal_sink.h"
 #include "engine/internal/parallel.h"
 #include "engine/internal/shard.h"
+#include "engine/internal/shard_chain.h"
 #include "engine/sharded_filter.h"
 
 namespace shardfilter {
@@ -139,8 +140,8 @@ Status ShardedFilter::RunBatch(bool remove, std::span<const uint64_t> hashes,
       auto apply = [&] {
         for (uint32_t k = begin; k < end; ++k) {
           uint32_t idx = g.order[k];
-          Status st = remove ? sh.filter->RemoveHash(slice[idx])
-                             : sh.filter->AddHash(slice[idx]);
+          Status st = remove ? internal::ChainRemove(sh, slice[idx])
+                             : internal::ChainAdd(spec_, sh, slice[idx]);
           if (st.ok()) {
             ok.push_back(slice[idx]);
           } else {
@@ -175,7 +176,9 @@ Status ShardedFilter::RunBatch(bool remove, std::span<const uint64_t> hashes,
       if (NeedsOrder(spec_.type)) {
         std::lock_guard order(sh.order_mu);
         for (uint64_t h : done[j]) {
-          (remove ? sh.filter->AddHash(h) : sh.filter->RemoveHash(h)).ok();
+          (remove ? internal::ChainAdd(spec_, sh, h)
+                  : internal::ChainRemove(sh, h))
+              .ok();
         }
       }
       for (uint32_t k = g.offsets[g.involved[j]];
@@ -193,7 +196,7 @@ Status ShardedFilter::RunBatch(bool remove, std::span<const uint64_t> hashes,
 void ShardedFilter::MayContainHashes(std::span<const uint64_t> hashes,
                                      std::span<uint8_t> out) const {
   if (shard_count_ == 1) {
-    shards_[0].filter->MayContainHashes(hashes, out);
+    internal::ChainMayContainHashes(shards_[0], hashes, out);  // S1
     return;
   }
   for (size_t base = 0; base < hashes.size(); base += kSliceItems) {
@@ -206,8 +209,8 @@ void ShardedFilter::MayContainHashes(std::span<const uint64_t> hashes,
     ForEachGroup(g.involved.size(), n, [&](size_t j) {
       uint32_t s = g.involved[j];
       size_t begin = g.offsets[s], len = g.offsets[s + 1] - begin;
-      shards_[s].filter->MayContainHashes(
-          std::span<const uint64_t>(grouped).subspan(begin, len),
+      internal::ChainMayContainHashes(
+          shards_[s], std::span<const uint64_t>(grouped).subspan(begin, len),
           std::span<uint8_t>(answers).subspan(begin, len));
     });
     for (size_t k = 0; k < n; ++k) out[base + g.order[k]] = answers[k];

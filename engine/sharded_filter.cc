@@ -10,6 +10,7 @@
 #include "engine/internal/filter_factory.h"
 #include "engine/internal/journal_sink.h"
 #include "engine/internal/shard.h"
+#include "engine/internal/shard_chain.h"
 
 namespace shardfilter {
 
@@ -70,8 +71,12 @@ Result<std::unique_ptr<ShardedFilter>> ShardedFilter::Create(
   return internal::ShardedFilterAccess::Make("", resolved, std::move(filters));
 }
 
-const Filter& ShardedFilter::shard_filter(uint32_t shard) const {
-  return *shards_[shard].filter;
+const Filter& ShardedFilter::shard_filter(uint32_t shard, uint32_t link) const {
+  return *shards_[shard].links[link];
+}
+
+uint32_t ShardedFilter::shard_links(uint32_t shard) const {
+  return shards_[shard].links_visible();
 }
 
 Status ShardedFilter::CheckWritable() const {
@@ -110,10 +115,10 @@ Status ShardedFilter::AddHash(uint64_t hash) {
   uint64_t seq;
   if (NeedsOrder(spec_.type)) {
     std::lock_guard order(s.order_mu);
-    SF_RETURN_IF_ERROR(s.filter->AddHash(hash));
+    SF_RETURN_IF_ERROR(internal::ChainAdd(spec_, s, hash));
     seq = s.last_seq.fetch_add(1, std::memory_order_relaxed) + 1;
   } else {
-    SF_RETURN_IF_ERROR(s.filter->AddHash(hash));
+    SF_RETURN_IF_ERROR(internal::ChainAdd(spec_, s, hash));
     seq = s.last_seq.fetch_add(1, std::memory_order_relaxed) + 1;
   }
   s.dirty.store(true, std::memory_order_relaxed);
@@ -126,9 +131,10 @@ Status ShardedFilter::AddHash(uint64_t hash) {
   if (!st.ok() && NeedsOrder(spec_.type)) {
     // Not acknowledged: undo, so that memory (and the next checkpoint)
     // matches what the journal says. Bloom bits cannot be unset; an extra
-    // positive is allowed, a missing key is not.
+    // positive is allowed, a missing key is not. A link appended by this
+    // add stays (empty): replay appends it at the same point (shard_chain.h).
     std::lock_guard order(s.order_mu);
-    s.filter->RemoveHash(hash).ok();
+    internal::ChainRemove(s, hash).ok();
   }
   return st;
 }
@@ -149,7 +155,7 @@ Status ShardedFilter::RemoveHash(uint64_t hash) {
   uint64_t seq;
   {
     std::lock_guard order(s.order_mu);
-    SF_RETURN_IF_ERROR(s.filter->RemoveHash(hash));
+    SF_RETURN_IF_ERROR(internal::ChainRemove(s, hash));
     seq = s.last_seq.fetch_add(1, std::memory_order_relaxed) + 1;
   }
   s.dirty.store(true, std::memory_order_relaxed);
@@ -161,17 +167,17 @@ Status ShardedFilter::RemoveHash(uint64_t hash) {
   Status st = journal_->Write(&batch, durability() == Durability::kSync);
   if (!st.ok()) {
     std::lock_guard order(s.order_mu);
-    s.filter->AddHash(hash).ok();
+    internal::ChainAdd(spec_, s, hash).ok();
   }
   return st;
 }
 
 bool ShardedFilter::MayContainHash(uint64_t hash) const {
-  return shards_[ShardOf(hash)].filter->MayContainHash(hash);  // S1: no lock
+  return internal::ChainMayContain(shards_[ShardOf(hash)], hash);  // S1
 }
 
 uint32_t ShardedFilter::CountHash(uint64_t hash) const {
-  return shards_[ShardOf(hash)].filter->CountHash(hash);
+  return internal::ChainCount(shards_[ShardOf(hash)], hash);  // S1
 }
 
 ShardedStats ShardedFilter::Stats() const {
@@ -179,11 +185,14 @@ ShardedStats ShardedFilter::Stats() const {
   out.shards.resize(shard_count_);
   FilterStats& t = out.total;
   double filled_slots = 0;
+  uint64_t grown_capacity = 0;  // links beyond the first
   for (uint32_t i = 0; i < shard_count_; ++i) {
     const Shard& s = shards_[i];
     ShardStats& ss = out.shards[i];
     ss.shard = i;
-    ss.filter = s.filter->Stats();
+    ss.filter = internal::ChainStatistics(spec_, s);
+    ss.links = s.links_visible();
+    grown_capacity += ss.filter.capacity - s.links[0]->capacity();
     ss.last_sequence = s.last_seq.load(std::memory_order_relaxed);
     ss.checkpoint_sequence =
         s.checkpoint_sequence.load(std::memory_order_relaxed);
@@ -202,11 +211,13 @@ ShardedStats ShardedFilter::Stats() const {
     t.k = f.k;
   }
   t.type = spec_.type;
-  t.capacity = spec_.capacity;
+  // The declared capacity plus every link appended since; the compound
+  // target is the declared rate (every shard's chain stays under it).
+  t.capacity = spec_.capacity + grown_capacity;
   t.target_fpr = spec_.fpp;
   t.fill_ratio = t.slots ? filled_slots / static_cast<double>(t.slots) : 0;
   t.bits_per_item =
-      static_cast<double>(t.bytes) * 8.0 / static_cast<double>(spec_.capacity);
+      static_cast<double>(t.bytes) * 8.0 / static_cast<double>(t.capacity);
   return out;
 }
 
@@ -216,7 +227,7 @@ bool ShardedFilter::Equals(const ShardedFilter& other) const {
     return false;
   }
   for (uint32_t i = 0; i < shard_count_; ++i) {
-    if (!shards_[i].filter->Equals(*other.shards_[i].filter)) return false;
+    if (!internal::ChainEquals(shards_[i], other.shards_[i])) return false;
   }
   return true;
 }
@@ -228,9 +239,18 @@ std::unique_ptr<ShardedFilter> ShardedFilterAccess::Make(
     std::vector<std::unique_ptr<Filter>> filters) {
   std::unique_ptr<ShardedFilter> f(new ShardedFilter(std::move(name), spec));
   for (uint32_t i = 0; i < spec.shards; ++i) {
-    f->shards_[i].filter = std::move(filters[i]);
+    LoadedChain chain;
+    chain.links.push_back(std::move(filters[i]));
+    chain.fill.push_back(0);
+    InstallChain(f->shards_[i], std::move(chain));
   }
   return f;
+}
+
+std::unique_ptr<ShardedFilter> ShardedFilterAccess::MakeEmpty(
+    std::string name, const FilterSpec& spec) {
+  return std::unique_ptr<ShardedFilter>(
+      new ShardedFilter(std::move(name), spec));
 }
 
 void ShardedFilterAccess::Detach(ShardedFilter& f, uint8_t state) {

@@ -4,20 +4,24 @@
 // A key is hashed once (XXH3 with the filter's seed); the shard is the top
 // log2(S) bits of Remix(hash), a bijective mixer, so the shard bits are
 // independent of the raw-hash bits the shard's filter uses for positions and
-// fingerprints. Each shard owns its own Filter sized for ceil(capacity / S)
-// items with the same fpp, seed and type parameters, so the whole behaves
-// like one filter of the same total size (tests/sharded_filter_test.cc
-// measures that).
+// fingerprints. Each shard owns a chain of Filters ("links"): the first is
+// sized for ceil(capacity / S) items with the same seed and type
+// parameters, so the whole behaves like one filter of the same total size
+// (tests/sharded_filter_test.cc measures that). A scalable filter (the
+// default) appends larger, tighter links to a shard that fills up, keeping
+// the compound rate under fpp (engine/internal/shard_chain.h,
+// tests/expansion_test.cc).
 //
 // A ShardedFilter is either standalone (ShardedFilter::Create: in memory
 // only) or owned by a Database (engine/database.h), which journals its
 // mutations per the filter's durability mode and checkpoints it.
 //
 // Thread safety: every public method may be called from any number of
-// threads at once. Queries take no lock (the shard filters are themselves
-// concurrent). A mutation takes only its shard's lock, shared; a checkpoint
-// takes one shard's lock exclusive at a time, only while it copies that
-// shard (see engine/internal/shard.h for the numbered invariants).
+// threads at once. Queries take no lock (the link filters are themselves
+// concurrent, and a chain only grows: engine/internal/shard.h S1). A mutation
+// takes only its shard's lock, shared; a checkpoint takes one shard's lock
+// exclusive at a time, only while it copies that shard (see
+// engine/internal/shard.h for the numbered invariants).
 #ifndef SHARDFILTER_ENGINE_SHARDED_FILTER_H_
 #define SHARDFILTER_ENGINE_SHARDED_FILTER_H_
 
@@ -97,15 +101,31 @@ struct FilterSpec {
   uint32_t bucket_size = 0;
   // Cuckoo: relocations before an insert reports Full; 0 = default.
   uint32_t max_kicks = 0;
-  // Upper bound on the memory of the whole filter (all shards); 0 = the
-  // filters' default (64 GiB per filter).
+  // Upper bound on the memory of the whole filter (all shards and all their
+  // links); 0 = the filters' default (64 GiB per shard).
   uint64_t max_bytes = 0;
+  // Online expansion (docs/design.md, "Online expansion"). When true, a
+  // shard whose newest link holds its capacity appends a link of capacity x
+  // `expansion` and half the rate (the compound rate stays under `fpp` at
+  // any size), up to 32 links per shard. When false, the filter holds one
+  // link per shard and an add that finds it full (Bloom / counting: adds
+  // held reached the capacity; cuckoo: that, or no room in the table)
+  // returns Full and changes nothing. Scalable filters pay ~1.44 bits/item
+  // (Bloom) or ~1 fingerprint bit (cuckoo) over a non-scaling one for the
+  // first link's halved rate.
+  bool scalable = true;
+  // Capacity growth factor from one link to the next, in [1, 16];
+  // 0 = the default, 2. Larger factors mean fewer links (faster queries)
+  // but bigger, rarer allocations.
+  uint32_t expansion = 0;
 };
 
 // One shard's figures.
 struct ShardStats {
   uint32_t shard = 0;
-  FilterStats filter;                  // the shard filter's own Stats()
+  FilterStats filter;                  // the chain's merged figures
+                                       // (internal/shard_chain.h)
+  uint32_t links = 1;                  // links in the shard's chain
   uint64_t last_sequence = 0;          // last journal sequence assigned
   uint64_t checkpoint_sequence = 0;    // last sequence in the checkpoint
   uint64_t checkpoint_generation = 0;  // 0 = never checkpointed
@@ -113,10 +133,13 @@ struct ShardStats {
   bool dirty = false;                  // changed since the last checkpoint
 };
 
-// Aggregated figures plus one entry per shard. In `total`: capacity, bytes,
-// slots, items, deletes and estimated_cardinality are sums; fill_ratio is
-// slot-weighted; estimated_fpr is the mean over shards (a query lands on a
-// uniformly random shard); bits_per_item = bytes * 8 / capacity.
+// Aggregated figures plus one entry per shard. In `total`: capacity is the
+// declared capacity plus the capacity of every link appended by growth;
+// bytes, slots, items, deletes and estimated_cardinality are sums;
+// fill_ratio is slot-weighted; estimated_fpr is the mean over shards (a
+// query lands on a uniformly random shard) of each chain's compound rate;
+// target_fpr is the declared (compound) target; bits_per_item = bytes * 8 /
+// capacity.
 struct ShardedStats {
   FilterStats total;
   std::vector<ShardStats> shards;
@@ -153,9 +176,13 @@ class ShardedFilter {
                ? 0
                : static_cast<uint32_t>(Remix(hash) >> shard_shift_);
   }
-  // Direct read access to one shard's filter (tests, tools, benchmarks).
-  // REQUIRES: shard < shard_count(). Valid for the filter's lifetime.
-  const Filter& shard_filter(uint32_t shard) const;
+  // Direct read access to one link of one shard's chain (tests, tools,
+  // benchmarks). REQUIRES: shard < shard_count(), link <
+  // shard_links(shard). Valid for the filter's lifetime (links are never
+  // removed).
+  const Filter& shard_filter(uint32_t shard, uint32_t link = 0) const;
+  // Links in the shard's chain (1 until it grows).
+  uint32_t shard_links(uint32_t shard) const;
 
   // --- Single-key operations: touch one shard, no global lock. ---
   // Adds; Full when a cuckoo shard has no room (nothing changed). With a
@@ -174,7 +201,8 @@ class ShardedFilter {
     return MayContainHash(Hash(key));
   }
   bool MayContainHash(uint64_t hash) const;
-  // Copies held (an upper bound): Bloom 0/1, counting min counter, cuckoo
+  // Copies held (an upper bound), summed over the shard's links: Bloom
+  // 0/1 (whatever the links), counting min counter, cuckoo
   // matching fingerprints.
   uint32_t Count(std::string_view key) const { return CountHash(Hash(key)); }
   uint32_t CountHash(uint64_t hash) const;

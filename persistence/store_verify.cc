@@ -4,6 +4,7 @@
 #include <map>
 
 #include "filters/envelope.h"
+#include "persistence/chain_blob.h"
 #include "persistence/internal/rocks_status.h"
 #include "persistence/keys.h"
 #include "persistence/store.h"
@@ -83,7 +84,8 @@ Status Store::Verify(StoreVerifyReport* report) const {
     }
     SF_RETURN_IF_ERROR(FromRocks(it->status(), "verifying the journal"));
   }
-  // 4. Every committed shard blob reassembles and is a filter envelope.
+  // 4. Every committed shard blob reassembles and is a chain of filter
+  //    envelopes (persistence/chain_blob.h).
   for (const auto& [name, d] : catalog) {
     for (uint32_t shard = 0; shard < d.shards.size(); ++shard) {
       if (d.shards[shard].generation == 0) continue;
@@ -93,19 +95,25 @@ Status Store::Verify(StoreVerifyReport* report) const {
         report->problems.push_back(blob.status().ToString());
         continue;
       }
-      auto env = OpenEnvelope(*blob);
-      if (!env.ok()) {
-        report->problems.push_back(
-            env.status()
-                .WithContext(DescribeName(name) + " shard " +
-                             std::to_string(shard) + " blob")
-                .ToString());
-      } else if (env->type != d.type) {
-        report->problems.push_back(
-            "Corruption: " + DescribeName(name) + " shard " +
-            std::to_string(shard) + " blob holds a " +
-            FilterTypeName(env->type) + " filter, descriptor says " +
-            FilterTypeName(d.type));
+      const std::string what =
+          DescribeName(name) + " shard " + std::to_string(shard) + " blob";
+      auto links = DecodeChainBlob(*blob, what);
+      if (!links.ok()) {
+        report->problems.push_back(links.status().ToString());
+        continue;
+      }
+      for (size_t i = 0; i < links->size(); ++i) {
+        auto env = OpenEnvelope((*links)[i].envelope);
+        const std::string link_what = what + " link " + std::to_string(i);
+        if (!env.ok()) {
+          report->problems.push_back(
+              env.status().WithContext(link_what).ToString());
+        } else if (env->type != d.type) {
+          report->problems.push_back("Corruption: " + link_what + " holds a " +
+                                     FilterTypeName(env->type) +
+                                     " filter, descriptor says " +
+                                     FilterTypeName(d.type));
+        }
       }
     }
   }

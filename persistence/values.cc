@@ -73,8 +73,8 @@ std::string EncodeDescriptor(const FilterDescriptor& d) {
   std::string p;
   PutU8(&p, static_cast<uint8_t>(d.type));
   PutU8(&p, d.durability);
-  PutU8(&p, d.classic_layout ? 1 : 0);
-  PutU8(&p, 0);  // reserved
+  PutU8(&p, (d.classic_layout ? 1 : 0) | (d.scalable ? 2 : 0));
+  PutU8(&p, static_cast<uint8_t>(d.expansion));
   PutU64(&p, d.capacity);
   PutF64(&p, d.fpp);
   PutU64(&p, d.seed);
@@ -101,10 +101,10 @@ Result<FilterDescriptor> DecodeDescriptor(std::string_view value,
                       UnframeValue(value, ValueKind::kDescriptor, what));
   ByteReader r(payload);
   FilterDescriptor d;
-  uint8_t type, durability, flags, reserved;
+  uint8_t type, durability, flags, expansion;
   uint32_t shard_count;
   bool ok = r.ReadU8(&type) && r.ReadU8(&durability) && r.ReadU8(&flags) &&
-            r.ReadU8(&reserved) && r.ReadU64(&d.capacity) &&
+            r.ReadU8(&expansion) && r.ReadU64(&d.capacity) &&
             r.ReadF64(&d.fpp) && r.ReadU64(&d.seed) && r.ReadU32(&d.k) &&
             r.ReadU32(&d.fingerprint_bits) && r.ReadU32(&d.bucket_size) &&
             r.ReadU32(&d.max_kicks) && r.ReadU64(&d.max_bytes) &&
@@ -117,6 +117,15 @@ Result<FilterDescriptor> DecodeDescriptor(std::string_view value,
   if (durability > 2) {
     return Status::Corruption(what + ": unknown durability " +
                               std::to_string(durability));
+  }
+  if ((flags & ~3u) != 0) {
+    return Status::Corruption(what + ": unknown flags " +
+                              std::to_string(flags));
+  }
+  if (expansion < 1 || expansion > 16) {
+    return Status::Corruption(what + ": expansion " +
+                              std::to_string(expansion) +
+                              " is outside [1, 16]");
   }
   if (shard_count == 0 || shard_count > 256 ||
       (shard_count & (shard_count - 1)) != 0) {
@@ -131,6 +140,8 @@ Result<FilterDescriptor> DecodeDescriptor(std::string_view value,
   d.type = static_cast<FilterType>(type);
   d.durability = durability;
   d.classic_layout = (flags & 1) != 0;
+  d.scalable = (flags & 2) != 0;
+  d.expansion = expansion;
   d.shards.resize(shard_count);
   for (ShardRecord& s : d.shards) {
     r.ReadU64(&s.generation);

@@ -71,6 +71,8 @@ struct FilterDescriptor {
   uint32_t bucket_size = 0;
   uint32_t max_kicks = 0;
   uint64_t max_bytes = 0;
+  bool scalable = false;            // flags bit 1
+  uint32_t expansion = 1;           // [1, 16], in the former reserved byte
   std::vector<ShardRecord> shards;  // size = shard count
 
   bool operator==(const FilterDescriptor&) const = default;

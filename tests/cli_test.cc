@@ -244,7 +244,10 @@ TEST_F(CliTest, AckNoneOnlyAfterTheCheckpoint) {
 }
 
 TEST_F(CliTest, CuckooFullIsCountedAndExitsOne) {
-  Create("tiny", "cuckoo", "100", "0.01");
+  ASSERT_EQ(Run({"create", "tiny", "--type", "cuckoo", "--capacity", "100",
+                 "--fpp", "0.01", "--nonscaling"})
+                .code,
+            0);
   CliResult r = Run({"add", "tiny", "--ack"}, KeysText("k", 5000));
   EXPECT_EQ(r.code, kExitFailed) << r.err;
   EXPECT_NE(r.err.find("Full"), std::string::npos) << r.err;

@@ -30,6 +30,9 @@ TieredSpec Spec(FilterType type, uint64_t n, bool exact,
   b.fpp = 0.01;
   a.shards = 2;
   b.shards = 4;
+  // The tier's sizing math is stated at each level's declared rate; a
+  // scalable level would run at half of it (and cost its memory).
+  a.scalable = b.scalable = false;
   t.levels = {a, b};
   t.exact_level = exact;
   t.durability = d;

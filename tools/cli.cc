@@ -30,6 +30,7 @@ constexpr FlagDef kFlags[] = {
     {"json", false},       {"items", true},    {"probes", true},
     {"ttl", true},         {"expected", true}, {"binary", false},
     {"skip", true},        {"out", true},      {"progress-every", true},
+    {"nonscaling", false}, {"expansion", true},
 };
 // Accepted by every command.
 constexpr std::string_view kGlobalFlags[] = {"db", "help", "version"};
@@ -103,7 +104,7 @@ const std::vector<Command>& Commands() {
        1,
        1,
        {"type", "capacity", "fpp", "shards", "seed", "durability", "k",
-        "layout", "fingerprint-bits", "bucket-size"},
+        "layout", "fingerprint-bits", "bucket-size", "nonscaling", "expansion"},
        R"(Usage: shardfilter create NAME --type bloom|counting|cuckoo --capacity N
                           --fpp P [FLAGS...]
 
@@ -127,6 +128,12 @@ Flags:
                         classic.
   --fingerprint-bits B  cuckoo: 8, 12 or 16 (default: from --fpp).
   --bucket-size B       cuckoo: 2, 4 or 8 slots per bucket (default 4).
+  --nonscaling          a full shard refuses adds (Full) instead of growing.
+                        By default a full shard appends a link of capacity x
+                        the expansion at half the rate, so the compound rate
+                        stays under --fpp at any size.
+  --expansion N         capacity factor from one link to the next, 1..16
+                        (default 2).
 
 Example:
   shardfilter create users --type cuckoo --capacity 10M --fpp 0.001 --shards 16

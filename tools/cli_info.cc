@@ -54,6 +54,9 @@ void PrintText(const FilterInfo& info, std::ostream& out) {
   row("name", EscapeBytes(info.name));
   row("type", FilterTypeName(s.type));
   row("capacity", std::to_string(s.capacity));
+  row("scaling", s.scalable ? "yes, expansion " + std::to_string(s.expansion)
+                            : std::string("no"));
+  row("current_capacity", std::to_string(t.capacity));
   row("target_fpr", Fmt("%g", s.fpp));
   row("estimated_fpr", Fmt("%.3g", t.estimated_fpr));
   row("shards", std::to_string(info.stats.shards.size()));
@@ -78,15 +81,15 @@ void PrintText(const FilterInfo& info, std::ostream& out) {
   out << "\n";
   char line[200];
   std::snprintf(line, sizeof line,
-                "%5s %12s %10s %8s %10s %12s %5s %9s %10s %10s\n", "shard",
-                "items", "deletes", "fill%", "est_fpr", "bytes", "dirty",
-                "ckpt_gen", "ckpt_seq", "last_seq");
+                "%5s %5s %12s %10s %8s %10s %12s %5s %9s %10s %10s\n", "shard",
+                "links", "items", "deletes", "fill%", "est_fpr", "bytes",
+                "dirty", "ckpt_gen", "ckpt_seq", "last_seq");
   out << line;
   for (const ShardStats& sh : info.stats.shards) {
     std::snprintf(
         line, sizeof line,
-        "%5u %12llu %10llu %8.2f %10.3g %12llu %5s %9llu %10llu %10llu\n",
-        sh.shard, static_cast<unsigned long long>(sh.filter.items),
+        "%5u %5u %12llu %10llu %8.2f %10.3g %12llu %5s %9llu %10llu %10llu\n",
+        sh.shard, sh.links, static_cast<unsigned long long>(sh.filter.items),
         static_cast<unsigned long long>(sh.filter.deletes),
         sh.filter.fill_ratio * 100, sh.filter.estimated_fpr,
         static_cast<unsigned long long>(sh.filter.bytes),
@@ -103,6 +106,9 @@ void PrintJson(const FilterInfo& info, std::ostream& out) {
   const FilterStats& t = info.stats.total;
   out << "{\"name\":" << JsonString(info.name) << ",\"type\":\""
       << FilterTypeName(s.type) << "\",\"capacity\":" << s.capacity
+      << ",\"scalable\":" << (s.scalable ? "true" : "false")
+      << ",\"expansion\":" << s.expansion
+      << ",\"current_capacity\":" << t.capacity
       << ",\"target_fpr\":" << Num(s.fpp)
       << ",\"shards\":" << info.stats.shards.size() << ",\"seed\":" << s.seed
       << ",\"durability\":\""
@@ -121,7 +127,7 @@ void PrintJson(const FilterInfo& info, std::ostream& out) {
   bool first = true;
   for (const ShardStats& sh : info.stats.shards) {
     out << (first ? "" : ",") << "{\"shard\":" << sh.shard
-        << ",\"capacity\":" << sh.filter.capacity
+        << ",\"links\":" << sh.links << ",\"capacity\":" << sh.filter.capacity
         << ",\"items\":" << sh.filter.items
         << ",\"deletes\":" << sh.filter.deletes
         << ",\"fill_ratio\":" << Num(sh.filter.fill_ratio)

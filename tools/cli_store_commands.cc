@@ -110,6 +110,12 @@ std::string SpecFromFlags(const ParsedArgs& args, FilterSpec* spec) {
       return "--bucket-size: must be 2, 4 or 8";
     }
   }
+  spec->scalable = !args.Has("nonscaling");
+  e = ParseFlag(args, "expansion", count(1, 16), &spec->expansion, &given);
+  if (!e.empty()) return e;
+  if (given && !spec->scalable) {
+    return "--expansion applies to scalable filters (drop --nonscaling)";
+  }
   return "";
 }
 

@@ -21,11 +21,16 @@ inline constexpr uint8_t kClosed = 2;
 
 class ShardedFilterAccess {
  public:
-  // A filter over ready shard filters. REQUIRES: `spec` resolved and
-  // filters.size() == spec.shards.
+  // A filter over ready shard filters (one-link chains). REQUIRES: `spec`
+  // resolved and filters.size() == spec.shards.
   static std::unique_ptr<ShardedFilter> Make(
       std::string name, const FilterSpec& spec,
       std::vector<std::unique_ptr<Filter>> filters);
+  // A filter whose shards have no chain yet: the caller installs one in
+  // every shard (InstallChain, engine/internal/shard_chain.h) before any
+  // other use. For recovery.
+  static std::unique_ptr<ShardedFilter> MakeEmpty(std::string name,
+                                                  const FilterSpec& spec);
 
   // Connects the filter to a journal (null: none) before it is shared, and
   // applies the session's durability override, if any (the stored spec is

@@ -9,6 +9,7 @@
 #include "engine/internal/filter_factory.h"
 #include "engine/internal/parallel.h"
 #include "engine/internal/shard.h"
+#include "engine/internal/shard_chain.h"
 
 namespace shardfilter::internal {
 
@@ -43,7 +44,7 @@ Status CheckpointFilter(persistence::Store* store, ShardedFilter& f,
     auto t0 = std::chrono::steady_clock::now();
     {
       auto lock = LockExclusive(sh);  // S2: no op is half done; S5
-      blob = sh.filter->Serialize();
+      blob = ChainSerialize(sh);      // S6: no growth runs either
       seq = sh.last_seq.load(std::memory_order_relaxed);
       sh.dirty.store(false, std::memory_order_relaxed);
     }
@@ -90,19 +91,21 @@ namespace {
 // replay applies ops in their original order: S3); a remove that finds
 // nothing can only follow an add whose journal write was lost before it was
 // acknowledged (see docs/format-store.md) and is counted, not applied.
-Status ReplayEntry(Filter* filter, const JournalEntry& e, uint64_t* replayed,
-                   std::atomic<uint64_t>* skipped) {
+// Adds go through the chain, so they grow it exactly as the original adds
+// did (shard_chain.h, "Determinism").
+Status ReplayEntry(const FilterSpec& spec, Shard& shard, const JournalEntry& e,
+                   uint64_t* replayed, std::atomic<uint64_t>* skipped) {
   for (uint64_t h : e.hashes) {
     if (e.op == JournalOp::kAdd) {
-      Status s = filter->AddHash(h);
+      Status s = ChainAdd(spec, shard, h);
       if (!s.ok()) return s.WithContext("replaying an add");
     } else {
-      Status s = filter->RemoveHash(h);
+      Status s = ChainRemove(shard, h);
       if (s.code() == StatusCode::kNotFound) {
         skipped->fetch_add(1, std::memory_order_relaxed);
       } else if (s.code() == StatusCode::kNotSupported) {
         return Status::Corruption("journal holds a remove for a " +
-                                  std::string(FilterTypeName(filter->type())) +
+                                  std::string(FilterTypeName(spec.type)) +
                                   " filter");
       } else if (!s.ok()) {
         return s.WithContext("replaying a remove");
@@ -120,32 +123,37 @@ Result<std::unique_ptr<ShardedFilter>> RecoverFilter(
     const FilterDescriptor& d, uint64_t* replayed, uint64_t* skipped_removes) {
   FilterSpec spec = SpecFromDescriptor(d);
   const uint32_t shards = spec.shards;
-  std::vector<std::unique_ptr<Filter>> filters(shards);
+  // Each shard is installed and replayed by one task before the filter is
+  // shared (the ParallelFor join orders it with what follows).
+  auto f = ShardedFilterAccess::MakeEmpty(std::string(name), spec);
   std::vector<Status> errors(shards);
   std::vector<uint64_t> last_seq(shards, 0), counts(shards, 0);
   std::atomic<uint64_t> skipped{0};
   ParallelFor(shards, [&](size_t i) {
     const ShardRecord& r = d.shards[i];
     std::string what = DescribeName(name) + " shard " + std::to_string(i);
+    Shard& sh = ShardedFilterAccess::shard(*f, static_cast<uint32_t>(i));
     auto run = [&]() -> Status {
+      LoadedChain chain;
       if (r.generation == 0) {
-        SF_ASSIGN_OR_RETURN(filters[i], MakeShardFilter(spec));
+        SF_ASSIGN_OR_RETURN(auto link, MakeShardFilter(spec));
+        chain.links.push_back(std::move(link));
+        chain.fill.push_back(0);
       } else {
         SF_ASSIGN_OR_RETURN(std::string blob, store.LoadShardBlob(name, i, r));
-        SF_ASSIGN_OR_RETURN(filters[i], DecodeShardFilter(spec, blob, what));
+        SF_ASSIGN_OR_RETURN(chain, DecodeChain(spec, blob, what));
       }
+      InstallChain(sh, std::move(chain));
       last_seq[i] = r.sequence;
       return store.ReadJournal(
           name, i, r.sequence, [&](uint64_t seq, const JournalEntry& e) {
             last_seq[i] = seq;
-            return ReplayEntry(filters[i].get(), e, &counts[i], &skipped);
+            return ReplayEntry(spec, sh, e, &counts[i], &skipped);
           });
     };
     errors[i] = run();
   });
   for (const Status& s : errors) SF_RETURN_IF_ERROR(s);
-  auto f =
-      ShardedFilterAccess::Make(std::string(name), spec, std::move(filters));
   for (uint32_t i = 0; i < shards; ++i) {
     Shard& sh = ShardedFilterAccess::shard(*f, i);
     sh.last_seq.store(last_seq[i], std::memory_order_relaxed);

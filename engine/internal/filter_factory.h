@@ -17,17 +17,50 @@ namespace shardfilter::internal {
 Result<FilterSpec> ResolveSpec(const FilterSpec& spec,
                                Durability default_durability);
 
-// ceil(capacity / shards).
+// The capacity of a shard's first link: ceil(capacity / shards), plus four
+// standard deviations of the uneven split when shards > 1 (the .cc says
+// why).
 uint64_t ShardCapacity(const FilterSpec& spec);
 
-// An empty filter for one shard of a resolved spec.
+// ---- The chain rule (docs/design.md, "Online expansion") ----
+// Link i of a shard's chain holds c_i = c_0 x expansion^i items at rate
+//   p_i = p (1 - r) r^i,  r = kTighteningRatio = 1/2, i.e. p / 2^(i+1)
+// (a non-scaling filter has the one link c_0, p). A query for an absent key
+// is positive only if some link is, so by the union bound the compound rate
+// of n links, each at most at its capacity, is at most
+//   sum_{i<n} p_i = p (1 - 2^-n) < p
+// at every length n. p_i is computed with ldexp: exact, so a decoded link's
+// stored rate compares equal to the rule's.
+inline constexpr double kTighteningRatio = 0.5;
+// Valid FilterSpec::expansion values (0 in a spec means the default, 2).
+inline constexpr uint32_t kDefaultExpansion = 2;
+inline constexpr uint32_t kMaxExpansion = 16;
+
+// c_i, or 0 when it would overflow 64 bits.
+uint64_t LinkCapacity(const FilterSpec& spec, uint32_t link);
+// p_i.
+double LinkFpp(const FilterSpec& spec, uint32_t link);
+// sum_{i<links} p_i: the compound target of a chain of that many links.
+double ChainTargetFpp(const FilterSpec& spec, uint32_t links);
+// The memory budget of one shard (all its links): max_bytes / shards, or
+// the filters' default per-filter bound.
+uint64_t ShardMaxBytes(const FilterSpec& spec);
+
+// An empty link `link` for one shard of a resolved spec, at most
+// `max_bytes` large. InvalidArgument when the rule cannot be met (capacity
+// overflow, a rate below what the type can give, past max_bytes).
+Result<std::unique_ptr<Filter>> MakeLinkFilter(const FilterSpec& spec,
+                                               uint32_t link,
+                                               uint64_t max_bytes);
+// Link 0 with the whole shard budget.
 Result<std::unique_ptr<Filter>> MakeShardFilter(const FilterSpec& spec);
 
-// Decodes a shard blob, checking that it is of the spec's type and seed.
-// `what` names the shard for messages.
-Result<std::unique_ptr<Filter>> DecodeShardFilter(const FilterSpec& spec,
-                                                  std::string_view blob,
-                                                  std::string_view what);
+// Decodes one link's envelope, checking that it is of the spec's type and
+// seed and has link `link`'s capacity and rate. `what` names it.
+Result<std::unique_ptr<Filter>> DecodeLinkFilter(const FilterSpec& spec,
+                                                 uint32_t link,
+                                                 std::string_view bytes,
+                                                 std::string_view what);
 
 // A descriptor of a resolved spec with no checkpoint yet (generation 0).
 persistence::FilterDescriptor DescriptorFromSpec(const FilterSpec& spec);

@@ -1,10 +1,15 @@
-// One shard of a ShardedFilter: its filter and its metadata, on their own
-// cache lines so that writers of neighbouring shards never share one.
+// One shard of a ShardedFilter: its chain of filters ("links", see
+// engine/internal/shard_chain.h) and its metadata, on their own cache lines
+// so that writers of neighbouring shards never share one.
 //
 // Invariants (numbered; the code cites them):
-//  S1. `filter` is never replaced after construction; queries use it with no
-//      lock (Filter implementations are concurrent).
-//  S2. Every mutation holds `mu` shared from before it changes `filter`
+//  S1. The chain only grows: links[i] is written once, before `link_count`
+//      is raised above i with a release store, and is neither replaced nor
+//      freed while the filter lives. Queries load `link_count` (acquire) and
+//      use links[0 .. count) with no lock (Filter implementations are
+//      concurrent); the acquire pairs with the growth's release, so a reader
+//      that sees count n sees link n-1 fully constructed.
+//  S2. Every mutation holds `mu` shared from before it changes the chain
 //      until after its journal entry is written (or found unnecessary).
 //      A checkpoint holds `mu` exclusive while it calls Serialize() and
 //      reads `last_seq`: so every op with sequence <= that value is wholly
@@ -22,8 +27,19 @@
 //      holds no other lock of the filter (S4), so it always gets in.
 //  S4. Lock order: a batch takes the `mu` of its shards shared in ascending
 //      shard order; `order_mu` is taken only while holding `mu`, one at a
-//      time; a checkpoint holds one `mu` exclusive and nothing else of the
-//      filter's; Drop/Close take every `mu` exclusive in ascending order.
+//      time; `grow_mu` only while holding `mu` (and, for ordered types,
+//      `order_mu`), never two at once; a checkpoint holds one `mu`
+//      exclusive and nothing else of the filter's; Drop/Close take every
+//      `mu` exclusive in ascending order.
+//  S6. Growth (appending link n) happens under `mu` shared and `grow_mu`,
+//      after re-checking that `link_count` is still n: two writers that both
+//      find the newest link full append one link, not two. A checkpoint
+//      (holding `mu` exclusive) therefore never sees a half-built chain.
+//  S7. fill[i] counts the adds link i holds (minus removes from it for
+//      counting and cuckoo filters). An add reserves a unit of the newest
+//      link's fill with a CAS that never exceeds the link's capacity, so a
+//      link never holds more adds than it was sized for, even when Bloom
+//      adds (which skip `order_mu`) race.
 #ifndef SHARDFILTER_ENGINE_INTERNAL_SHARD_H_
 #define SHARDFILTER_ENGINE_INTERNAL_SHARD_H_
 
@@ -38,10 +54,22 @@
 
 namespace shardfilter::internal {
 
+// Most links a shard's chain may have; an add that would need one more
+// reports Full. With expansion 2 the last link holds 2^31 x the first.
+inline constexpr uint32_t kMaxLinks = 32;
+
 struct alignas(64) Shard {
-  std::unique_ptr<Filter> filter;  // S1
-  std::shared_mutex mu;            // S2, S4
-  std::mutex order_mu;             // S3
+  std::unique_ptr<Filter> links[kMaxLinks];  // S1
+  std::atomic<uint32_t> link_count{0};       // S1
+  std::atomic<uint64_t> fill[kMaxLinks];     // S7 (zero: C++20)
+  std::shared_mutex mu;                      // S2, S4
+  std::mutex order_mu;                       // S3
+  std::mutex grow_mu;                        // S6
+
+  // The links a query must consult (S1: acquire pairs with growth).
+  uint32_t links_visible() const {
+    return link_count.load(std::memory_order_acquire);
+  }
 
   // Last journal sequence assigned (0 = none). Incremented under `mu`
   // shared (and `order_mu` for ordered types), read under `mu` exclusive by

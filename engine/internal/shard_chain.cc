@@ -1,0 +1,232 @@
+#include "engine/internal/shard_chain.h"
+
+#include <mutex>
+
+#include "engine/internal/filter_factory.h"
+#include "persistence/chain_blob.h"
+
+namespace shardfilter::internal {
+
+namespace {
+
+// S7: takes one unit of a link's fill unless it is at capacity. Relaxed:
+// fill is a counter that orders nothing (links are published by S1's
+// release/acquire on link_count); the CAS alone keeps fill <= capacity.
+bool Reserve(std::atomic<uint64_t>& fill, uint64_t capacity) {
+  uint64_t f = fill.load(std::memory_order_relaxed);
+  while (f < capacity) {
+    if (fill.compare_exchange_weak(f, f + 1, std::memory_order_relaxed)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Gives a unit back, never below 0 (a remove of a colliding key may succeed
+// in a link whose own adds were all removed).
+void Release(std::atomic<uint64_t>& fill) {
+  uint64_t f = fill.load(std::memory_order_relaxed);
+  while (f > 0 &&
+         !fill.compare_exchange_weak(f, f - 1, std::memory_order_relaxed)) {
+  }
+}
+
+// Appends link n unless another writer already did (S6). `full` is what to
+// report when the chain may not grow.
+Status Grow(const FilterSpec& spec, Shard& s, uint32_t n, Status full) {
+  std::lock_guard grow(s.grow_mu);  // S4: under mu shared (and order_mu)
+  // Relaxed: every store to link_count happens under grow_mu, which we hold.
+  if (s.link_count.load(std::memory_order_relaxed) != n) return Status::OK();
+  if (!spec.scalable) return full;
+  if (n >= kMaxLinks) {
+    return Status::Full("the shard's chain has " + std::to_string(kMaxLinks) +
+                        " links, the most it may have");
+  }
+  uint64_t budget = ShardMaxBytes(spec);
+  if (spec.max_bytes != 0) {
+    // The budget covers all links; Stats() is a scan, but growth is rare.
+    uint64_t used = 0;
+    for (uint32_t i = 0; i < n; ++i) used += s.links[i]->Stats().bytes;
+    if (used >= budget) {
+      return Status::Full("the shard's links use " + std::to_string(used) +
+                          " bytes of its " + std::to_string(budget) +
+                          "-byte budget (max_bytes / shards)");
+    }
+    budget -= used;
+  }
+  auto link = MakeLinkFilter(spec, n, budget);
+  if (!link.ok()) {
+    return Status::Full("the shard cannot grow to link " + std::to_string(n) +
+                        ": " + link.status().message());
+  }
+  s.fill[n].store(0, std::memory_order_relaxed);
+  s.links[n] = std::move(*link);
+  // S1: the release publishes links[n] (and fill[n]) to readers that
+  // acquire the new count.
+  s.link_count.store(n + 1, std::memory_order_release);
+  return Status::OK();
+}
+
+}  // namespace
+
+void InstallChain(Shard& s, LoadedChain chain) {
+  const uint32_t n = static_cast<uint32_t>(chain.links.size());
+  for (uint32_t i = 0; i < n; ++i) {
+    s.links[i] = std::move(chain.links[i]);
+    s.fill[i].store(chain.fill[i], std::memory_order_relaxed);
+  }
+  s.link_count.store(n, std::memory_order_release);  // S1
+}
+
+Status ChainAdd(const FilterSpec& spec, Shard& s, uint64_t hash) {
+  for (;;) {
+    const uint32_t n = s.links_visible();
+    Filter& newest = *s.links[n - 1];
+    Status full;
+    if (Reserve(s.fill[n - 1], newest.capacity())) {
+      Status st = newest.AddHash(hash);
+      if (st.ok()) return st;
+      Release(s.fill[n - 1]);
+      if (!st.IsFull()) return st;
+      full = std::move(st);  // a cuckoo table with no room: grow
+    } else {
+      full = Status::Full("the shard holds its capacity of " +
+                          std::to_string(newest.capacity()) +
+                          " items and the filter is non-scaling");
+    }
+    SF_RETURN_IF_ERROR(Grow(spec, s, n, std::move(full)));
+  }
+}
+
+Status ChainRemove(Shard& s, uint64_t hash) {
+  const uint32_t n = s.links_visible();
+  uint32_t holder = n, holders = 0;
+  for (uint32_t i = n; i-- > 0;) {
+    if (s.links[i]->MayContainHash(hash)) {
+      if (holders++ == 0) holder = i;
+    }
+  }
+  if (holders == 0) {
+    return s.links[n - 1]->RemoveHash(hash);  // the type's own NotFound
+  }
+  if (holders > 1) {
+    // The key tests positive in two links: it was added on both sides of a
+    // growth, or collides with another key in one of them (rate < p). Taking
+    // a copy from the wrong link would remove that other key's presence (a
+    // false negative), so nothing is removed.
+    return Status::NotSupported(
+        "remove is ambiguous: the key may be in " + std::to_string(holders) +
+        " links of its shard's chain; nothing was removed (the key stays "
+        "present)");
+  }
+  Status st = s.links[holder]->RemoveHash(hash);
+  if (st.ok()) Release(s.fill[holder]);
+  return st;
+}
+
+bool ChainMayContain(const Shard& s, uint64_t hash) {
+  for (uint32_t i = s.links_visible(); i-- > 0;) {
+    if (s.links[i]->MayContainHash(hash)) return true;
+  }
+  return false;
+}
+
+uint32_t ChainCount(const Shard& s, uint64_t hash) {
+  const uint32_t n = s.links_visible();
+  // A Bloom key is present or not (0/1), whichever links hold it.
+  if (s.links[0]->type() == FilterType::kBloom) {
+    return ChainMayContain(s, hash) ? 1 : 0;
+  }
+  uint32_t count = 0;
+  for (uint32_t i = n; i-- > 0;) count += s.links[i]->CountHash(hash);
+  return count;
+}
+
+void ChainMayContainHashes(const Shard& s, std::span<const uint64_t> hashes,
+                           std::span<uint8_t> out) {
+  const uint32_t n = s.links_visible();
+  s.links[n - 1]->MayContainHashes(hashes, out);
+  if (n == 1) return;
+  std::vector<uint8_t> more(hashes.size());
+  for (uint32_t i = n - 1; i-- > 0;) {
+    s.links[i]->MayContainHashes(hashes, more);
+    for (size_t j = 0; j < hashes.size(); ++j) out[j] |= more[j];
+  }
+}
+
+std::string ChainSerialize(const Shard& s) {
+  const uint32_t n = s.links_visible();
+  std::vector<std::string> envelopes(n);
+  std::vector<persistence::ChainLinkBytes> links(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    envelopes[i] = s.links[i]->Serialize();
+    links[i] = {envelopes[i], s.fill[i].load(std::memory_order_relaxed)};
+  }
+  return persistence::EncodeChainBlob(links);
+}
+
+Result<LoadedChain> DecodeChain(const FilterSpec& spec, std::string_view blob,
+                                std::string_view what) {
+  SF_ASSIGN_OR_RETURN(auto links, persistence::DecodeChainBlob(blob, what));
+  if (!spec.scalable && links.size() != 1) {
+    return Status::Corruption(std::string(what) + ": a non-scaling filter's " +
+                              "shard has " + std::to_string(links.size()) +
+                              " links");
+  }
+  LoadedChain chain;
+  for (uint32_t i = 0; i < links.size(); ++i) {
+    std::string link_what = std::string(what) + " link " + std::to_string(i);
+    SF_ASSIGN_OR_RETURN(
+        auto f, DecodeLinkFilter(spec, i, links[i].envelope, link_what));
+    if (links[i].fill > f->capacity()) {
+      return Status::Corruption(
+          link_what + ": holds " + std::to_string(links[i].fill) +
+          " adds, more than its capacity " + std::to_string(f->capacity()));
+    }
+    chain.links.push_back(std::move(f));
+    chain.fill.push_back(links[i].fill);
+  }
+  return chain;
+}
+
+FilterStats ChainStatistics(const FilterSpec& spec, const Shard& s) {
+  const uint32_t n = s.links_visible();
+  FilterStats t;
+  double filled = 0, pass = 1;
+  for (uint32_t i = 0; i < n; ++i) {
+    FilterStats f = s.links[i]->Stats();
+    if (i == 0) t = f;  // type, k
+    if (i > 0) {
+      t.capacity += f.capacity;
+      t.bytes += f.bytes;
+      t.slots += f.slots;
+      t.items += f.items;
+      t.deletes += f.deletes;
+      t.estimated_cardinality += f.estimated_cardinality;
+    }
+    filled += f.fill_ratio * static_cast<double>(f.slots);
+    pass *= 1 - f.estimated_fpr;
+  }
+  t.target_fpr = ChainTargetFpp(spec, n);
+  t.estimated_fpr = 1 - pass;
+  t.fill_ratio = t.slots ? filled / static_cast<double>(t.slots) : 0;
+  t.bits_per_item = t.capacity ? static_cast<double>(t.bytes) * 8.0 /
+                                     static_cast<double>(t.capacity)
+                               : 0;
+  return t;
+}
+
+bool ChainEquals(const Shard& a, const Shard& b) {
+  const uint32_t n = a.links_visible();
+  if (n != b.links_visible()) return false;
+  for (uint32_t i = 0; i < n; ++i) {
+    if (a.fill[i].load(std::memory_order_relaxed) !=
+            b.fill[i].load(std::memory_order_relaxed) ||
+        !a.links[i]->Equals(*b.links[i])) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace shardfilter::internal

@@ -1,0 +1,89 @@
+// A shard's chain of link filters (online expansion, docs/design.md):
+// the operations a ShardedFilter applies to one Shard (engine/internal/
+// shard.h), its checkpoint encoding and its statistics.
+//
+// Link i has capacity c_0 x expansion^i and rate p / 2^(i+1) (the rule and
+// its proof are at LinkFpp in filter_factory.h). Adds go to the newest link;
+// the add that finds it full (S7) appends the next one (S6) and goes there.
+// Queries consult every link, newest first (the newest holds the most keys
+// with expansion >= 2), with no lock (S1). A remove takes one copy out of
+// the one link that may hold the key. When two or more links may hold it
+// (it was added on both sides of a growth, or it collides in one of them:
+// probability < p) the remove is refused with NotSupported and changes
+// nothing: taking the copy from the wrong link could make a colliding key
+// absent, a false negative, while refusing leaves at worst an extra
+// positive. (Removing newest-first instead made ~1% of 2000 removes at
+// p = 1%, expansion 1, hit the wrong link: tests/expansion_test.cc.)
+//
+// Determinism: for counting and cuckoo filters every add/remove of a shard
+// runs under its `order_mu` (S3) in journal-sequence order, and the growth
+// decision depends only on the chain's state (fill counters, cuckoo table
+// contents), which the checkpoint stores. So replaying the journal after a
+// checkpoint appends the same links at the same points and reproduces a
+// chain that Equals the one that was running. Bloom adds are not ordered
+// (they commute within a link); replay of concurrent Bloom adds may place
+// a key in a different link than the original did, never in none (no false
+// negatives), and every link still holds at most its capacity (S7).
+//
+// Thread safety: per function.
+#ifndef SHARDFILTER_ENGINE_INTERNAL_SHARD_CHAIN_H_
+#define SHARDFILTER_ENGINE_INTERNAL_SHARD_CHAIN_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/internal/shard.h"
+#include "engine/sharded_filter.h"
+
+namespace shardfilter::internal {
+
+// A chain decoded from a checkpoint (or a new one-link chain).
+struct LoadedChain {
+  std::vector<std::unique_ptr<Filter>> links;
+  std::vector<uint64_t> fill;  // same size as links
+};
+
+// Makes `chain` the shard's chain. REQUIRES: the shard is not shared yet
+// (construction or recovery).
+void InstallChain(Shard& s, LoadedChain chain);
+
+// REQUIRES: `mu` shared held (S2), and `order_mu` for counting / cuckoo
+// filters (S3). Full when the filter is non-scaling and the shard full, the
+// chain has kMaxLinks links, or the next link cannot be built (rate or
+// memory bound): nothing changed then.
+Status ChainAdd(const FilterSpec& spec, Shard& s, uint64_t hash);
+// As ChainAdd's REQUIRES. NotFound when no link may hold the key;
+// NotSupported (nothing changed) when more than one may.
+Status ChainRemove(Shard& s, uint64_t hash);
+
+// Lock-free (S1).
+bool ChainMayContain(const Shard& s, uint64_t hash);
+uint32_t ChainCount(const Shard& s, uint64_t hash);
+void ChainMayContainHashes(const Shard& s, std::span<const uint64_t> hashes,
+                           std::span<uint8_t> out);
+
+// The shard blob (persistence/chain_blob.h). REQUIRES: `mu` exclusive (or
+// no writer) for an exact copy.
+std::string ChainSerialize(const Shard& s);
+// Decodes a shard blob and checks every link against the spec's rule
+// (type, seed, capacity and rate of link i; one link when non-scaling;
+// fill <= capacity). Corruption naming `what` otherwise.
+Result<LoadedChain> DecodeChain(const FilterSpec& spec, std::string_view blob,
+                                std::string_view what);
+
+// The links' figures merged: capacity, bytes, slots, items, deletes and
+// cardinality summed; fill slot-weighted; estimated_fpr the compound
+// 1 - prod(1 - fpr_i); target_fpr the chain's compound target
+// (ChainTargetFpp); k of link 0. Approximate while writers run.
+FilterStats ChainStatistics(const FilterSpec& spec, const Shard& s);
+
+// Same link count, fills and Filter::Equals links.
+bool ChainEquals(const Shard& a, const Shard& b);
+
+}  // namespace shardfilter::internal
+
+#endif  // SHARDFILTER_ENGINE_INTERNAL_SHARD_CHAIN_H_
