@@ -8,6 +8,7 @@
 
 #include "engine/internal/access.h"
 #include "engine/internal/shard.h"
+#include "engine/internal/shard_chain.h"
 #include "filters/hash.h"
 
 namespace shardfilter {
@@ -51,18 +52,22 @@ std::string ExportShardedFilter(ShardedFilter& filter) {
       locks.push_back(
           internal::LockExclusive(ShardedFilterAccess::shard(filter, i)));
     }
+    // The shard blob a checkpoint stores: the chain of links (S6: no
+    // growth runs while the lock is held).
     for (uint32_t i = 0; i < shards; ++i) {
-      blobs[i] = filter.shard_filter(i).Serialize();
+      blobs[i] =
+          internal::ChainSerialize(ShardedFilterAccess::shard(filter, i));
     }
   }
   std::string out(kExportMagic, sizeof kExportMagic);
   PutU16(&out, kExportVersion);
   PutU16(&out, 0);
   out.push_back(static_cast<char>(spec.type));
-  out.push_back(static_cast<char>(spec.classic_layout ? 1 : 0));
+  out.push_back(static_cast<char>((spec.classic_layout ? 1 : 0) |
+                                  (spec.scalable ? 2 : 0)));
   out.push_back(
       static_cast<char>(spec.durability.value_or(Durability::kJournal)));
-  out.push_back(0);
+  out.push_back(static_cast<char>(spec.expansion));
   PutU32(&out, shards);
   PutU64(&out, spec.capacity);
   uint64_t fpp_bits;
@@ -142,18 +147,20 @@ Result<ParsedExport> ParseExport(std::string_view b) {
   if (Checksum64(b.data(), end) != GetLE(b, end, 8)) {
     return Bad("checksum mismatch (the file is damaged)");
   }
-  if (GetLE(b, 6, 2) != 0 || b[11] != 0) return Bad("reserved bytes not zero");
+  if (GetLE(b, 6, 2) != 0) return Bad("reserved bytes not zero");
   const uint8_t type = static_cast<uint8_t>(b[8]);
   if (type < 1 || type > 3)
     return Bad("unknown filter type " + std::to_string(type));
   const uint8_t flags = static_cast<uint8_t>(b[9]);
-  if (flags > 1) return Bad("unknown flags " + std::to_string(flags));
+  if (flags > 3) return Bad("unknown flags " + std::to_string(flags));
   const uint8_t durability = static_cast<uint8_t>(b[10]);
   if (durability > 2)
     return Bad("unknown durability " + std::to_string(durability));
   FilterSpec& s = p.spec;
   s.type = static_cast<FilterType>(type);
-  s.classic_layout = flags == 1;
+  s.classic_layout = (flags & 1) != 0;
+  s.scalable = (flags & 2) != 0;
+  s.expansion = static_cast<uint8_t>(b[11]);
   s.durability = static_cast<Durability>(durability);
   s.shards = static_cast<uint32_t>(shards);
   s.capacity = GetLE(b, 16, 8);

@@ -1,6 +1,7 @@
 // Export and import of one filter as a single portable byte string: a small
-// header with the FilterSpec, every shard's serialized envelope
-// (docs/format.md) length-prefixed, and an XXH3-64 of everything. The bytes
+// header with the FilterSpec, every shard's blob (its chain of links, as a
+// checkpoint stores it: docs/format-store.md) length-prefixed, and an
+// XXH3-64 of everything. The bytes
 // are documented in docs/format-export.md; `shardfilter export` /
 // `shardfilter import-filter` write and read them as files.
 //
@@ -9,9 +10,9 @@
 //
 // Errors on import: bytes that are not an export at all -> InvalidArgument
 // ("not a shardfilter export"); truncated, padded, checksum mismatch,
-// inconsistent header, a shard envelope that does not decode or does not
-// match the header's spec -> Corruption; a format version from the future
-// (of the export or of a shard envelope) -> NotSupported; the name already
+// inconsistent header, a shard blob that does not decode or does not match
+// the header's spec -> Corruption; a format version from the future (of the
+// export, a chain or a link envelope) -> NotSupported; the name already
 // in use -> AlreadyExists; a read-only or closed store -> NotSupported.
 // Whatever the error, nothing is created.
 //
@@ -47,11 +48,11 @@ Result<std::string> ExportFilter(Database& db, std::string_view name);
 std::string ExportShardedFilter(ShardedFilter& filter);
 
 // A checked export: the spec and views of the shard envelopes into the
-// parsed bytes (valid while they are). The envelopes are only framed here;
+// parsed bytes (valid while they are). The blobs are only framed here;
 // ImportFilter decodes them.
 struct ParsedExport {
   FilterSpec spec;  // shards set; durability as exported
-  std::vector<std::string_view> shards;
+  std::vector<std::string_view> shards;  // chain blobs
 };
 // Checks magic, version, lengths, checksum and header fields.
 Result<ParsedExport> ParseExport(std::string_view bytes);

@@ -10,7 +10,9 @@
 #include "engine/internal/database_impl.h"
 #include "engine/internal/filter_factory.h"
 #include "engine/internal/shard.h"
-#include "filters/envelope.h"
+#include "engine/internal/shard_chain.h"
+#include "filters/bloom_filter.h"
+#include "filters/cuckoo_filter.h"
 
 namespace shardfilter {
 namespace internal {
@@ -27,64 +29,51 @@ namespace {
 
 using internal::ShardedFilterAccess;
 
-// Bytes of a shard envelope's params that define its shape (everything
-// before the statistics: items, deletes); docs/format-bloom.md and
-// docs/format-cuckoo.md.
-size_t ShapeBytes(FilterType t) { return t == FilterType::kCuckoo ? 40 : 36; }
+// What DecodeChain leaves to check: the explicit parameters of the spec
+// (layout, k, fingerprint bits, bucket size) in every link. "" when all
+// match, else the name of the first that does not.
+std::string Mismatch(const FilterSpec& spec, const Filter& link) {
+  if (const auto* b = dynamic_cast<const BloomFilter*>(&link)) {
+    const BloomLayout want =
+        spec.classic_layout ? BloomLayout::kClassic : BloomLayout::kBlocked;
+    if (b->layout() != want) return "layout";
+    if (spec.k != 0 && b->k() != spec.k) return "k";
+  } else if (const auto* c = dynamic_cast<const CuckooFilter*>(&link)) {
+    const CuckooStats cs = c->CuckooStatistics();
+    if (spec.bucket_size != 0 && cs.bucket_size != spec.bucket_size) {
+      return "bucket size";
+    }
+    if (spec.fingerprint_bits != 0 &&
+        cs.fingerprint_bits != spec.fingerprint_bits) {
+      return "fingerprint bits";
+    }
+  } else if (spec.k != 0 && link.Stats().k != spec.k) {
+    return "k";
+  }
+  return "";
+}
 
-// The shard filters of an export, decoded and checked against its spec:
-// type, seed and shard capacity (DecodeShardFilter), fpp, the explicit
-// parameters of the spec, and one shape for every shard.
-Result<std::vector<std::unique_ptr<Filter>>> DecodeShards(
+// The shard chains of an export, decoded and checked against its spec:
+// DecodeChain checks every link's type, seed, capacity and rate under the
+// chain rule (and one link when non-scaling); Mismatch the rest.
+Result<std::vector<internal::LoadedChain>> DecodeShards(
     const FilterSpec& spec, const std::vector<std::string_view>& blobs) {
-  std::vector<std::unique_ptr<Filter>> filters;
-  std::string_view shape0;
+  std::vector<internal::LoadedChain> chains;
   for (size_t i = 0; i < blobs.size(); ++i) {
     const std::string what = "export file: shard " + std::to_string(i);
-    SF_ASSIGN_OR_RETURN(auto f,
-                        internal::DecodeShardFilter(spec, blobs[i], what));
-    // DecodeShardFilter opened the envelope already: this cannot fail.
-    SF_ASSIGN_OR_RETURN(EnvelopeView env, OpenEnvelope(blobs[i]));
-    if (env.params.size() < ShapeBytes(spec.type)) {
-      return Status::Corruption(what + ": params too short");
-    }
-    std::string_view shape = env.params.substr(0, ShapeBytes(spec.type));
-    const uint8_t p0 = static_cast<uint8_t>(shape[0]);
-    const uint8_t p1 = static_cast<uint8_t>(shape[1]);
-    std::string mismatch;
-    if (f->target_fpr() != spec.fpp) mismatch = "fpp";
-    switch (spec.type) {
-      case FilterType::kBloom:
-        if (p0 != (spec.classic_layout ? 2 : 1)) mismatch = "layout";
-        if (spec.k != 0 && p1 != spec.k) mismatch = "k";
-        break;
-      case FilterType::kCountingBloom:
-        if (spec.k != 0 && p0 != spec.k) mismatch = "k";
-        break;
-      case FilterType::kCuckoo: {
-        const uint8_t bucket = static_cast<uint8_t>(shape[8]);
-        const uint8_t bits = static_cast<uint8_t>(shape[9]);
-        if (spec.bucket_size != 0 && bucket != spec.bucket_size) {
-          mismatch = "bucket size";
-        }
-        if (spec.fingerprint_bits != 0 && bits != spec.fingerprint_bits) {
-          mismatch = "fingerprint bits";
-        }
-        break;
+    SF_ASSIGN_OR_RETURN(internal::LoadedChain chain,
+                        internal::DecodeChain(spec, blobs[i], what));
+    for (size_t l = 0; l < chain.links.size(); ++l) {
+      std::string m = Mismatch(spec, *chain.links[l]);
+      if (!m.empty()) {
+        return Status::Corruption(what + " link " + std::to_string(l) +
+                                  ": its " + m +
+                                  " does not match the file header");
       }
     }
-    if (!mismatch.empty()) {
-      return Status::Corruption(what + ": its " + mismatch +
-                                " does not match the file header");
-    }
-    if (i == 0) {
-      shape0 = shape;
-    } else if (shape != shape0) {
-      return Status::Corruption(what + ": parameters differ from shard 0's");
-    }
-    filters.push_back(std::move(f));
+    chains.push_back(std::move(chain));
   }
-  return filters;
+  return chains;
 }
 
 }  // namespace
@@ -107,7 +96,7 @@ Status ImportFilter(Database& db, std::string_view name, std::string_view bytes,
     return Status::Corruption("export file: header holds an invalid spec: " +
                               resolved.status().message());
   }
-  SF_ASSIGN_OR_RETURN(auto filters, DecodeShards(*resolved, parsed.shards));
+  SF_ASSIGN_OR_RETURN(auto chains, DecodeShards(*resolved, parsed.shards));
 
   internal::DatabaseImpl& d = internal::ImportAccess::impl(db);
   std::lock_guard lock(d.mu);  // lock order 1: no Create/Drop meanwhile
@@ -138,10 +127,11 @@ Status ImportFilter(Database& db, std::string_view name, std::string_view bytes,
     (void)d.store->DropFilter(name);
     return s;
   }
-  std::shared_ptr<ShardedFilter> f = ShardedFilterAccess::Make(
-      std::string(name), *resolved, std::move(filters));
+  std::shared_ptr<ShardedFilter> f =
+      ShardedFilterAccess::MakeEmpty(std::string(name), *resolved);
   for (uint32_t i = 0; i < resolved->shards; ++i) {
     internal::Shard& sh = ShardedFilterAccess::shard(*f, i);
+    internal::InstallChain(sh, std::move(chains[i]));  // not shared yet
     sh.checkpoint_generation.store(1, std::memory_order_relaxed);
     sh.checkpoint_bytes.store(desc.shards[i].byte_length,
                               std::memory_order_relaxed);
