@@ -199,7 +199,7 @@ Result<std::shared_ptr<ShardedFilter>> Database::Create(
   std::shared_ptr<ShardedFilter> f =
       ShardedFilterAccess::Make(std::string(name), resolved, std::move(shards));
   ShardedFilterAccess::Attach(*f, d.journal.get(), false,
-                                d.options.durability_override);
+                              d.options.durability_override);
   d.filters.emplace(std::string(name), OpenFilter{f, std::move(state)});
   return f;
 }

@@ -51,7 +51,7 @@ std::string ExportShardedFilter(ShardedFilter& filter);
 // parsed bytes (valid while they are). The blobs are only framed here;
 // ImportFilter decodes them.
 struct ParsedExport {
-  FilterSpec spec;  // shards set; durability as exported
+  FilterSpec spec;                       // shards set; durability as exported
   std::vector<std::string_view> shards;  // chain blobs
 };
 // Checks magic, version, lengths, checksum and header fields.

@@ -42,19 +42,19 @@ Result<FilterType> ParseFilterType(std::string_view name);
 // Figures every filter reports. Fields that a type does not have are 0.
 struct FilterStats {
   FilterType type = FilterType::kBloom;
-  uint64_t capacity = 0;        // items the filter was sized for
-  double target_fpr = 0;        // the rate promised at capacity
-  uint64_t bytes = 0;           // memory of the table itself
-  uint64_t slots = 0;           // bits (Bloom), counters, or fingerprint slots
-  uint32_t k = 0;               // slots per key (Bloom / counting)
-  uint64_t items = 0;           // Bloom: adds that set a new bit; others:
-                                // items currently held
-  uint64_t deletes = 0;         // successful removes (counting / cuckoo)
-  double fill_ratio = 0;        // non-zero slots / slots (load factor for
-                                // cuckoo)
-  double estimated_fpr = 0;     // from the current fill
+  uint64_t capacity = 0;     // items the filter was sized for
+  double target_fpr = 0;     // the rate promised at capacity
+  uint64_t bytes = 0;        // memory of the table itself
+  uint64_t slots = 0;        // bits (Bloom), counters, or fingerprint slots
+  uint32_t k = 0;            // slots per key (Bloom / counting)
+  uint64_t items = 0;        // Bloom: adds that set a new bit; others:
+                             // items currently held
+  uint64_t deletes = 0;      // successful removes (counting / cuckoo)
+  double fill_ratio = 0;     // non-zero slots / slots (load factor for
+                             // cuckoo)
+  double estimated_fpr = 0;  // from the current fill
   double estimated_cardinality = 0;  // distinct items implied by the fill
-  double bits_per_item = 0;     // bytes * 8 / capacity
+  double bits_per_item = 0;          // bytes * 8 / capacity
 };
 
 class Filter {
@@ -84,8 +84,7 @@ class Filter {
   // Batch forms: hash-ordered prefetching for memory-level parallelism.
   // AddHashes stops at the first failure and returns it; *added (optional)
   // receives how many items of the prefix were added.
-  virtual Status AddHashes(std::span<const uint64_t> hashes,
-                           size_t* added) = 0;
+  virtual Status AddHashes(std::span<const uint64_t> hashes, size_t* added) = 0;
   // out[i] = 1 if hashes[i] may be present, else 0. out.size() must equal
   // hashes.size().
   virtual void MayContainHashes(std::span<const uint64_t> hashes,
@@ -102,9 +101,10 @@ class Filter {
   virtual bool Equals(const Filter& other) const = 0;
 };
 
-// Decodes any filter type from Serialize() output (filters/deserialize.cc). Corruption for bad
-// checksums, truncation and inconsistent parameters, NotSupported for a
-// format version from the future, InvalidArgument for foreign bytes.
+// Decodes any filter type from Serialize() output (filters/deserialize.cc).
+// Corruption for bad checksums, truncation and inconsistent parameters,
+// NotSupported for a format version from the future, InvalidArgument for
+// foreign bytes.
 Result<std::unique_ptr<Filter>> DeserializeFilter(std::string_view bytes);
 
 }  // namespace shardfilter

@@ -141,9 +141,9 @@ Result<DedupTable*> Store::Dedup(bool create) {
     db_->DestroyColumnFamilyHandle(half_dedup_).PermitUncheckedError();
     half_dedup_ = nullptr;
   }
-  SF_RETURN_IF_ERROR(FromRocks(
-      db_->CreateColumnFamily(DedupCfOptions(), kDedupCf, &dedup),
-      "creating the dedup column family"));
+  SF_RETURN_IF_ERROR(
+      FromRocks(db_->CreateColumnFamily(DedupCfOptions(), kDedupCf, &dedup),
+                "creating the dedup column family"));
   rocksdb::Status s = db_->CreateColumnFamily(rocksdb::ColumnFamilyOptions(),
                                               kDedupTimeCf, &time);
   if (!s.ok()) {

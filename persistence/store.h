@@ -150,8 +150,8 @@ class Store {
   rocksdb::ColumnFamilyHandle* catalog_cf_ = nullptr;
   rocksdb::ColumnFamilyHandle* shards_cf_ = nullptr;
   rocksdb::ColumnFamilyHandle* journal_cf_ = nullptr;
-  std::mutex dedup_mu_;                 // guards creating dedup_
-  std::unique_ptr<DedupTable> dedup_;   // null until present / created
+  std::mutex dedup_mu_;                // guards creating dedup_
+  std::unique_ptr<DedupTable> dedup_;  // null until present / created
   // One dedup family without the other (crash while creating them).
   rocksdb::ColumnFamilyHandle* half_dedup_ = nullptr;  // GUARDED_BY(dedup_mu_)
   bool read_only_ = false;

@@ -257,7 +257,7 @@ TEST(DatabaseDurabilityTest, OverrideAppliesToTheSessionOnly) {
   auto db = MustOpen(o);
   auto f = *db->Get("f");
   EXPECT_EQ(f->durability(), Durability::kNone);  // the stored mode again
-  EXPECT_EQ(f->Count("unjournalled"), 0u);  // it was never journalled
+  EXPECT_EQ(f->Count("unjournalled"), 0u);        // it was never journalled
   EXPECT_EQ(f->Count("k7"), 1u);
 }
 

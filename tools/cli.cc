@@ -22,14 +22,14 @@ namespace {
 
 // Every flag of every command; each command lists which it accepts.
 constexpr FlagDef kFlags[] = {
-    {"db", true},          {"help", false},    {"version", false},
-    {"type", true},        {"capacity", true}, {"fpp", true},
-    {"shards", true},      {"seed", true},     {"durability", true},
-    {"k", true},           {"layout", true},   {"fingerprint-bits", true},
-    {"bucket-size", true}, {"ack", false},     {"quiet", false},
-    {"json", false},       {"items", true},    {"probes", true},
-    {"ttl", true},         {"expected", true}, {"binary", false},
-    {"skip", true},        {"out", true},      {"progress-every", true},
+    {"db", true},          {"help", false},     {"version", false},
+    {"type", true},        {"capacity", true},  {"fpp", true},
+    {"shards", true},      {"seed", true},      {"durability", true},
+    {"k", true},           {"layout", true},    {"fingerprint-bits", true},
+    {"bucket-size", true}, {"ack", false},      {"quiet", false},
+    {"json", false},       {"items", true},     {"probes", true},
+    {"ttl", true},         {"expected", true},  {"binary", false},
+    {"skip", true},        {"out", true},       {"progress-every", true},
     {"nonscaling", false}, {"expansion", true},
 };
 // Accepted by every command.
@@ -297,13 +297,24 @@ Example:
        kDedupUsage},  // text in tools/cli_dedup.cc
       // Texts in tools/cli_transfer.cc, cli_import.cc, cli_experiment.cc.
       {"export", RunExport, 2, 2, {}, kExportUsage},
-      {"import-filter", RunImportFilter, 2, 2, {"durability"},
+      {"import-filter",
+       RunImportFilter,
+       2,
+       2,
+       {"durability"},
        kImportFilterUsage},
-      {"import", RunImport, 1, kMany,
+      {"import",
+       RunImport,
+       1,
+       kMany,
        {"binary", "skip", "durability", "progress-every", "quiet"},
        kImportUsage},
-      {"experiment", RunExperiment, 1, 1,
-       {"type", "capacity", "fpp", "probes", "out"}, kExperimentUsage},
+      {"experiment",
+       RunExperiment,
+       1,
+       1,
+       {"type", "capacity", "fpp", "probes", "out"},
+       kExperimentUsage},
   };
   return kCommands;
 }
