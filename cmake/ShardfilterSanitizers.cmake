@@ -2,11 +2,11 @@
 # SHARDFILTER_SANITIZE=thread  -> ThreadSanitizer
 # Applied to every target of the project (library, tests, tools, benchmarks).
 if(SHARDFILTER_SANITIZE STREQUAL "address")
-  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -g1
                       -fno-sanitize-recover=undefined)
   add_link_options(-fsanitize=address,undefined)
 elseif(SHARDFILTER_SANITIZE STREQUAL "thread")
-  add_compile_options(-fsanitize=thread -fno-omit-frame-pointer)
+  add_compile_options(-fsanitize=thread -fno-omit-frame-pointer -g1)
   add_link_options(-fsanitize=thread)
 elseif(NOT SHARDFILTER_SANITIZE STREQUAL "")
   message(FATAL_ERROR "SHARDFILTER_SANITIZE must be empty, address or thread")

@@ -24,7 +24,7 @@ ctest --test-dir build --output-on-failure -j"$jobs" --timeout 600
 # programs they run.
 san_build() {  # dir sanitizer label
   local dir=$1 san=$2 label=$3
-  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHARDFILTER_SANITIZE="$san" \
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DSHARDFILTER_SANITIZE="$san" \
     -DSHARDFILTER_BUILD_BENCHMARKS=OFF >/dev/null
   local targets=()
   for f in tests/*_test.cc; do
