@@ -18,6 +18,7 @@
 #include <rocksdb/write_batch.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <chrono>
 #include <filesystem>
@@ -109,6 +110,39 @@ struct Baseline {
   }
 };
 
+// "L0=a L1=b ..." for the family's non-empty levels.
+std::string Shape(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf) {
+  std::string out, v;
+  for (int l = 0; l < 7; ++l) {
+    std::string prop = "rocksdb.num-files-at-level" + std::to_string(l);
+    if (db->GetProperty(cf, prop, &v) && v != "0") {
+      out += (out.empty() ? "L" : " L") + std::to_string(l) + "=" + v;
+    }
+  }
+  return out.empty() ? "memtable only" : out;
+}
+
+// The dedup family's shape in the store at `path` (read-only open beside
+// the writer: the state of its last flush).
+std::string DedupShape(const std::string& path) {
+  std::vector<std::string> names;
+  rocksdb::DBOptions o;
+  if (!rocksdb::DB::ListColumnFamilies(o, path, &names).ok()) return "?";
+  std::vector<rocksdb::ColumnFamilyDescriptor> cfs;
+  for (const auto& n : names)
+    cfs.emplace_back(n, rocksdb::ColumnFamilyOptions());
+  std::vector<rocksdb::ColumnFamilyHandle*> h;
+  rocksdb::DB* db = nullptr;
+  if (!rocksdb::DB::OpenForReadOnly(o, path, cfs, &h, &db).ok()) return "?";
+  std::string out = "?";
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == "dedup") out = Shape(db, h[i]);
+  }
+  for (auto* x : h) db->DestroyColumnFamilyHandle(x).PermitUncheckedError();
+  delete db;
+  return out;
+}
+
 double Seconds(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
       .count();
@@ -124,9 +158,15 @@ void RunCase(uint64_t base, uint64_t ops, int new_pct, bool batched) {
 
   std::string bpath = TempPath();
   double base_s;
+  std::string base_shape, ours_shape;
   {
     Baseline b(bpath);
     b.Batched(load, kBatch);
+    // Both sides time against their loaded keys flushed to SSTs (the
+    // memtable empty): the state of a store holding far more keys than
+    // one memtable, and the same for both whatever their entry sizes.
+    Check(b.db->Flush({}).ok(), "baseline flush");
+    base_shape = Shape(b.db, b.db->DefaultColumnFamily());
     auto t0 = std::chrono::steady_clock::now();
     uint64_t n = batched ? b.Batched(keys, kBatch) : b.Single(keys);
     base_s = Seconds(t0);
@@ -150,6 +190,8 @@ void RunCase(uint64_t base, uint64_t ops, int new_pct, bool batched) {
                 .ok(),
             "load");
     }
+    Check((*d)->Flush().ok(), "flush");
+    ours_shape = DedupShape(dpath);
     auto t0 = std::chrono::steady_clock::now();
     if (batched) {
       for (size_t at = 0; at < views.size(); at += kBatch) {
@@ -176,13 +218,15 @@ void RunCase(uint64_t base, uint64_t ops, int new_pct, bool batched) {
   printf(
       "%-7s %2d%% new  base=%llu ops=%llu  baseline %9.0f ops/s  dedup "
       "%9.0f ops/s  ratio %.2fx  (reads avoided %.1f%%, observed FPR %.4f, "
-      "reopen %.2f s = %.2f s per 1M keys)\n",
+      "reopen %.2f s = %.2f s per 1M keys; timed on baseline %s, dedup "
+      "%s)\n",
       batched ? "batched" : "single", new_pct,
       static_cast<unsigned long long>(base),
       static_cast<unsigned long long>(ops), ops / base_s, ops / ours_s,
       base_s / ours_s,
       100.0 * st.reads_avoided / std::max<uint64_t>(1, st.inserts),
-      st.observed_fpr, open_s, open_s / keys_m);
+      st.observed_fpr, open_s, open_s / keys_m, base_shape.c_str(),
+      ours_shape.c_str());
   fflush(stdout);
 }
 
@@ -195,8 +239,12 @@ int main() {
   if (total < 1000) total = 1000;
   // Half loaded first, half offered to InsertIfAbsent.
   uint64_t base = total / 2, ops = total / 2;
+  // SF_DEDUP_BENCH_CASES: a subset of "s90,s10,b90,b10" (default: all).
+  const char* cases = getenv("SF_DEDUP_BENCH_CASES");
   for (bool batched : {false, true}) {
     for (int pct : {90, 10}) {
+      std::string id = (batched ? "b" : "s") + std::to_string(pct);
+      if (cases != nullptr && !strstr(cases, id.c_str())) continue;
       shardfilter::bench::RunCase(base, ops, pct, batched);
     }
   }
