@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <chrono>
 #include <filesystem>
@@ -143,6 +144,14 @@ std::string DedupShape(const std::string& path) {
   return out;
 }
 
+// CPU seconds of the calling thread (the shared machine's load inflates
+// wall time; background flushes and compactions are not counted).
+double CpuNow() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 double Seconds(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
       .count();
@@ -157,7 +166,7 @@ void RunCase(uint64_t base, uint64_t ops, int new_pct, bool batched) {
   std::vector<std::string_view> load_views(load.begin(), load.end());
 
   std::string bpath = TempPath();
-  double base_s;
+  double base_s, base_cpu, ours_cpu;
   std::string base_shape, ours_shape;
   {
     Baseline b(bpath);
@@ -168,8 +177,10 @@ void RunCase(uint64_t base, uint64_t ops, int new_pct, bool batched) {
     Check(b.db->Flush({}).ok(), "baseline flush");
     base_shape = Shape(b.db, b.db->DefaultColumnFamily());
     auto t0 = std::chrono::steady_clock::now();
+    double c0 = CpuNow();
     uint64_t n = batched ? b.Batched(keys, kBatch) : b.Single(keys);
     base_s = Seconds(t0);
+    base_cpu = CpuNow() - c0;
     Check(n >= ops * new_pct / 100 * 9 / 10, "baseline new count");
   }
   std::string dpath = TempPath();
@@ -193,6 +204,7 @@ void RunCase(uint64_t base, uint64_t ops, int new_pct, bool batched) {
     Check((*d)->Flush().ok(), "flush");
     ours_shape = DedupShape(dpath);
     auto t0 = std::chrono::steady_clock::now();
+    double c0 = CpuNow();
     if (batched) {
       for (size_t at = 0; at < views.size(); at += kBatch) {
         size_t len = std::min(kBatch, views.size() - at);
@@ -204,6 +216,7 @@ void RunCase(uint64_t base, uint64_t ops, int new_pct, bool batched) {
       for (auto k : views) Check((*d)->InsertIfAbsent(k).ok(), "insert");
     }
     ours_s = Seconds(t0);
+    ours_cpu = CpuNow() - c0;
     st = (*d)->Stats();
     d->reset();
     // Reopen: the filter is rebuilt from the exact set (scan).
@@ -217,13 +230,15 @@ void RunCase(uint64_t base, uint64_t ops, int new_pct, bool batched) {
   double keys_m = (base + st.new_keys) / 1e6;
   printf(
       "%-7s %2d%% new  base=%llu ops=%llu  baseline %9.0f ops/s  dedup "
-      "%9.0f ops/s  ratio %.2fx  (reads avoided %.1f%%, observed FPR %.4f, "
+      "%9.0f ops/s  ratio %.2fx  cpu us/op %.2f vs %.2f = %.2fx  (reads "
+      "avoided %.1f%%, observed FPR %.4f, "
       "reopen %.2f s = %.2f s per 1M keys; timed on baseline %s, dedup "
       "%s)\n",
       batched ? "batched" : "single", new_pct,
       static_cast<unsigned long long>(base),
       static_cast<unsigned long long>(ops), ops / base_s, ops / ours_s,
-      base_s / ours_s,
+      base_s / ours_s, 1e6 * base_cpu / ops, 1e6 * ours_cpu / ops,
+      base_cpu / ours_cpu,
       100.0 * st.reads_avoided / std::max<uint64_t>(1, st.inserts),
       st.observed_fpr, open_s, open_s / keys_m, base_shape.c_str(),
       ours_shape.c_str());
