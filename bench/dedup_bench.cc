@@ -18,6 +18,8 @@
 #include <rocksdb/write_batch.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include <chrono>
 #include <filesystem>
@@ -109,6 +111,47 @@ struct Baseline {
   }
 };
 
+// "L0=a L1=b ..." for the family's non-empty levels.
+std::string Shape(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf) {
+  std::string out, v;
+  for (int l = 0; l < 7; ++l) {
+    std::string prop = "rocksdb.num-files-at-level" + std::to_string(l);
+    if (db->GetProperty(cf, prop, &v) && v != "0") {
+      out += (out.empty() ? "L" : " L") + std::to_string(l) + "=" + v;
+    }
+  }
+  return out.empty() ? "memtable only" : out;
+}
+
+// The dedup family's shape in the store at `path` (read-only open beside
+// the writer: the state of its last flush).
+std::string DedupShape(const std::string& path) {
+  std::vector<std::string> names;
+  rocksdb::DBOptions o;
+  if (!rocksdb::DB::ListColumnFamilies(o, path, &names).ok()) return "?";
+  std::vector<rocksdb::ColumnFamilyDescriptor> cfs;
+  for (const auto& n : names)
+    cfs.emplace_back(n, rocksdb::ColumnFamilyOptions());
+  std::vector<rocksdb::ColumnFamilyHandle*> h;
+  rocksdb::DB* db = nullptr;
+  if (!rocksdb::DB::OpenForReadOnly(o, path, cfs, &h, &db).ok()) return "?";
+  std::string out = "?";
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == "dedup") out = Shape(db, h[i]);
+  }
+  for (auto* x : h) db->DestroyColumnFamilyHandle(x).PermitUncheckedError();
+  delete db;
+  return out;
+}
+
+// CPU seconds of the calling thread (the shared machine's load inflates
+// wall time; background flushes and compactions are not counted).
+double CpuNow() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 double Seconds(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
       .count();
@@ -123,13 +166,21 @@ void RunCase(uint64_t base, uint64_t ops, int new_pct, bool batched) {
   std::vector<std::string_view> load_views(load.begin(), load.end());
 
   std::string bpath = TempPath();
-  double base_s;
+  double base_s, base_cpu, ours_cpu;
+  std::string base_shape, ours_shape;
   {
     Baseline b(bpath);
     b.Batched(load, kBatch);
+    // Both sides time against their loaded keys flushed to SSTs (the
+    // memtable empty): the state of a store holding far more keys than
+    // one memtable, and the same for both whatever their entry sizes.
+    Check(b.db->Flush({}).ok(), "baseline flush");
+    base_shape = Shape(b.db, b.db->DefaultColumnFamily());
     auto t0 = std::chrono::steady_clock::now();
+    double c0 = CpuNow();
     uint64_t n = batched ? b.Batched(keys, kBatch) : b.Single(keys);
     base_s = Seconds(t0);
+    base_cpu = CpuNow() - c0;
     Check(n >= ops * new_pct / 100 * 9 / 10, "baseline new count");
   }
   std::string dpath = TempPath();
@@ -150,7 +201,10 @@ void RunCase(uint64_t base, uint64_t ops, int new_pct, bool batched) {
                 .ok(),
             "load");
     }
+    Check((*d)->Flush().ok(), "flush");
+    ours_shape = DedupShape(dpath);
     auto t0 = std::chrono::steady_clock::now();
+    double c0 = CpuNow();
     if (batched) {
       for (size_t at = 0; at < views.size(); at += kBatch) {
         size_t len = std::min(kBatch, views.size() - at);
@@ -162,6 +216,7 @@ void RunCase(uint64_t base, uint64_t ops, int new_pct, bool batched) {
       for (auto k : views) Check((*d)->InsertIfAbsent(k).ok(), "insert");
     }
     ours_s = Seconds(t0);
+    ours_cpu = CpuNow() - c0;
     st = (*d)->Stats();
     d->reset();
     // Reopen: the filter is rebuilt from the exact set (scan).
@@ -175,14 +230,18 @@ void RunCase(uint64_t base, uint64_t ops, int new_pct, bool batched) {
   double keys_m = (base + st.new_keys) / 1e6;
   printf(
       "%-7s %2d%% new  base=%llu ops=%llu  baseline %9.0f ops/s  dedup "
-      "%9.0f ops/s  ratio %.2fx  (reads avoided %.1f%%, observed FPR %.4f, "
-      "reopen %.2f s = %.2f s per 1M keys)\n",
+      "%9.0f ops/s  ratio %.2fx  cpu us/op %.2f vs %.2f = %.2fx  (reads "
+      "avoided %.1f%%, observed FPR %.4f, "
+      "reopen %.2f s = %.2f s per 1M keys; timed on baseline %s, dedup "
+      "%s)\n",
       batched ? "batched" : "single", new_pct,
       static_cast<unsigned long long>(base),
       static_cast<unsigned long long>(ops), ops / base_s, ops / ours_s,
-      base_s / ours_s,
+      base_s / ours_s, 1e6 * base_cpu / ops, 1e6 * ours_cpu / ops,
+      base_cpu / ours_cpu,
       100.0 * st.reads_avoided / std::max<uint64_t>(1, st.inserts),
-      st.observed_fpr, open_s, open_s / keys_m);
+      st.observed_fpr, open_s, open_s / keys_m, base_shape.c_str(),
+      ours_shape.c_str());
   fflush(stdout);
 }
 
@@ -195,8 +254,12 @@ int main() {
   if (total < 1000) total = 1000;
   // Half loaded first, half offered to InsertIfAbsent.
   uint64_t base = total / 2, ops = total / 2;
+  // SF_DEDUP_BENCH_CASES: a subset of "s90,s10,b90,b10" (default: all).
+  const char* cases = getenv("SF_DEDUP_BENCH_CASES");
   for (bool batched : {false, true}) {
     for (int pct : {90, 10}) {
+      std::string id = (batched ? "b" : "s") + std::to_string(pct);
+      if (cases != nullptr && !strstr(cases, id.c_str())) continue;
       shardfilter::bench::RunCase(base, ops, pct, batched);
     }
   }

@@ -84,12 +84,12 @@ Status DedupCore::InsertBatch(std::span<const std::string_view> keys,
   DedupBatch batch(*table);
   std::unordered_set<std::string_view> fresh;  // new in this batch
   fresh.reserve(keys.size());
-  const uint64_t now = Now();
+  const uint64_t now = ttl() ? Now() : 0;
   uint64_t n_new = 0;
   for (size_t i = 0; i < keys.size(); ++i) {
     if (found[i] || !fresh.insert(keys[i]).second) continue;  // duplicate
     if (stored[i] && ttl()) batch.Delete(name, keys[i], *stored[i], true);
-    batch.Put(name, keys[i], {now, cur}, ttl());
+    batch.Put(name, keys[i], EntryFor(now, cur), ttl());
     (*out)[i] = 1;
     ++n_new;
   }

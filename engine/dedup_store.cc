@@ -179,7 +179,7 @@ Result<bool> DedupCore::InsertIfAbsent(std::string_view key) {
   }
   DedupBatch batch(*table);
   if (old && ttl()) batch.Delete(name, key, *old, true);  // its old index key
-  batch.Put(name, key, {Now(), cur}, ttl());
+  batch.Put(name, key, EntryFor(ttl() ? Now() : 0, cur), ttl());
   SF_RETURN_IF_ERROR(table->Write(&batch, mode));
   ring->Add(cur, h);  // X1: after the write
   counters.new_keys.fetch_add(1, std::memory_order_relaxed);

@@ -17,6 +17,10 @@ namespace {
 
 constexpr char kMetaTag = 0x00;
 constexpr char kEntryTag = 0x01;
+// The format version of a compact entry (no TTL: insert time and bucket 0,
+// no payload). Older builds read it as a version from the future
+// (NotSupported), never as a wrong entry.
+constexpr uint8_t kCompactEntryVersion = 2;
 
 // "dedup set \"name\"" (DescribeName says "filter \"name\"").
 std::string SetWhat(std::string_view set) {
@@ -52,6 +56,13 @@ std::string DedupTimeKey(std::string_view set, uint64_t bucket,
 }
 
 std::string EncodeDedupEntry(const DedupEntry& e) {
+  if (e == DedupEntry{}) {  // compact: version 2, kind, XXH3 (10 bytes)
+    std::string v;
+    v.push_back(static_cast<char>(kCompactEntryVersion));
+    v.push_back(static_cast<char>(ValueKind::kDedupEntry));
+    shardfilter::internal::PutU64(&v, Checksum64(v.data(), v.size()));
+    return v;
+  }
   std::string p;
   shardfilter::internal::PutU64(&p, e.insert_ms);
   shardfilter::internal::PutU64(&p, e.bucket);
@@ -60,6 +71,25 @@ std::string EncodeDedupEntry(const DedupEntry& e) {
 
 Result<DedupEntry> DecodeDedupEntry(std::string_view value,
                                     std::string_view what) {
+  if (!value.empty() &&
+      static_cast<uint8_t>(value[0]) == kCompactEntryVersion) {
+    const std::string w(what);
+    if (value.size() != kValueOverhead) {
+      return Status::Corruption(w + ": compact entry of " +
+                                std::to_string(value.size()) +
+                                " bytes, want 10");
+    }
+    if (shardfilter::internal::LoadLE(value.data() + 2, 8) !=
+        Checksum64(value.data(), 2)) {
+      return Status::Corruption(w + ": checksum mismatch");
+    }
+    if (static_cast<uint8_t>(value[1]) !=
+        static_cast<uint8_t>(ValueKind::kDedupEntry)) {
+      return Status::Corruption(w + ": unexpected value kind " +
+                                std::to_string(static_cast<uint8_t>(value[1])));
+    }
+    return DedupEntry{};
+  }
   SF_ASSIGN_OR_RETURN(std::string_view p,
                       UnframeValue(value, ValueKind::kDedupEntry, what));
   shardfilter::internal::ByteReader r(p);

@@ -7,9 +7,11 @@
 //
 // Every value is framed like the rest of the store (persistence/values.h):
 // version, kind, payload, XXH3. An entry's payload is u64 LE insert time
-// (ms) | u64 LE bucket; the meta's is u64 LE ttl_ms | u32 LE partitions; an
-// index value has an empty payload. The time index exists only for sets
-// with a TTL; it is a hint for expiry (the entry's bucket is the truth).
+// (ms) | u64 LE bucket; an all-zero entry (every entry of a set without
+// TTL) is written compact: format version 2, no payload. The meta's payload
+// is u64 LE ttl_ms | u32 LE partitions; an index value has none. The time index
+// exists only for sets with a TTL; it is a hint for expiry (the entry's bucket
+// is the truth).
 //
 // The families are created on first use (Store::Dedup(true)), so a store
 // that never held a dedup set keeps its original layout. This layer knows

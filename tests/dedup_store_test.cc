@@ -292,6 +292,25 @@ TEST(DedupStoreTest, PinnedValueBytesAndCorruption) {
   future[0] = 9;
   EXPECT_TRUE(
       persistence::DecodeDedupEntry(future, "x").status().IsNotSupported());
+  // Without TTL the entry is compact: version 2, kind 4, XXH3 (10 bytes).
+  std::string c = persistence::EncodeDedupEntry({});
+  ASSERT_EQ(c.size(), 10u);
+  EXPECT_EQ(c.substr(0, 2), std::string("\x02\x04", 2));
+  auto back = persistence::DecodeDedupEntry(c, "x");
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, DedupEntry{});
+  for (size_t i = 1; i < c.size(); ++i) {
+    std::string bad = c;
+    bad[i] ^= 1;
+    EXPECT_TRUE(persistence::DecodeDedupEntry(bad, "x").status().IsCorruption())
+        << i;
+  }
+  EXPECT_TRUE(
+      persistence::DecodeDedupEntry(c + "y", "x").status().IsCorruption());
+  std::string later = c;
+  later[0] = 3;
+  EXPECT_TRUE(
+      persistence::DecodeDedupEntry(later, "x").status().IsNotSupported());
 
   TempDir dir;
   {

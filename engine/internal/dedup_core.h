@@ -92,6 +92,12 @@ class DedupCore {
     return !ttl() || bucket + partitions >= cur;
   }
   uint64_t Now() const { return clock(); }
+  // The entry to store for a key inserted now: without TTL the compact
+  // entry (insert time and bucket unused: 10-byte value instead of 26).
+  persistence::DedupEntry EntryFor(uint64_t now, uint64_t cur) const {
+    if (!ttl()) return {};
+    return {now, cur};
+  }
   // The bucket of the clock's time (0 without TTL).
   uint64_t ClockBucket() const { return ttl() ? Now() / granularity : 0; }
 
