@@ -1,5 +1,7 @@
 #include "filters/sizing.h"
 
+#include <math.h>  // lgamma_r
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -8,6 +10,14 @@
 
 namespace shardfilter {
 namespace {
+
+// ln(j!). std::lgamma writes the global `signgam`: a data race when filters
+// are sized on several threads at once (shards growing their chains), found
+// by TSan. lgamma_r returns the sign through its argument instead.
+double LogFactorial(uint64_t j) {
+  int sign = 0;
+  return ::lgamma_r(static_cast<double>(j) + 1.0, &sign);
+}
 
 constexpr long double kLn2 = 0.693147180559945309417232121458176568L;
 
@@ -129,7 +139,7 @@ double BlockedFpr(uint64_t blocks, uint32_t slots_per_block, uint64_t n,
   const double log_lambda = lambda > 0 ? std::log(lambda) : 0;
   auto pmf = [&](uint64_t j) {
     return std::exp(static_cast<double>(j) * log_lambda - lambda -
-                    std::lgamma(static_cast<double>(j) + 1.0));
+                    LogFactorial(j));
   };
   auto fpr_given = [&](uint64_t j) {
     double q = -std::expm1(log_empty * static_cast<double>(k) * j);
