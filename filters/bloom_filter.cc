@@ -177,37 +177,29 @@ void BloomFilter::Prefetch(uint64_t h, bool write) const {
 }
 
 Status BloomFilter::AddHashes(std::span<const uint64_t> hashes, size_t* added) {
-  internal::PipelinedProbe(
-      hashes.size(), [&](size_t i) { return hashes[i]; },
-      [&](uint64_t h) { Prefetch(h, /*write=*/true); },
-      [&](size_t, uint64_t h) { AddHashInline(h); });
+  internal::BatchOps::Add(*this, hashes.size(),
+                          [&](size_t i) { return hashes[i]; });
   if (added != nullptr) *added = hashes.size();
   return Status::OK();
 }
 
 void BloomFilter::MayContainHashes(std::span<const uint64_t> hashes,
                                    std::span<uint8_t> out) const {
-  const size_t n = std::min(hashes.size(), out.size());
-  internal::PipelinedProbe(
-      n, [&](size_t i) { return hashes[i]; },
-      [&](uint64_t h) { Prefetch(h, /*write=*/false); },
-      [&](size_t i, uint64_t h) { out[i] = MayContainHashInline(h); });
+  internal::BatchOps::Query(
+      *this, std::min(hashes.size(), out.size()),
+      [&](size_t i) { return hashes[i]; }, out);
 }
 
 void BloomFilter::AddKeys(std::span<const std::string_view> keys) {
-  internal::PipelinedProbe(
-      keys.size(), [&](size_t i) { return Hash(keys[i]); },
-      [&](uint64_t h) { Prefetch(h, /*write=*/true); },
-      [&](size_t, uint64_t h) { AddHashInline(h); });
+  internal::BatchOps::Add(*this, keys.size(),
+                          [&](size_t i) { return Hash(keys[i]); });
 }
 
 void BloomFilter::MayContainKeys(std::span<const std::string_view> keys,
                                  std::span<uint8_t> out) const {
-  const size_t n = std::min(keys.size(), out.size());
-  internal::PipelinedProbe(
-      n, [&](size_t i) { return Hash(keys[i]); },
-      [&](uint64_t h) { Prefetch(h, /*write=*/false); },
-      [&](size_t i, uint64_t h) { out[i] = MayContainHashInline(h); });
+  internal::BatchOps::Query(
+      *this, std::min(keys.size(), out.size()),
+      [&](size_t i) { return Hash(keys[i]); }, out);
 }
 
 uint64_t BloomFilter::items() const {

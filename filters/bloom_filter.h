@@ -165,6 +165,7 @@ class BloomFilter final : public Filter {
     return table_.data() +
            internal::BlockIndex(h, num_blocks_) * internal::kBlockWords;
   }
+  friend struct internal::BatchOps;  // Prefetch
   void Prefetch(uint64_t h, bool write) const;
   void CountNewItem(uint64_t h) {
     // Relaxed: a statistic; nothing is ordered by it.

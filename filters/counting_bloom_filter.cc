@@ -92,37 +92,29 @@ void CountingBloomFilter::Prefetch(uint64_t h, bool write) const {
 Status CountingBloomFilter::AddHashes(std::span<const uint64_t> hashes,
                                       size_t* added) {
   // One stripe at a time: AddHashInline locks and unlocks per key.
-  internal::PipelinedProbe(
-      hashes.size(), [&](size_t i) { return hashes[i]; },
-      [&](uint64_t h) { Prefetch(h, /*write=*/true); },
-      [&](size_t, uint64_t h) { AddHashInline(h); });
+  internal::BatchOps::Add(*this, hashes.size(),
+                          [&](size_t i) { return hashes[i]; });
   if (added != nullptr) *added = hashes.size();
   return Status::OK();
 }
 
 void CountingBloomFilter::MayContainHashes(std::span<const uint64_t> hashes,
                                            std::span<uint8_t> out) const {
-  const size_t n = std::min(hashes.size(), out.size());
-  internal::PipelinedProbe(
-      n, [&](size_t i) { return hashes[i]; },
-      [&](uint64_t h) { Prefetch(h, /*write=*/false); },
-      [&](size_t i, uint64_t h) { out[i] = MayContainHashInline(h); });
+  internal::BatchOps::Query(
+      *this, std::min(hashes.size(), out.size()),
+      [&](size_t i) { return hashes[i]; }, out);
 }
 
 void CountingBloomFilter::AddKeys(std::span<const std::string_view> keys) {
-  internal::PipelinedProbe(
-      keys.size(), [&](size_t i) { return Hash(keys[i]); },
-      [&](uint64_t h) { Prefetch(h, /*write=*/true); },
-      [&](size_t, uint64_t h) { AddHashInline(h); });
+  internal::BatchOps::Add(*this, keys.size(),
+                          [&](size_t i) { return Hash(keys[i]); });
 }
 
 void CountingBloomFilter::MayContainKeys(std::span<const std::string_view> keys,
                                          std::span<uint8_t> out) const {
-  const size_t n = std::min(keys.size(), out.size());
-  internal::PipelinedProbe(
-      n, [&](size_t i) { return Hash(keys[i]); },
-      [&](uint64_t h) { Prefetch(h, /*write=*/false); },
-      [&](size_t i, uint64_t h) { out[i] = MayContainHashInline(h); });
+  internal::BatchOps::Query(
+      *this, std::min(keys.size(), out.size()),
+      [&](size_t i) { return Hash(keys[i]); }, out);
 }
 
 FilterStats CountingBloomFilter::Stats() const {

@@ -197,6 +197,7 @@ class CountingBloomFilter final : public Filter {
   std::atomic<uint64_t>* BlockAt(uint64_t b) const {
     return table_.data() + b * internal::kBlockWords;
   }
+  friend struct internal::BatchOps;  // Prefetch
   void Prefetch(uint64_t h, bool write) const;
 
   const uint32_t k_;

@@ -27,6 +27,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <utility>
 
 #include "filters/hash.h"
@@ -337,6 +338,28 @@ inline void PipelinedProbe(size_t n, HashAt&& hash_at, Prefetch&& prefetch,
     probe(i, h);
   }
 }
+
+// The batch entry points shared by BloomFilter and CountingBloomFilter, over
+// hashes or keys: hash_at(i) gives item i's hash, its line is prefetched
+// kPrefetchWindow items ahead, then it is added or probed. F provides
+// Prefetch(h, write), AddHashInline(h) and MayContainHashInline(h), and
+// befriends BatchOps.
+struct BatchOps {
+  template <typename F, typename HashAt>
+  static void Add(F& f, size_t n, HashAt&& hash_at) {
+    PipelinedProbe(
+        n, hash_at, [&](uint64_t h) { f.Prefetch(h, /*write=*/true); },
+        [&](size_t, uint64_t h) { f.AddHashInline(h); });
+  }
+  // REQUIRES: out.size() >= n.
+  template <typename F, typename HashAt>
+  static void Query(const F& f, size_t n, HashAt&& hash_at,
+                    std::span<uint8_t> out) {
+    PipelinedProbe(
+        n, hash_at, [&](uint64_t h) { f.Prefetch(h, /*write=*/false); },
+        [&](size_t i, uint64_t h) { out[i] = f.MayContainHashInline(h); });
+  }
+};
 
 }  // namespace shardfilter::internal
 
