@@ -142,6 +142,7 @@ Status Database::Close() {
     std::lock_guard lock(d.mu);
     if (d.closed) return Status::OK();
   }
+  d.StopMigrations();  // before the final checkpoint: they roll back
   if (d.background.joinable()) {
     {
       std::lock_guard lock(d.bg_mu);
@@ -254,6 +255,9 @@ Status Database::Drop(std::string_view name) {
     return Status::NotFound(DescribeName(name) + " does not exist");
   }
   OpenFilter of = it->second;
+  if (auto m = d.migrations.find(name); m != d.migrations.end()) {
+    m->second->abort.store(true);  // it rolls back at its next step
+  }
   std::lock_guard state_lock(of.state->mu);  // lock order 2
   SF_RETURN_IF_ERROR(d.store->DropFilter(name));
   of.state->dropped = true;

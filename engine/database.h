@@ -36,6 +36,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/migration.h"
 #include "engine/sharded_filter.h"
 #include "filters/status.h"
 
@@ -167,6 +168,29 @@ class Database {
   // Checkpoints the dirty shards of one filter / of all filters.
   Result<CheckpointStats> Checkpoint(std::string_view name);
   Result<CheckpointStats> CheckpointAll();
+
+  // --- Online migration (engine/migration.h) ---
+  // Starts rebuilding the filter into one of spec `target` (capacity, fpp,
+  // shards, type, growth...; its seed must equal the source's, its
+  // durability defaults to the source's) in the background, while the
+  // filter stays in use. NotFound (no such filter), Busy (a migration of it
+  // is running), NotSupported (read-only store), InvalidArgument (a target
+  // spec the source of keys cannot produce, or no source of keys: the
+  // message says why). One migration per filter at a time.
+  Status StartMigration(std::string_view name, const FilterSpec& target,
+                        MigrationSource source = MigrationSource::kAuto);
+  // The running or last migration of that name in this session (NotFound
+  // when none was started).
+  Result<MigrationProgress> GetMigration(std::string_view name) const;
+  // Blocks until it ends; its final progress (status: why it failed).
+  Result<MigrationProgress> WaitForMigration(std::string_view name);
+  // Stops a running migration and rolls it back (the source serves on).
+  // OK when it already ended (a finished migration stays done).
+  Status AbortMigration(std::string_view name);
+  // StartMigration + WaitForMigration: OK when the target is in service.
+  Result<MigrationProgress> Migrate(
+      std::string_view name, const FilterSpec& target,
+      MigrationSource source = MigrationSource::kAuto);
 
   // Reads back every stored value and checks version, checksum, lengths,
   // and that each shard's committed chunks reassemble to a blob with the

@@ -33,14 +33,15 @@ struct Grouping {
   std::vector<uint32_t> involved;  // shards with items, ascending
 };
 
-Grouping GroupByShard(const ShardedFilter& f,
+// `shard_of_hash` maps a hash to one of `shards` shards.
+template <typename ShardOfFn>
+Grouping GroupByShard(uint32_t shards, ShardOfFn&& shard_of_hash,
                       std::span<const uint64_t> hashes) {
   Grouping g;
-  const uint32_t shards = f.shard_count();
   std::vector<uint32_t> shard_of(hashes.size());
   g.offsets.assign(shards + 1, 0);
   for (size_t i = 0; i < hashes.size(); ++i) {
-    shard_of[i] = f.ShardOf(hashes[i]);
+    shard_of[i] = shard_of_hash(hashes[i]);
     ++g.offsets[shard_of[i] + 1];
   }
   for (uint32_t s = 0; s < shards; ++s) {
@@ -94,6 +95,8 @@ Status ShardedFilter::RemoveKeys(std::span<const std::string_view> keys,
 
 Status ShardedFilter::RunBatch(bool remove, std::span<const uint64_t> hashes,
                                std::vector<Status>* per_item) {
+  if (ShardedFilter* f = Forward())
+    return f->RunBatch(remove, hashes, per_item);
   std::vector<Status> local;
   std::vector<Status>& results = per_item != nullptr ? *per_item : local;
   results.assign(hashes.size(), Status::OK());
@@ -107,19 +110,29 @@ Status ShardedFilter::RunBatch(bool remove, std::span<const uint64_t> hashes,
     for (Status& r : results) r = precheck;
     return precheck;
   }
-  const bool journal = journal_ != nullptr && durability() != Durability::kNone;
+  const bool journal = journal_ != nullptr && durability_ != Durability::kNone;
+  auto shard_of = [this](uint64_t h) { return LocalShardOf(h); };
   const JournalOp op = remove ? JournalOp::kRemove : JournalOp::kAdd;
   for (size_t base = 0; base < hashes.size(); base += kSliceItems) {
     std::span<const uint64_t> slice =
         hashes.subspan(base, std::min(kSliceItems, hashes.size() - base));
     Status* out = results.data() + base;
-    Grouping g = GroupByShard(*this, slice);
+    Grouping g = GroupByShard(shard_count_, shard_of, slice);
     // Shard invariant S4: shared locks in ascending shard order, held by
     // this thread across the parallel apply and the journal write (S2).
     std::vector<std::shared_lock<std::shared_mutex>> locks;
     locks.reserve(g.involved.size());
     for (uint32_t s : g.involved) {
       locks.push_back(internal::LockShared(shards_[s]));  // S5
+    }
+    if (ShardedFilter* f = Forward()) {
+      // A migration switched this filter while we waited: the rest of the
+      // batch goes to the target.
+      locks.clear();
+      std::vector<Status> rest;
+      f->RunBatch(remove, hashes.subspan(base), &rest).ok();
+      for (size_t i = 0; i < rest.size(); ++i) results[base + i] = rest[i];
+      break;
     }
     if (uint8_t d = detached_.load(std::memory_order_relaxed)) {
       Status st = d == internal::kDropped
@@ -144,6 +157,7 @@ Status ShardedFilter::RunBatch(bool remove, std::span<const uint64_t> hashes,
                              : internal::ChainAdd(spec_, sh, slice[idx]);
           if (st.ok()) {
             ok.push_back(slice[idx]);
+            RecordForMigration(g.involved[j], slice[idx], remove);
           } else {
             out[idx] = std::move(st);
           }
@@ -165,10 +179,11 @@ Status ShardedFilter::RunBatch(bool remove, std::span<const uint64_t> hashes,
     for (size_t j = 0; j < g.involved.size(); ++j) {
       if (!done[j].empty()) {
         batch.Add(name_, g.involved[j], seqs[j], op, done[j]);
+        if (spec_.retain_hashes) batch.Retain(name_, op, done[j]);
       }
     }
     if (batch.entries() == 0) continue;
-    Status st = journal_->Write(&batch, durability() == Durability::kSync);
+    Status st = journal_->Write(&batch, durability_ == Durability::kSync);
     if (st.ok()) continue;
     // Not acknowledged: undo what can be undone (see AddHash) and report.
     for (size_t j = 0; j < g.involved.size(); ++j) {
@@ -176,9 +191,9 @@ Status ShardedFilter::RunBatch(bool remove, std::span<const uint64_t> hashes,
       if (NeedsOrder(spec_.type)) {
         std::lock_guard order(sh.order_mu);
         for (uint64_t h : done[j]) {
-          (remove ? internal::ChainAdd(spec_, sh, h)
-                  : internal::ChainRemove(sh, h))
-              .ok();
+          Status undo = remove ? internal::ChainAdd(spec_, sh, h)
+                               : internal::ChainRemove(sh, h);
+          if (undo.ok()) RecordForMigration(g.involved[j], h, !remove);
         }
       }
       for (uint32_t k = g.offsets[g.involved[j]];
@@ -195,6 +210,7 @@ Status ShardedFilter::RunBatch(bool remove, std::span<const uint64_t> hashes,
 
 void ShardedFilter::MayContainHashes(std::span<const uint64_t> hashes,
                                      std::span<uint8_t> out) const {
+  if (ShardedFilter* f = Forward()) return f->MayContainHashes(hashes, out);
   if (shard_count_ == 1) {
     internal::ChainMayContainHashes(shards_[0], hashes, out);  // S1
     return;
@@ -202,7 +218,8 @@ void ShardedFilter::MayContainHashes(std::span<const uint64_t> hashes,
   for (size_t base = 0; base < hashes.size(); base += kSliceItems) {
     size_t n = std::min(kSliceItems, hashes.size() - base);
     std::span<const uint64_t> slice = hashes.subspan(base, n);
-    Grouping g = GroupByShard(*this, slice);
+    Grouping g = GroupByShard(
+        shard_count_, [this](uint64_t h) { return LocalShardOf(h); }, slice);
     std::vector<uint64_t> grouped(n);
     for (size_t k = 0; k < n; ++k) grouped[k] = slice[g.order[k]];
     std::vector<uint8_t> answers(n);

@@ -9,6 +9,7 @@
 #include "engine/internal/access.h"
 #include "engine/internal/filter_factory.h"
 #include "engine/internal/journal_sink.h"
+#include "engine/internal/migration.h"
 #include "engine/internal/shard.h"
 #include "engine/internal/shard_chain.h"
 
@@ -60,6 +61,10 @@ ShardedFilter::~ShardedFilter() = default;
 
 Result<std::unique_ptr<ShardedFilter>> ShardedFilter::Create(
     const FilterSpec& spec) {
+  if (spec.retain_hashes) {
+    return Status::InvalidArgument(
+        "retain_hashes needs a Database (a standalone filter keeps nothing)");
+  }
   SF_ASSIGN_OR_RETURN(FilterSpec resolved,
                       internal::ResolveSpec(spec, Durability::kNone));
   std::vector<std::unique_ptr<Filter>> filters;
@@ -72,11 +77,11 @@ Result<std::unique_ptr<ShardedFilter>> ShardedFilter::Create(
 }
 
 const Filter& ShardedFilter::shard_filter(uint32_t shard, uint32_t link) const {
-  return *shards_[shard].links[link];
+  return *Live().shards_[shard].links[link];
 }
 
 uint32_t ShardedFilter::shard_links(uint32_t shard) const {
-  return shards_[shard].links_visible();
+  return Live().shards_[shard].links_visible();
 }
 
 Status ShardedFilter::CheckWritable() const {
@@ -105,10 +110,15 @@ Status DetachedError(uint8_t state) {
 // lock shared, apply; on success take a sequence and journal it; release;
 // return (the acknowledgement).
 Status ShardedFilter::AddHash(uint64_t hash) {
+  if (ShardedFilter* f = Forward()) return f->AddHash(hash);
   SF_RETURN_IF_ERROR(CheckWritable());
-  uint32_t index = ShardOf(hash);
+  uint32_t index = LocalShardOf(hash);
   Shard& s = shards_[index];
   auto lock = internal::LockShared(s);  // S2, S5
+  if (ShardedFilter* f = Forward()) {   // switched while we waited
+    lock.unlock();
+    return f->AddHash(hash);
+  }
   if (uint8_t d = detached_.load(std::memory_order_relaxed)) {
     return DetachedError(d);
   }
@@ -117,38 +127,55 @@ Status ShardedFilter::AddHash(uint64_t hash) {
     std::lock_guard order(s.order_mu);
     SF_RETURN_IF_ERROR(internal::ChainAdd(spec_, s, hash));
     seq = s.last_seq.fetch_add(1, std::memory_order_relaxed) + 1;
+    RecordForMigration(index, hash, false);
   } else {
     SF_RETURN_IF_ERROR(internal::ChainAdd(spec_, s, hash));
     seq = s.last_seq.fetch_add(1, std::memory_order_relaxed) + 1;
+    RecordForMigration(index, hash, false);
   }
   s.dirty.store(true, std::memory_order_relaxed);
-  if (journal_ == nullptr || durability() == Durability::kNone) {
+  if (journal_ == nullptr || durability_ == Durability::kNone) {
     return Status::OK();
   }
   JournalBatch batch;
   batch.Add(name_, index, seq, JournalOp::kAdd, {&hash, 1});
-  Status st = journal_->Write(&batch, durability() == Durability::kSync);
+  if (spec_.retain_hashes) batch.Retain(name_, JournalOp::kAdd, {&hash, 1});
+  Status st = journal_->Write(&batch, durability_ == Durability::kSync);
   if (!st.ok() && NeedsOrder(spec_.type)) {
     // Not acknowledged: undo, so that memory (and the next checkpoint)
     // matches what the journal says. Bloom bits cannot be unset; an extra
     // positive is allowed, a missing key is not. A link appended by this
     // add stays (empty): replay appends it at the same point (shard_chain.h).
     std::lock_guard order(s.order_mu);
-    internal::ChainRemove(s, hash).ok();
+    if (internal::ChainRemove(s, hash).ok()) {
+      RecordForMigration(index, hash, true);
+    }
   }
   return st;
 }
 
+void ShardedFilter::RecordForMigration(uint32_t shard, uint64_t hash,
+                                       bool remove) {
+  if (internal::Migration* m = migration_.load(std::memory_order_relaxed)) {
+    m->Record(shard, hash, remove);
+  }
+}
+
 Status ShardedFilter::RemoveHash(uint64_t hash) {
+  if (ShardedFilter* f = Forward()) return f->RemoveHash(hash);
   SF_RETURN_IF_ERROR(CheckWritable());
   if (spec_.type == FilterType::kBloom) {
     return Status::NotSupported(
         "remove is not supported by Bloom filters (use a counting or cuckoo "
         "filter)");
   }
-  uint32_t index = ShardOf(hash);
+  uint32_t index = LocalShardOf(hash);
   Shard& s = shards_[index];
   auto lock = internal::LockShared(s);  // S2, S5
+  if (ShardedFilter* f = Forward()) {   // switched while we waited
+    lock.unlock();
+    return f->RemoveHash(hash);
+  }
   if (uint8_t d = detached_.load(std::memory_order_relaxed)) {
     return DetachedError(d);
   }
@@ -157,30 +184,39 @@ Status ShardedFilter::RemoveHash(uint64_t hash) {
     std::lock_guard order(s.order_mu);
     SF_RETURN_IF_ERROR(internal::ChainRemove(s, hash));
     seq = s.last_seq.fetch_add(1, std::memory_order_relaxed) + 1;
+    RecordForMigration(index, hash, true);
   }
   s.dirty.store(true, std::memory_order_relaxed);
-  if (journal_ == nullptr || durability() == Durability::kNone) {
+  if (journal_ == nullptr || durability_ == Durability::kNone) {
     return Status::OK();
   }
   JournalBatch batch;
   batch.Add(name_, index, seq, JournalOp::kRemove, {&hash, 1});
-  Status st = journal_->Write(&batch, durability() == Durability::kSync);
+  if (spec_.retain_hashes) {
+    batch.Retain(name_, JournalOp::kRemove, {&hash, 1});
+  }
+  Status st = journal_->Write(&batch, durability_ == Durability::kSync);
   if (!st.ok()) {
     std::lock_guard order(s.order_mu);
-    internal::ChainAdd(spec_, s, hash).ok();
+    if (internal::ChainAdd(spec_, s, hash).ok()) {
+      RecordForMigration(index, hash, false);
+    }
   }
   return st;
 }
 
 bool ShardedFilter::MayContainHash(uint64_t hash) const {
-  return internal::ChainMayContain(shards_[ShardOf(hash)], hash);  // S1
+  if (ShardedFilter* f = Forward()) return f->MayContainHash(hash);
+  return internal::ChainMayContain(shards_[LocalShardOf(hash)], hash);  // S1
 }
 
 uint32_t ShardedFilter::CountHash(uint64_t hash) const {
-  return internal::ChainCount(shards_[ShardOf(hash)], hash);  // S1
+  if (ShardedFilter* f = Forward()) return f->CountHash(hash);
+  return internal::ChainCount(shards_[LocalShardOf(hash)], hash);  // S1
 }
 
 ShardedStats ShardedFilter::Stats() const {
+  if (ShardedFilter* f = Forward()) return f->Stats();
   ShardedStats out;
   out.shards.resize(shard_count_);
   FilterStats& t = out.total;
@@ -222,6 +258,8 @@ ShardedStats ShardedFilter::Stats() const {
 }
 
 bool ShardedFilter::Equals(const ShardedFilter& other) const {
+  if (ShardedFilter* f = Forward()) return f->Equals(other);
+  if (ShardedFilter* o = other.Forward()) return Equals(*o);
   if (shard_count_ != other.shard_count_ || spec_.type != other.spec_.type ||
       spec_.seed != other.spec_.seed) {
     return false;

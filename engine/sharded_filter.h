@@ -42,6 +42,7 @@ namespace shardfilter {
 namespace internal {
 struct Shard;
 class JournalSink;
+class Migration;
 class ShardedFilterAccess;
 }  // namespace internal
 
@@ -118,6 +119,15 @@ struct FilterSpec {
   // 0 = the default, 2. Larger factors mean fewer links (faster queries)
   // but bigger, rarer allocations.
   uint32_t expansion = 0;
+  // Keep every key's hash in the store (the "hashes" column family: 8
+  // bytes of key and 8 of count per distinct hash, written in the same
+  // RocksDB write as the op's journal entry), so that the filter can later
+  // be rebuilt into one of any type, capacity, FPR or shard count
+  // (Database::StartMigration, `shardfilter migrate`). Needs a Database and
+  // a journalled durability (the retained set is written with each op):
+  // durability none is refused at Create, and a session override to none is
+  // raised to journal for such filters.
+  bool retain_hashes = false;
 };
 
 // One shard's figures.
@@ -159,23 +169,24 @@ class ShardedFilter {
 
   // The catalog name ("" for a standalone filter).
   const std::string& name() const { return name_; }
+  // After a migration (engine/migration.h) switched this filter's name to
+  // a new filter, every method of this handle forwards to that filter (and
+  // the accessors below describe it); re-Get the name to release this
+  // filter's memory.
+  //
   // The spec with every default resolved (shards and durability set).
-  const FilterSpec& spec() const { return spec_; }
-  FilterType type() const { return spec_.type; }
-  uint64_t seed() const { return spec_.seed; }
-  uint32_t shard_count() const { return shard_count_; }
+  const FilterSpec& spec() const { return Live().spec_; }
+  FilterType type() const { return Live().spec_.type; }
+  uint64_t seed() const { return Live().spec_.seed; }
+  uint32_t shard_count() const { return Live().shard_count_; }
   // The durability in force: the spec's, unless the owning Database was
   // opened with DatabaseOptions::durability_override.
-  Durability durability() const { return durability_; }
+  Durability durability() const { return Live().durability_; }
 
   // HashKey(key, seed()).
   uint64_t Hash(std::string_view key) const { return HashKey(key, spec_.seed); }
   // The shard a hash belongs to: Remix(hash) >> (64 - log2 S).
-  uint32_t ShardOf(uint64_t hash) const {
-    return shard_shift_ >= 64
-               ? 0
-               : static_cast<uint32_t>(Remix(hash) >> shard_shift_);
-  }
+  uint32_t ShardOf(uint64_t hash) const { return Live().LocalShardOf(hash); }
   // Direct read access to one link of one shard's chain (tests, tools,
   // benchmarks). REQUIRES: shard < shard_count(), link <
   // shard_links(shard). Valid for the filter's lifetime (links are never
@@ -239,6 +250,25 @@ class ShardedFilter {
   friend class internal::ShardedFilterAccess;
 
   ShardedFilter(std::string name, FilterSpec resolved);
+  // The filter calls go to: this one, or the migration target it forwards
+  // to (acquire pairs with the switch's release: engine/migration.cc).
+  ShardedFilter* Forward() const {
+    return forward_.load(std::memory_order_acquire);
+  }
+  const ShardedFilter& Live() const {
+    const ShardedFilter* f = this;
+    while (ShardedFilter* next = f->Forward()) f = next;
+    return *f;
+  }
+  uint32_t LocalShardOf(uint64_t hash) const {
+    return shard_shift_ >= 64
+               ? 0
+               : static_cast<uint32_t>(Remix(hash) >> shard_shift_);
+  }
+  // Hands a successful op to a running migration (M2 in
+  // engine/internal/migration.h). REQUIRES: the shard's lock held (and
+  // order_mu for ordered types).
+  void RecordForMigration(uint32_t shard, uint64_t hash, bool remove);
   // Applies one op kind to a batch; shared by the four batch calls.
   Status RunBatch(bool remove, std::span<const uint64_t> hashes,
                   std::vector<Status>* per_item);
@@ -260,6 +290,14 @@ class ShardedFilter {
   // while every shard lock is held exclusive; read by mutations under their
   // shard's lock, which orders the two, so relaxed loads suffice.
   std::atomic<uint8_t> detached_{0};
+  // The running migration of this filter, or null. Set and cleared while
+  // every shard lock is held exclusive; read by mutations under their
+  // shard's lock, which orders the two (relaxed suffices).
+  std::atomic<internal::Migration*> migration_{nullptr};
+  // Set once, at a migration's switch, while every shard lock is held
+  // exclusive: forward_owner_ is written first, then forward_ (release).
+  std::shared_ptr<ShardedFilter> forward_owner_;
+  std::atomic<ShardedFilter*> forward_{nullptr};
 };
 
 }  // namespace shardfilter

@@ -236,6 +236,49 @@ Status BloomFilter::UnionWith(const BloomFilter& other) {
   return Status::OK();
 }
 
+Result<std::unique_ptr<BloomFilter>> BloomFilter::Fold(
+    uint32_t factor, uint64_t new_capacity) const {
+  if (factor < 2 || (factor & (factor - 1)) != 0) {
+    return Status::InvalidArgument("fold factor " + std::to_string(factor) +
+                                   " is not a power of two >= 2");
+  }
+  if (new_capacity == 0) {
+    return Status::InvalidArgument("folded capacity is 0");
+  }
+  if (layout_ != BloomLayout::kBlocked) {
+    return Status::NotSupported(
+        "only the blocked layout folds (a classic filter spreads a key's "
+        "bits over the whole table)");
+  }
+  if (num_blocks_ % factor != 0) {
+    return Status::NotSupported("cannot fold " + std::to_string(num_blocks_) +
+                                " blocks by " + std::to_string(factor) +
+                                ": the factor must divide the block count");
+  }
+  const uint64_t new_blocks = num_blocks_ / factor;
+  std::unique_ptr<BloomFilter> f(
+      new BloomFilter(layout_, k_, seed_, new_capacity, fpp_,
+                      new_blocks * internal::kBlockBits));
+  if (!f->table_.Allocate(new_blocks * internal::kBlockWords)) {
+    return Status::ResourceExhausted(
+        "cannot allocate " + std::to_string(new_blocks * 64) + " bytes");
+  }
+  for (uint64_t j = 0; j < new_blocks; ++j) {
+    for (uint32_t w = 0; w < internal::kBlockWords; ++w) {
+      uint64_t v = 0;
+      for (uint32_t i = 0; i < factor; ++i) {
+        v |= table_[(j * factor + i) * internal::kBlockWords + w].load(
+            std::memory_order_relaxed);
+      }
+      f->table_[j * internal::kBlockWords + w].store(v,
+                                                     std::memory_order_relaxed);
+    }
+  }
+  // Distinct keys are unchanged by folding; the statistic carries over.
+  f->items_[0].n.store(items(), std::memory_order_relaxed);
+  return f;
+}
+
 FilterStats BloomFilter::Stats() const {
   FilterStats s;
   s.type = FilterType::kBloom;

@@ -145,6 +145,21 @@ class BloomFilter final : public Filter {
   // every key acknowledged in `other` before the call.
   Status UnionWith(const BloomFilter& other);
 
+  // Folding: a new blocked filter with 1/factor of the blocks, where new
+  // block j is the OR of old blocks j*factor .. j*factor+factor-1. A key's
+  // block is FastRange(h[63:32], n) and floor(FastRange(x, n) / f) ==
+  // FastRange(x, n / f) when f divides n, while its bits within the block
+  // depend on h[31:0] only: so every key this filter holds is held by the
+  // folded one (no false negative), which has the bits per item, k and
+  // hence the rate of this filter at capacity / factor items. The new
+  // filter records `new_capacity` (normally capacity() / factor) and fpp.
+  // Safe against concurrent adds (bits are read with relaxed loads: an add
+  // that races may or may not be included, like UnionWith). NotSupported
+  // for the classic layout or when factor (a power of two >= 2) does not
+  // divide the block count; InvalidArgument for a bad factor or capacity.
+  Result<std::unique_ptr<BloomFilter>> Fold(uint32_t factor,
+                                            uint64_t new_capacity) const;
+
   uint32_t k() const { return k_; }
   BloomLayout layout() const { return layout_; }
   uint64_t num_bits() const { return num_bits_; }

@@ -57,6 +57,13 @@ std::string ShardWhat(std::string_view name, uint32_t shard) {
 
 }  // namespace
 
+void JournalBatch::Retain(std::string_view name, JournalOp op,
+                          std::span<const uint64_t> hashes) {
+  const std::string delta = EncodeRetainedCount(op == JournalOp::kAdd ? 1 : -1);
+  for (uint64_t h : hashes)
+    retained_.emplace_back(RetainedHashKey(name, h), delta);
+}
+
 void JournalBatch::Add(std::string_view name, uint32_t shard, uint64_t seq,
                        JournalOp op, std::span<const uint64_t> hashes) {
   pending_.emplace_back(JournalKey(name, shard, seq),
@@ -87,7 +94,7 @@ Result<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) {
   cfs.emplace_back(kJournalCf, cf_options);
   // The dedup families are opened only when they exist (created on first
   // use by Dedup(true)); RocksDB must open every existing family.
-  bool has_dedup = false, has_time = false;
+  bool has_dedup = false, has_time = false, has_hashes = false;
   if (exists) {
     std::vector<std::string> names;
     rocksdb::Status s =
@@ -106,8 +113,13 @@ Result<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) {
     for (const std::string& n : names) {
       has_dedup |= (n == kDedupCf);
       has_time |= (n == kDedupTimeCf);
+      has_hashes |= (n == kHashesCf);
     }
   }
+  // The hashes family goes first of the optional ones: its handle index is
+  // fixed (4) whatever the dedup families are.
+  if (has_hashes) cfs.emplace_back(kHashesCf, HashesCfOptions());
+  const size_t dedup_index = has_hashes ? 5 : 4;
   if (has_dedup) cfs.emplace_back(kDedupCf, DedupCfOptions());
   if (has_time) cfs.emplace_back(kDedupTimeCf, cf_options);
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
@@ -126,13 +138,14 @@ Result<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) {
   store->journal_cf_ = handles[3];
   store->read_only_ = options.read_only;
   store->path_ = options.path;
+  if (has_hashes) store->hashes_cf_.store(handles[4]);
   if (has_dedup && has_time) {
-    store->dedup_ = std::make_unique<DedupTable>(db, handles[4], handles[5],
-                                                 options.read_only);
+    store->dedup_ = std::make_unique<DedupTable>(
+        db, handles[dedup_index], handles[dedup_index + 1], options.read_only);
   } else if (has_dedup || has_time) {
     // A crash between the two CreateColumnFamily calls of Dedup(true):
     // hand the one back so that Dedup(true) can create both afresh.
-    store->half_dedup_ = handles[4];
+    store->half_dedup_ = handles[dedup_index];
   }
   return store;
 }
@@ -171,7 +184,8 @@ Store::~Store() {
   if (half_dedup_ != nullptr) {
     db_->DestroyColumnFamilyHandle(half_dedup_).PermitUncheckedError();
   }
-  for (auto* h : {default_cf_, catalog_cf_, shards_cf_, journal_cf_}) {
+  for (auto* h :
+       {default_cf_, catalog_cf_, shards_cf_, journal_cf_, hashes_cf_.load()}) {
     if (h != nullptr) db_->DestroyColumnFamilyHandle(h).PermitUncheckedError();
   }
   db_->Close().PermitUncheckedError();
@@ -209,6 +223,10 @@ Status Store::CreateFilter(std::string_view name, const FilterDescriptor& d) {
   std::string end = PrefixSuccessor(prefix);
   batch.DeleteRange(shards_cf_, prefix, end);
   batch.DeleteRange(journal_cf_, prefix, end);
+  if (d.retain_hashes) SF_RETURN_IF_ERROR(EnsureHashesFamily());
+  if (auto* hashes = hashes_cf_.load(std::memory_order_acquire)) {
+    batch.DeleteRange(hashes, prefix, end);
+  }
   batch.Put(catalog_cf_, ToSlice(name), EncodeDescriptor(d));
   return Write(&batch, true, "creating " + DescribeName(name));
 }
@@ -220,6 +238,9 @@ Status Store::DropFilter(std::string_view name) {
   batch.Delete(catalog_cf_, ToSlice(name));
   batch.DeleteRange(shards_cf_, prefix, end);
   batch.DeleteRange(journal_cf_, prefix, end);
+  if (auto* hashes = hashes_cf_.load(std::memory_order_acquire)) {
+    batch.DeleteRange(hashes, prefix, end);
+  }
   return Write(&batch, true, "dropping " + DescribeName(name));
 }
 
@@ -227,6 +248,16 @@ Status Store::WriteJournal(JournalBatch* batch, bool sync) {
   rocksdb::WriteBatch wb;
   for (const auto& [key, value] : batch->pending_) {
     wb.Put(journal_cf_, key, value);
+  }
+  if (!batch->retained_.empty()) {
+    auto* hashes = hashes_cf_.load(std::memory_order_acquire);
+    if (hashes == nullptr) {
+      return Status::NotSupported(
+          "writing retained hashes: the store has no hashes family");
+    }
+    for (const auto& [key, delta] : batch->retained_) {
+      wb.Merge(hashes, key, delta);
+    }
   }
   return Write(&wb, sync, "writing journal");
 }

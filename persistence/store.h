@@ -12,6 +12,7 @@
 #ifndef SHARDFILTER_PERSISTENCE_STORE_H_
 #define SHARDFILTER_PERSISTENCE_STORE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -24,6 +25,7 @@
 
 #include "filters/status.h"
 #include "persistence/dedup_table.h"
+#include "persistence/retained_hashes.h"
 #include "persistence/values.h"
 
 namespace rocksdb {
@@ -50,12 +52,18 @@ class JournalBatch {
  public:
   void Add(std::string_view name, uint32_t shard, uint64_t seq, JournalOp op,
            std::span<const uint64_t> hashes);
+  // The same ops' retained hashes (persistence/retained_hashes.h): one
+  // merge of +1 (add) or -1 (remove) per hash, written in the same
+  // WriteBatch as the journal entries.
+  void Retain(std::string_view name, JournalOp op,
+              std::span<const uint64_t> hashes);
   size_t entries() const { return entries_; }
   size_t hashes() const { return hashes_; }
 
  private:
   friend class Store;
-  std::vector<std::pair<std::string, std::string>> pending_;  // key, value
+  std::vector<std::pair<std::string, std::string>> pending_;   // key, value
+  std::vector<std::pair<std::string, std::string>> retained_;  // key, delta
   size_t entries_ = 0;
   size_t hashes_ = 0;
 };
@@ -125,6 +133,26 @@ class Store {
   Status CollectGarbage(std::string_view name, const FilterDescriptor& d,
                         uint32_t* removed_ranges = nullptr);
 
+  // --- Retained hashes (persistence/retained_hashes.h) ---
+  // Creates the "hashes" family if missing (a writable store only).
+  // CreateFilter calls it for a descriptor with retain_hashes.
+  Status EnsureHashesFamily();
+  // A snapshot scan of the filter's retained hashes. NotFound when the store
+  // holds no retained hashes at all.
+  Result<std::unique_ptr<RetainedHashScan>> ScanRetainedHashes(
+      std::string_view name) const;
+  // Writes the retained hashes (count 1 each) of a filter rebuilt from
+  // keys (offline migration), unsynced; the commit's sync covers them.
+  Status PutRetainedHashes(std::string_view name,
+                           std::span<const uint64_t> hashes);
+
+  // The commit of a migration (engine/migration.h), one synced WriteBatch:
+  // puts `d` (whose shards all hold their new generation's chunks, already
+  // written by WriteChunks), deletes every other chunk of the name (any
+  // shard, any other generation) and the name's whole journal, and, unless
+  // d.retain_hashes, the name's retained hashes.
+  Status CommitMigration(std::string_view name, const FilterDescriptor& d);
+
   // Reads back and checks every value in the three column families.
   Status Verify(StoreVerifyReport* report) const;
 
@@ -150,6 +178,10 @@ class Store {
   rocksdb::ColumnFamilyHandle* catalog_cf_ = nullptr;
   rocksdb::ColumnFamilyHandle* shards_cf_ = nullptr;
   rocksdb::ColumnFamilyHandle* journal_cf_ = nullptr;
+  // The "hashes" family, null until present or created. Set once (under
+  // hashes_mu_), read by writers without the lock: acquire/release.
+  std::mutex hashes_mu_;
+  std::atomic<rocksdb::ColumnFamilyHandle*> hashes_cf_{nullptr};
   std::mutex dedup_mu_;                // guards creating dedup_
   std::unique_ptr<DedupTable> dedup_;  // null until present / created
   // One dedup family without the other (crash while creating them).

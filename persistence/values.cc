@@ -73,7 +73,8 @@ std::string EncodeDescriptor(const FilterDescriptor& d) {
   std::string p;
   PutU8(&p, static_cast<uint8_t>(d.type));
   PutU8(&p, d.durability);
-  PutU8(&p, (d.classic_layout ? 1 : 0) | (d.scalable ? 2 : 0));
+  PutU8(&p, (d.classic_layout ? 1 : 0) | (d.scalable ? 2 : 0) |
+                (d.retain_hashes ? 4 : 0));
   PutU8(&p, static_cast<uint8_t>(d.expansion));
   PutU64(&p, d.capacity);
   PutF64(&p, d.fpp);
@@ -118,7 +119,7 @@ Result<FilterDescriptor> DecodeDescriptor(std::string_view value,
     return Status::Corruption(what + ": unknown durability " +
                               std::to_string(durability));
   }
-  if ((flags & ~3u) != 0) {
+  if ((flags & ~7u) != 0) {
     return Status::Corruption(what + ": unknown flags " +
                               std::to_string(flags));
   }
@@ -141,6 +142,7 @@ Result<FilterDescriptor> DecodeDescriptor(std::string_view value,
   d.durability = durability;
   d.classic_layout = (flags & 1) != 0;
   d.scalable = (flags & 2) != 0;
+  d.retain_hashes = (flags & 4) != 0;
   d.expansion = expansion;
   d.shards.resize(shard_count);
   for (ShardRecord& s : d.shards) {

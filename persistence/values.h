@@ -72,6 +72,7 @@ struct FilterDescriptor {
   uint32_t max_kicks = 0;
   uint64_t max_bytes = 0;
   bool scalable = false;            // flags bit 1
+  bool retain_hashes = false;       // flags bit 2 (the "hashes" family)
   uint32_t expansion = 1;           // [1, 16], in the former reserved byte
   std::vector<ShardRecord> shards;  // size = shard count
 

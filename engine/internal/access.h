@@ -5,7 +5,9 @@
 #define SHARDFILTER_ENGINE_INTERNAL_ACCESS_H_
 
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -40,9 +42,38 @@ class ShardedFilterAccess {
     f.journal_ = journal;
     f.read_only_ = read_only;
     if (durability_override.has_value()) f.durability_ = *durability_override;
+    // Retained hashes are written with the journal entry (FilterSpec).
+    if (f.spec_.retain_hashes && f.durability_ == Durability::kNone) {
+      f.durability_ = Durability::kJournal;
+    }
   }
 
   static Shard& shard(ShardedFilter& f, uint32_t i) { return f.shards_[i]; }
+
+  // --- Migration (engine/internal/migration.h, M1 and M4) ---
+  // Every shard lock exclusive, ascending (S4, S5).
+  static std::vector<std::unique_lock<std::shared_mutex>> LockAll(
+      ShardedFilter& f) {
+    std::vector<std::unique_lock<std::shared_mutex>> locks;
+    locks.reserve(f.shard_count_);
+    for (uint32_t i = 0; i < f.shard_count_; ++i) {
+      locks.push_back(LockExclusive(f.shards_[i]));
+    }
+    return locks;
+  }
+  // REQUIRES: LockAll held.
+  static void SetMigration(ShardedFilter& f, Migration* m) {
+    f.migration_.store(m, std::memory_order_relaxed);
+  }
+  static uint8_t detached(const ShardedFilter& f) {
+    return f.detached_.load(std::memory_order_relaxed);
+  }
+  // REQUIRES: LockAll held. Publishes the target (release pairs with
+  // Forward()'s acquire) after the owner is stored.
+  static void SetForward(ShardedFilter& f, std::shared_ptr<ShardedFilter> to) {
+    f.forward_owner_ = to;
+    f.forward_.store(to.get(), std::memory_order_release);
+  }
 
   // Waits for in-flight mutations (takes every shard lock exclusive, in
   // ascending order: S4), then marks the filter dropped or closed so that

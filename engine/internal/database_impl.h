@@ -23,6 +23,7 @@
 #include "engine/database.h"
 #include "engine/internal/checkpointer.h"
 #include "engine/internal/journal_sink.h"
+#include "engine/internal/migration.h"
 #include "persistence/store.h"
 
 namespace shardfilter::internal {
@@ -41,6 +42,9 @@ class DatabaseImpl {
   mutable std::mutex mu;                                   // D1
   std::map<std::string, OpenFilter, std::less<>> filters;  // GUARDED_BY(mu)
   bool closed = false;                                     // GUARDED_BY(mu)
+  // The running or last migration of each name (engine/migration.cc).
+  std::map<std::string, std::shared_ptr<Migration>, std::less<>>
+      migrations;  // GUARDED_BY(mu)
 
   // Counters (relaxed atomics: statistics only).
   std::atomic<uint64_t> checkpoints{0};
@@ -62,7 +66,12 @@ class DatabaseImpl {
   Status CheckpointFilters(const std::vector<OpenFilter>& which,
                            CheckpointStats* stats);
   void BackgroundLoop();
+  // Asks every migration to stop and joins their threads (Close).
+  void StopMigrations();
 };
+
+// The migration thread's body (engine/internal/migration_run.cc).
+void RunMigration(DatabaseImpl& d, Migration& m, const std::string& name);
 
 }  // namespace shardfilter::internal
 

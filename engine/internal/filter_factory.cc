@@ -28,7 +28,13 @@ Result<FilterSpec> ResolveSpec(const FilterSpec& spec,
                                    " is not a power of two in [1, " +
                                    std::to_string(kMaxShards) + "]");
   }
-  if (!out.durability.has_value()) out.durability = default_durability;
+  if (!out.durability.has_value()) {
+    out.durability = default_durability;
+    // A retaining filter writes its hashes with each op (FilterSpec).
+    if (out.retain_hashes && default_durability == Durability::kNone) {
+      out.durability = Durability::kJournal;
+    }
+  }
   if (static_cast<uint8_t>(*out.durability) > 2) {
     return Status::InvalidArgument("unknown durability mode");
   }
@@ -37,6 +43,11 @@ Result<FilterSpec> ResolveSpec(const FilterSpec& spec,
     return Status::InvalidArgument(
         "expansion " + std::to_string(out.expansion) + " is outside [1, " +
         std::to_string(kMaxExpansion) + "]");
+  }
+  if (out.retain_hashes && *out.durability == Durability::kNone) {
+    return Status::InvalidArgument(
+        "retain_hashes needs durability journal or sync (the retained hashes "
+        "are written with each op's journal entry)");
   }
   if (out.classic_layout && out.type != FilterType::kBloom) {
     return Status::InvalidArgument(
@@ -207,6 +218,7 @@ persistence::FilterDescriptor DescriptorFromSpec(const FilterSpec& spec) {
   d.max_bytes = spec.max_bytes;
   d.scalable = spec.scalable;
   d.expansion = spec.expansion;
+  d.retain_hashes = spec.retain_hashes;
   d.shards.resize(spec.shards);
   return d;
 }
@@ -226,6 +238,7 @@ FilterSpec SpecFromDescriptor(const persistence::FilterDescriptor& d) {
   spec.max_bytes = d.max_bytes;
   spec.scalable = d.scalable;
   spec.expansion = d.expansion;
+  spec.retain_hashes = d.retain_hashes;
   spec.shards = static_cast<uint32_t>(d.shards.size());
   return spec;
 }

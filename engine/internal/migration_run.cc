@@ -1,0 +1,260 @@
+// The migration thread: cut, fill, drain, switch (engine/migration.h for
+// the protocol, engine/internal/migration.h for the invariants M1-M5).
+#include <chrono>
+#include <shared_mutex>
+
+#include "engine/internal/access.h"
+#include "engine/internal/database_impl.h"
+#include "engine/internal/filter_factory.h"
+#include "engine/internal/migration.h"
+#include "engine/internal/shard_chain.h"
+#include "filters/bloom_filter.h"
+#include "persistence/values.h"
+
+namespace shardfilter::internal {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr size_t kFillBatch = 1 << 16;
+// The drain phase stops looping (and the switch replays the rest with
+// writers paused) once a pass replays fewer ops than this.
+constexpr uint64_t kDrainTail = 4096;
+
+uint64_t NanosSince(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t)
+      .count();
+}
+
+// Replays every queued op on the target, shard by shard, each shard's ops
+// in order (M2), as runs of adds and removes. A failed add (the target has
+// no room) is returned; a remove that finds nothing cannot happen when
+// source and target hold the same multiset and is ignored.
+Result<uint64_t> Drain(Migration& m) {
+  uint64_t n = 0;
+  std::vector<uint64_t> run;
+  std::vector<Status> per_item;
+  for (uint32_t s = 0; s < m.queue_count(); ++s) {
+    std::vector<QueuedOp> ops = m.Take(s);
+    size_t i = 0;
+    while (i < ops.size()) {
+      const bool remove = ops[i].remove;
+      run.clear();
+      for (; i < ops.size() && ops[i].remove == remove; ++i) {
+        run.push_back(ops[i].hash);
+      }
+      if (remove) {
+        m.target->RemoveHashes(run, &per_item).ok();
+      } else {
+        Status st = m.target->AddHashes(run, &per_item);
+        if (!st.ok()) {
+          return st.WithContext("replaying an add on the migration target");
+        }
+      }
+    }
+    n += ops.size();
+  }
+  m.replayed.fetch_add(n, std::memory_order_relaxed);
+  m.queued_.fetch_sub(n, std::memory_order_relaxed);
+  return n;
+}
+
+// Builds the target by folding every source shard (M1: under the cut's
+// locks). REQUIRES: LockAll(source) held.
+Status FoldInto(Migration& m, ShardedFilter& src, uint32_t factor) {
+  const FilterSpec& ts = m.target_spec();
+  auto target = ShardedFilterAccess::MakeEmpty(src.name(), ts);
+  for (uint32_t i = 0; i < src.shard_count(); ++i) {
+    Shard& sh = ShardedFilterAccess::shard(src, i);
+    const std::string what = "shard " + std::to_string(i);
+    if (sh.links_visible() != 1) {
+      return Status::InvalidArgument(
+          what + " has grown to " + std::to_string(sh.links_visible()) +
+          " links: only a filter whose shards have one link folds (its "
+          "links have different sizes); migrate it from retained hashes");
+    }
+    const auto& link = static_cast<const BloomFilter&>(*sh.links[0]);
+    const uint64_t fill = sh.fill[0].load(std::memory_order_relaxed);
+    const uint64_t capacity = LinkCapacity(ts, 0);
+    if (fill > capacity) {
+      return Status::InvalidArgument(what + " holds " + std::to_string(fill) +
+                                     " items, more than the folded capacity " +
+                                     std::to_string(capacity));
+    }
+    SF_ASSIGN_OR_RETURN(auto folded, link.Fold(factor, capacity));
+    LoadedChain chain;
+    chain.links.push_back(std::move(folded));
+    chain.fill.push_back(fill);
+    InstallChain(ShardedFilterAccess::shard(*target, i), std::move(chain));
+    m.items_done.fetch_add(fill, std::memory_order_relaxed);
+  }
+  m.target = std::move(target);
+  return Status::OK();
+}
+
+// The switch (step 3). REQUIRES: d.mu, the source's FilterState::mu and
+// LockAll(source) held (M5). On success the target is in service.
+Status Switch(DatabaseImpl& d, Migration& m, const std::string& name) {
+  SF_ASSIGN_OR_RETURN(uint64_t tail, Drain(m));
+  (void)tail;
+  ShardedFilter& target = *m.target;
+  const persistence::FilterDescriptor& old = m.source_state->committed;
+  uint64_t generation = 0;
+  for (const auto& r : old.shards)
+    generation = std::max(generation, r.generation);
+  ++generation;  // above every chunk the source committed: no key clash
+  persistence::FilterDescriptor next = DescriptorFromSpec(target.spec());
+  for (uint32_t i = 0; i < target.shard_count(); ++i) {
+    const std::string blob =
+        ChainSerialize(ShardedFilterAccess::shard(target, i));
+    SF_ASSIGN_OR_RETURN(
+        next.shards[i],
+        d.store->WriteChunks(name, i, generation, blob, d.options.chunk_bytes));
+    next.shards[i].sequence = 0;
+  }
+  // The commit point. Before it a crash leaves the source (the chunks just
+  // written are collected at the next open); after it, the target.
+  SF_RETURN_IF_ERROR(d.store->CommitMigration(name, next));
+  for (uint32_t i = 0; i < target.shard_count(); ++i) {
+    Shard& sh = ShardedFilterAccess::shard(target, i);
+    sh.last_seq.store(0, std::memory_order_relaxed);
+    sh.dirty.store(false, std::memory_order_relaxed);
+    sh.checkpoint_generation.store(generation, std::memory_order_relaxed);
+    sh.checkpoint_sequence.store(0, std::memory_order_relaxed);
+    sh.checkpoint_bytes.store(next.shards[i].byte_length,
+                              std::memory_order_relaxed);
+  }
+  ShardedFilterAccess::Attach(target, d.journal.get(), false,
+                              d.options.durability_override);
+  std::shared_ptr<ShardedFilter> live(std::move(m.target));
+  auto state = std::make_shared<FilterState>();
+  state->committed = std::move(next);
+  d.filters[name] = OpenFilter{live, std::move(state)};
+  m.source_state->dropped = true;  // no checkpoint of the source any more
+  ShardedFilterAccess::SetForward(*m.source, live);  // M4
+  ShardedFilterAccess::SetMigration(*m.source, nullptr);
+  return Status::OK();
+}
+
+}  // namespace
+
+void RunMigration(DatabaseImpl& d, Migration& m, const std::string& name) {
+  ShardedFilter& src = *m.source;
+  bool attached = false;
+  // Rolls back: detaches from the source (M4) unless `locked` says the
+  // caller holds its locks and detaches itself.
+  auto fail = [&](Status s) {
+    if (attached) {
+      auto locks = ShardedFilterAccess::LockAll(src);
+      ShardedFilterAccess::SetMigration(src, nullptr);
+    }
+    m.target.reset();
+    m.Finish(
+        m.abort.load() ? MigrationPhase::kAborted : MigrationPhase::kFailed,
+        std::move(s));
+  };
+  const FilterSpec& ts = m.target_spec();
+  std::unique_ptr<persistence::RetainedHashScan> scan;
+  // 1. The target (fold: built at the cut).
+  if (m.source_kind() == MigrationSource::kRetainedHashes) {
+    std::vector<std::unique_ptr<Filter>> shards;
+    for (uint32_t i = 0; i < ts.shards; ++i) {
+      auto f = MakeShardFilter(ts);
+      if (!f.ok()) return fail(f.status().WithContext("building the target"));
+      shards.push_back(std::move(*f));
+    }
+    m.target = ShardedFilterAccess::Make(name, ts, std::move(shards));
+  }
+  // 2. The cut (M1).
+  {
+    const auto t0 = Clock::now();
+    auto locks = ShardedFilterAccess::LockAll(src);
+    Status s;
+    if (ShardedFilterAccess::detached(src) != kLive) {
+      s = Status::Aborted("the filter was dropped or closed");
+    } else if (m.source_kind() == MigrationSource::kRetainedHashes) {
+      auto r = d.store->ScanRetainedHashes(name);
+      if (r.ok()) {
+        scan = std::move(*r);
+      } else {
+        s = r.status();
+      }
+    } else {
+      s = FoldInto(m, src,
+                   static_cast<uint32_t>(src.spec().capacity / ts.capacity));
+    }
+    if (s.ok()) {
+      m.items_total.store(src.Stats().total.items, std::memory_order_relaxed);
+      ShardedFilterAccess::SetMigration(src, &m);
+      attached = true;
+    }
+    m.pause_ns.fetch_add(NanosSince(t0), std::memory_order_relaxed);
+    if (!s.ok()) {
+      locks.clear();
+      return fail(s);
+    }
+  }
+  // 3. The fill.
+  const bool bloom_source = src.type() == FilterType::kBloom;
+  if (scan != nullptr) {
+    std::vector<std::pair<uint64_t, int64_t>> pairs;
+    std::vector<uint64_t> hashes;
+    std::vector<Status> per_item;
+    bool more = true;
+    while (more) {
+      if (m.abort.load()) return fail(Status::Aborted("migration aborted"));
+      pairs.clear();
+      Status s = scan->Next(kFillBatch, &pairs, &more);
+      if (!s.ok()) return fail(s);
+      hashes.clear();
+      for (const auto& [h, count] : pairs) {
+        // A Bloom filter is a set; other types hold each copy.
+        const int64_t copies = bloom_source ? 1 : count;
+        for (int64_t c = 0; c < copies; ++c) hashes.push_back(h);
+      }
+      s = m.target->AddHashes(hashes, &per_item);
+      if (!s.ok()) {
+        return fail(s.WithContext("the target cannot hold the source's keys"));
+      }
+      m.items_done.fetch_add(pairs.size(), std::memory_order_relaxed);
+      if (bloom_source) {  // M3: adds commute
+        auto r = Drain(m);
+        if (!r.ok()) return fail(r.status());
+      }
+    }
+    scan.reset();  // releases the snapshot
+  }
+  // 4. Catch up with the ops acknowledged since the cut (M3).
+  m.SetPhase(MigrationPhase::kDraining);
+  for (int pass = 0; pass < 64; ++pass) {
+    if (m.abort.load()) return fail(Status::Aborted("migration aborted"));
+    auto r = Drain(m);
+    if (!r.ok()) return fail(r.status());
+    if (*r < kDrainTail) break;
+  }
+  // 5. The switch (M5: catalog mutex, state mutex, shard locks).
+  m.SetPhase(MigrationPhase::kSwitching);
+  {
+    std::lock_guard catalog(d.mu);
+    auto it = d.filters.find(name);
+    if (d.closed || it == d.filters.end() || it->second.filter != m.source) {
+      return fail(
+          Status::Aborted("the filter was dropped or the store closed"));
+    }
+    std::lock_guard state(m.source_state->mu);
+    const auto t0 = Clock::now();
+    auto locks = ShardedFilterAccess::LockAll(src);
+    Status s = m.abort.load() ? Status::Aborted("migration aborted")
+                              : Switch(d, m, name);
+    if (!s.ok()) ShardedFilterAccess::SetMigration(src, nullptr);  // M4
+    locks.clear();
+    m.pause_ns.fetch_add(NanosSince(t0), std::memory_order_relaxed);
+    if (!s.ok()) {
+      attached = false;
+      return fail(s);
+    }
+  }
+  m.Finish(MigrationPhase::kDone, Status::OK());
+}
+
+}  // namespace shardfilter::internal

@@ -1,0 +1,181 @@
+// Retained hashes: the column family's options and merge operator, the
+// snapshot scan, and the Store's calls on the family.
+#include "persistence/retained_hashes.h"
+
+#include <rocksdb/db.h>
+#include <rocksdb/filter_policy.h>
+#include <rocksdb/merge_operator.h>
+#include <rocksdb/options.h>
+#include <rocksdb/table.h>
+#include <rocksdb/write_batch.h>
+
+#include "persistence/internal/rocks_status.h"
+#include "persistence/keys.h"
+#include "persistence/store.h"
+
+namespace shardfilter::persistence {
+
+using internal::FromRocks;
+
+namespace {
+
+int64_t LoadI64(const char* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
+  return static_cast<int64_t>(v);
+}
+
+// Sums i64 counts. Associative and commutative, so RocksDB may combine
+// operands in any grouping. A malformed operand or value fails the merge
+// (RocksDB then reports Corruption to the reader or the compaction).
+class CountAddOperator : public rocksdb::AssociativeMergeOperator {
+ public:
+  bool Merge(const rocksdb::Slice&, const rocksdb::Slice* existing,
+             const rocksdb::Slice& value, std::string* out,
+             rocksdb::Logger*) const override {
+    if (value.size() != 8) return false;
+    if (existing != nullptr && existing->size() != 8) return false;
+    int64_t sum = LoadI64(value.data());
+    if (existing != nullptr) sum += LoadI64(existing->data());
+    *out = EncodeRetainedCount(sum);
+    return true;
+  }
+  const char* Name() const override { return "shardfilter.CountAdd"; }
+};
+
+}  // namespace
+
+rocksdb::ColumnFamilyOptions HashesCfOptions() {
+  rocksdb::ColumnFamilyOptions o;
+  o.merge_operator = std::make_shared<CountAddOperator>();
+  rocksdb::BlockBasedTableOptions t;
+  t.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+  o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
+  return o;
+}
+
+std::string RetainedHashKey(std::string_view name, uint64_t hash) {
+  std::string k = NamePrefix(name);
+  PutBE64(&k, hash);
+  return k;
+}
+
+std::string EncodeRetainedCount(int64_t count) {
+  std::string v(8, '\0');
+  uint64_t u = static_cast<uint64_t>(count);
+  for (int i = 0; i < 8; ++i) v[i] = static_cast<char>((u >> (8 * i)) & 0xff);
+  return v;
+}
+
+RetainedHashScan::RetainedHashScan(rocksdb::DB* db,
+                                   rocksdb::ColumnFamilyHandle* cf,
+                                   std::string name)
+    : db_(db), name_(std::move(name)) {
+  prefix_ = NamePrefix(name_);
+  end_ = PrefixSuccessor(prefix_);
+  snapshot_ = db_->GetSnapshot();
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snapshot_;
+  // The bound must outlive the iterator: it points into end_, a member.
+  upper_ = std::make_unique<rocksdb::Slice>(end_);
+  ro.iterate_upper_bound = upper_.get();
+  it_.reset(db_->NewIterator(ro, cf));
+}
+
+RetainedHashScan::~RetainedHashScan() {
+  it_.reset();
+  if (snapshot_ != nullptr) db_->ReleaseSnapshot(snapshot_);
+}
+
+Status RetainedHashScan::Next(size_t max,
+                              std::vector<std::pair<uint64_t, int64_t>>* out,
+                              bool* more) {
+  if (!started_) {
+    it_->Seek(prefix_);
+    started_ = true;
+  }
+  size_t added = 0;
+  for (; it_->Valid() && added < max; it_->Next()) {
+    rocksdb::Slice k = it_->key(), v = it_->value();
+    if (k.size() != prefix_.size() + 8 || v.size() != 8) {
+      return Status::Corruption(DescribeName(name_) +
+                                " retained hashes: malformed key or value");
+    }
+    int64_t count = LoadI64(v.data());
+    if (count <= 0) continue;
+    out->emplace_back(LoadBE(k.data() + prefix_.size(), 8), count);
+    ++added;
+  }
+  returned_ += added;
+  SF_RETURN_IF_ERROR(FromRocks(
+      it_->status(), "reading retained hashes of " + DescribeName(name_)));
+  *more = it_->Valid();
+  return Status::OK();
+}
+
+Status Store::EnsureHashesFamily() {
+  std::lock_guard lock(hashes_mu_);
+  if (hashes_cf_.load(std::memory_order_acquire) != nullptr) {
+    return Status::OK();
+  }
+  if (read_only_) {
+    return Status::NotSupported("the store is open read-only");
+  }
+  rocksdb::ColumnFamilyHandle* cf = nullptr;
+  SF_RETURN_IF_ERROR(
+      FromRocks(db_->CreateColumnFamily(HashesCfOptions(), kHashesCf, &cf),
+                "creating the hashes column family"));
+  hashes_cf_.store(cf, std::memory_order_release);
+  return Status::OK();
+}
+
+Result<std::unique_ptr<RetainedHashScan>> Store::ScanRetainedHashes(
+    std::string_view name) const {
+  auto* cf = hashes_cf_.load(std::memory_order_acquire);
+  if (cf == nullptr) {
+    return Status::NotFound("the store at \"" + path_ +
+                            "\" holds no retained hashes");
+  }
+  return std::unique_ptr<RetainedHashScan>(
+      new RetainedHashScan(db_, cf, std::string(name)));
+}
+
+Status Store::PutRetainedHashes(std::string_view name,
+                                std::span<const uint64_t> hashes) {
+  SF_RETURN_IF_ERROR(EnsureHashesFamily());
+  auto* cf = hashes_cf_.load(std::memory_order_acquire);
+  rocksdb::WriteBatch batch;
+  const std::string one = EncodeRetainedCount(1);
+  for (uint64_t h : hashes) batch.Merge(cf, RetainedHashKey(name, h), one);
+  return Write(&batch, false,
+               "writing retained hashes of " + DescribeName(name));
+}
+
+Status Store::CommitMigration(std::string_view name,
+                              const FilterDescriptor& d) {
+  rocksdb::WriteBatch batch;
+  const std::string prefix = NamePrefix(name);
+  const std::string end = PrefixSuccessor(prefix);
+  for (uint32_t shard = 0; shard < d.shards.size(); ++shard) {
+    const uint64_t g = d.shards[shard].generation;
+    batch.DeleteRange(shards_cf_, GenerationPrefix(name, shard, 0),
+                      GenerationPrefix(name, shard, g));
+    batch.DeleteRange(shards_cf_, GenerationPrefix(name, shard, g + 1),
+                      PrefixSuccessor(ShardPrefix(name, shard)));
+  }
+  batch.DeleteRange(shards_cf_,
+                    ShardPrefix(name, static_cast<uint32_t>(d.shards.size())),
+                    end);
+  batch.DeleteRange(journal_cf_, prefix, end);
+  if (!d.retain_hashes) {
+    if (auto* cf = hashes_cf_.load(std::memory_order_acquire)) {
+      batch.DeleteRange(cf, prefix, end);
+    }
+  }
+  batch.Put(catalog_cf_, rocksdb::Slice(name.data(), name.size()),
+            EncodeDescriptor(d));
+  return Write(&batch, true,
+               "committing the migration of " + DescribeName(name));
+}
+
+}  // namespace shardfilter::persistence
