@@ -31,7 +31,10 @@
 #define SHARDFILTER_ENGINE_DATABASE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -191,6 +194,31 @@ class Database {
   Result<MigrationProgress> Migrate(
       std::string_view name, const FilterSpec& target,
       MigrationSource source = MigrationSource::kAuto);
+
+  // --- Offline rebuilds (`shardfilter migrate`; engine/rebuild.cc) ---
+  // Calls fn with batches of (hash, count > 0) of the filter's retained
+  // hashes, in hash order, from a snapshot taken at the call (only hashes
+  // above `after` when set). InvalidArgument when the filter does not
+  // retain hashes; fn's error stops the scan and is returned.
+  Status ScanRetainedHashes(
+      std::string_view name, std::optional<uint64_t> after,
+      const std::function<
+          Status(std::span<const std::pair<uint64_t, int64_t>>)>& fn) const;
+  // A standalone copy of the filter folded by `factor` (spec FoldedSpec):
+  // errors as StartMigration's with MigrationSource::kFold.
+  Result<std::unique_ptr<ShardedFilter>> FoldedCopy(std::string_view name,
+                                                    uint32_t factor) const;
+  // Atomically replaces the filter with `built`, a standalone filter
+  // (ShardedFilter::Create) nobody else uses, as a migration's switch does:
+  // one synced commit, then handles to the old filter forward to the new.
+  // With keep_retained_hashes the name's retained hashes stay and the new
+  // filter retains too: only correct when `built` holds exactly those
+  // hashes (built from them, same seed); otherwise they are deleted.
+  // InvalidArgument for a filter that is not standalone, or keeping hashes
+  // the old filter did not retain or under another seed.
+  Status ReplaceFilter(std::string_view name,
+                       std::unique_ptr<ShardedFilter> built,
+                       bool keep_retained_hashes);
 
   // Reads back every stored value and checks version, checksum, lengths,
   // and that each shard's committed chunks reassemble to a blob with the

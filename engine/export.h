@@ -57,6 +57,11 @@ struct ParsedExport {
 // Checks magic, version, lengths, checksum and header fields.
 Result<ParsedExport> ParseExport(std::string_view bytes);
 
+// A standalone filter holding exactly the exported state (spec durability
+// as exported). Errors as ImportFilter's.
+Result<std::unique_ptr<ShardedFilter>> LoadExportedFilter(
+    std::string_view bytes);
+
 // Creates filter `name` in `db` holding exactly the exported state (every
 // shard Equals the exported one), durably: one synced commit, so a crash
 // leaves either the whole filter or nothing. `durability` replaces the

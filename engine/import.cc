@@ -78,6 +78,24 @@ Result<std::vector<internal::LoadedChain>> DecodeShards(
 
 }  // namespace
 
+Result<std::unique_ptr<ShardedFilter>> LoadExportedFilter(
+    std::string_view bytes) {
+  SF_ASSIGN_OR_RETURN(ParsedExport parsed, ParseExport(bytes));
+  Result<FilterSpec> resolved =
+      internal::ResolveSpec(parsed.spec, Durability::kNone);
+  if (!resolved.ok()) {
+    return Status::Corruption("export file: header holds an invalid spec: " +
+                              resolved.status().message());
+  }
+  SF_ASSIGN_OR_RETURN(auto chains, DecodeShards(*resolved, parsed.shards));
+  auto f = ShardedFilterAccess::MakeEmpty("", *resolved);
+  for (uint32_t i = 0; i < resolved->shards; ++i) {
+    internal::InstallChain(ShardedFilterAccess::shard(*f, i),
+                           std::move(chains[i]));  // not shared yet
+  }
+  return f;
+}
+
 Status ImportFilter(Database& db, std::string_view name, std::string_view bytes,
                     std::optional<Durability> durability) {
   if (name.empty() || name.size() > kMaxFilterNameBytes) {

@@ -113,7 +113,16 @@ Result<std::unique_ptr<BloomFilter>> BloomFilter::Create(
       return Status::InvalidArgument(
           "blocked Bloom filter would need more than 2^32 blocks (256 GiB)");
     }
-    num_bits = s.blocks * internal::kBlockBits;
+    // Foldable sizes (Fold): the block count is rounded up to a multiple
+    // of the largest power of two g <= min(64, blocks / 256), so a filter
+    // can later be folded by any factor up to g; it costs at most
+    // 1/256 = 0.4% more memory, within the budget only.
+    uint64_t blocks = s.blocks;
+    uint64_t g = 1;
+    while (g < 64 && g * 2 * 256 <= blocks) g *= 2;
+    const uint64_t rounded = (blocks + g - 1) / g * g;
+    if (rounded * 64 <= options.max_bytes) blocks = rounded;
+    num_bits = blocks * internal::kBlockBits;
     k = s.k;
   } else if (options.layout == BloomLayout::kClassic) {
     SF_ASSIGN_OR_RETURN(uint64_t m0, ClassicBloomBits(n, p));
@@ -277,6 +286,26 @@ Result<std::unique_ptr<BloomFilter>> BloomFilter::Fold(
   // Distinct keys are unchanged by folding; the statistic carries over.
   f->items_[0].n.store(items(), std::memory_order_relaxed);
   return f;
+}
+
+uint64_t BloomFilter::MissingFoldedBits(const BloomFilter& source) const {
+  if (layout_ != BloomLayout::kBlocked || source.layout_ != layout_ ||
+      source.k_ != k_ || source.seed_ != seed_ || num_blocks_ == 0 ||
+      source.num_blocks_ % num_blocks_ != 0) {
+    return UINT64_MAX;
+  }
+  const uint64_t factor = source.num_blocks_ / num_blocks_;
+  uint64_t missing = 0;
+  for (uint64_t b = 0; b < source.num_blocks_; ++b) {
+    for (uint32_t w = 0; w < internal::kBlockWords; ++w) {
+      const uint64_t v = source.table_[b * internal::kBlockWords + w].load(
+          std::memory_order_relaxed);
+      const uint64_t t = table_[(b / factor) * internal::kBlockWords + w].load(
+          std::memory_order_relaxed);
+      missing += static_cast<uint64_t>(std::popcount(v & ~t));
+    }
+  }
+  return missing;
 }
 
 FilterStats BloomFilter::Stats() const {

@@ -159,6 +159,11 @@ class BloomFilter final : public Filter {
   // divide the block count; InvalidArgument for a bad factor or capacity.
   Result<std::unique_ptr<BloomFilter>> Fold(uint32_t factor,
                                             uint64_t new_capacity) const;
+  // Verification of a fold: the number of bits set in `source` that are
+  // not set in this filter at their folded position (0: every key of
+  // `source` is in this filter). UINT64_MAX when this filter is not a fold
+  // of `source`'s shape (layout, k, seed, a block count dividing source's).
+  uint64_t MissingFoldedBits(const BloomFilter& source) const;
 
   uint32_t k() const { return k_; }
   BloomLayout layout() const { return layout_; }

@@ -69,8 +69,8 @@ std::string EncodeRetainedCount(int64_t count) {
 
 RetainedHashScan::RetainedHashScan(rocksdb::DB* db,
                                    rocksdb::ColumnFamilyHandle* cf,
-                                   std::string name)
-    : db_(db), name_(std::move(name)) {
+                                   std::string name, std::string start)
+    : db_(db), name_(std::move(name)), start_(std::move(start)) {
   prefix_ = NamePrefix(name_);
   end_ = PrefixSuccessor(prefix_);
   snapshot_ = db_->GetSnapshot();
@@ -91,7 +91,7 @@ Status RetainedHashScan::Next(size_t max,
                               std::vector<std::pair<uint64_t, int64_t>>* out,
                               bool* more) {
   if (!started_) {
-    it_->Seek(prefix_);
+    it_->Seek(start_);
     started_ = true;
   }
   size_t added = 0;
@@ -130,14 +130,19 @@ Status Store::EnsureHashesFamily() {
 }
 
 Result<std::unique_ptr<RetainedHashScan>> Store::ScanRetainedHashes(
-    std::string_view name) const {
+    std::string_view name, std::optional<uint64_t> after) const {
   auto* cf = hashes_cf_.load(std::memory_order_acquire);
   if (cf == nullptr) {
     return Status::NotFound("the store at \"" + path_ +
                             "\" holds no retained hashes");
   }
+  // After the last possible hash: start past the name's range.
+  std::string start = !after.has_value() ? NamePrefix(name)
+                      : *after == UINT64_MAX
+                          ? PrefixSuccessor(NamePrefix(name))
+                          : RetainedHashKey(name, *after + 1);
   return std::unique_ptr<RetainedHashScan>(
-      new RetainedHashScan(db_, cf, std::string(name)));
+      new RetainedHashScan(db_, cf, std::string(name), std::move(start)));
 }
 
 Status Store::PutRetainedHashes(std::string_view name,

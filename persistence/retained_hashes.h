@@ -70,12 +70,13 @@ class RetainedHashScan {
  private:
   friend class Store;
   RetainedHashScan(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
-                   std::string name);
+                   std::string name, std::string start);
   rocksdb::DB* db_;
   const rocksdb::Snapshot* snapshot_ = nullptr;
   std::string name_;
   std::string prefix_;
-  std::string end_;  // upper bound (kept alive for the iterator)
+  std::string start_;  // first key to visit
+  std::string end_;    // upper bound (kept alive for the iterator)
   std::unique_ptr<rocksdb::Slice> upper_;
   std::unique_ptr<rocksdb::Iterator> it_;
   bool started_ = false;

@@ -17,6 +17,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -137,10 +138,11 @@ class Store {
   // Creates the "hashes" family if missing (a writable store only).
   // CreateFilter calls it for a descriptor with retain_hashes.
   Status EnsureHashesFamily();
-  // A snapshot scan of the filter's retained hashes. NotFound when the store
-  // holds no retained hashes at all.
+  // A snapshot scan of the filter's retained hashes (those above `after`
+  // when set). NotFound when the store holds no retained hashes at all.
   Result<std::unique_ptr<RetainedHashScan>> ScanRetainedHashes(
-      std::string_view name) const;
+      std::string_view name,
+      std::optional<uint64_t> after = std::nullopt) const;
   // Writes the retained hashes (count 1 each) of a filter rebuilt from
   // keys (offline migration), unsynced; the commit's sync covers them.
   Status PutRetainedHashes(std::string_view name,

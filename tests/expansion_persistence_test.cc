@@ -119,9 +119,13 @@ TEST(ExpansionDescriptorTest, ScalableAndExpansionRoundTripStrictly) {
                     .IsCorruption())
         << int{e};
   }
-  EXPECT_TRUE(persistence::DecodeDescriptor(reframe(v, 2, 4), "f")
+  // Flags bits 0-2 are classic, scalable, retain_hashes; the rest unknown.
+  EXPECT_TRUE(persistence::DecodeDescriptor(reframe(v, 2, 8), "f")
                   .status()
                   .IsCorruption());
+  auto retained = persistence::DecodeDescriptor(reframe(v, 2, 4), "f");
+  ASSERT_TRUE(retained.ok());
+  EXPECT_TRUE(retained->retain_hashes);
 }
 
 }  // namespace

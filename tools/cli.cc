@@ -22,15 +22,41 @@ namespace {
 
 // Every flag of every command; each command lists which it accepts.
 constexpr FlagDef kFlags[] = {
-    {"db", true},          {"help", false},     {"version", false},
-    {"type", true},        {"capacity", true},  {"fpp", true},
-    {"shards", true},      {"seed", true},      {"durability", true},
-    {"k", true},           {"layout", true},    {"fingerprint-bits", true},
-    {"bucket-size", true}, {"ack", false},      {"quiet", false},
-    {"json", false},       {"items", true},     {"probes", true},
-    {"ttl", true},         {"expected", true},  {"binary", false},
-    {"skip", true},        {"out", true},       {"progress-every", true},
-    {"nonscaling", false}, {"expansion", true},
+    {"db", true},
+    {"help", false},
+    {"version", false},
+    {"type", true},
+    {"capacity", true},
+    {"fpp", true},
+    {"shards", true},
+    {"seed", true},
+    {"durability", true},
+    {"k", true},
+    {"layout", true},
+    {"fingerprint-bits", true},
+    {"bucket-size", true},
+    {"ack", false},
+    {"quiet", false},
+    {"json", false},
+    {"items", true},
+    {"probes", true},
+    {"ttl", true},
+    {"expected", true},
+    {"binary", false},
+    {"skip", true},
+    {"out", true},
+    {"progress-every", true},
+    {"nonscaling", false},
+    {"expansion", true},
+    {"retain-hashes", false},
+    {"drop-hashes", false},
+    {"from", true},
+    {"fold", true},
+    {"to-db", true},
+    {"to-name", true},
+    {"verify-sample", true},
+    {"restart", false},
+    {"stop-after", true},
 };
 // Accepted by every command.
 constexpr std::string_view kGlobalFlags[] = {"db", "help", "version"};
@@ -66,6 +92,8 @@ Commands:
   import NAME [FILE...]  bulk-load keys from files or stdin (progress, resume)
   export NAME FILE       write a filter to one portable, checksummed file
   import-filter FILE NAME  create a filter from an export file
+  migrate NAME [KEYFILE...]  rebuild a filter into another type, size,
+                         rate, shard count or seed (progress, resume)
   experiment fill|k|space  FPR and space measurements as CSV (+ PNG plot)
   demo                   in-memory run of every filter type (FPR, speed)
 
@@ -81,7 +109,8 @@ Exit codes:
   2  usage error: bad command line or invalid parameters; nothing changed
   3  store or filter error: unknown filter, AlreadyExists, WrongType,
      NotSupported, Corruption, IOError, store locked by another process
-  130  interrupted (import: Ctrl-C); the message says how to resume
+  130  interrupted (import, migrate: Ctrl-C); the message says how to
+       resume
 
 Keys and names are byte strings. From stdin a key is one line without its
 "\n"; a trailing "\r" is removed too (CRLF files); an empty line is the
@@ -104,7 +133,8 @@ const std::vector<Command>& Commands() {
        1,
        1,
        {"type", "capacity", "fpp", "shards", "seed", "durability", "k",
-        "layout", "fingerprint-bits", "bucket-size", "nonscaling", "expansion"},
+        "layout", "fingerprint-bits", "bucket-size", "nonscaling", "expansion",
+        "retain-hashes"},
        R"(Usage: shardfilter create NAME --type bloom|counting|cuckoo --capacity N
                           --fpp P [FLAGS...]
 
@@ -134,6 +164,11 @@ Flags:
                         stays under --fpp at any size.
   --expansion N         capacity factor from one link to the next, 1..16
                         (default 2).
+  --retain-hashes       also keep every key's 8-byte hash in the store (16
+                        bytes per distinct key on disk), so that `migrate`
+                        can rebuild the filter into any type, size or shard
+                        count without the keys. Needs durability journal or
+                        sync.
 
 Example:
   shardfilter create users --type cuckoo --capacity 10M --fpp 0.001 --shards 16
@@ -309,6 +344,36 @@ Example:
        kMany,
        {"binary", "skip", "durability", "progress-every", "quiet"},
        kImportUsage},
+      {"migrate",
+       RunMigrate,
+       1,
+       kMany,
+       {"type",
+        "capacity",
+        "fpp",
+        "shards",
+        "seed",
+        "durability",
+        "k",
+        "layout",
+        "fingerprint-bits",
+        "bucket-size",
+        "nonscaling",
+        "expansion",
+        "retain-hashes",
+        "drop-hashes",
+        "from",
+        "fold",
+        "to-db",
+        "to-name",
+        "binary",
+        "verify-sample",
+        "probes",
+        "stop-after",
+        "restart",
+        "progress-every",
+        "quiet"},
+       kMigrateUsage},  // text in tools/cli_migrate.cc
       {"experiment",
        RunExperiment,
        1,

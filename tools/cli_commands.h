@@ -53,6 +53,17 @@ Result<std::unique_ptr<Database>> OpenStore(
 // returns `code` unchanged.
 int CloseStore(Database& db, std::ostream& err, int code);
 
+// Applies create's spec flags (--type, --capacity, --fpp, --shards, --seed,
+// --durability, --k, --layout, --fingerprint-bits, --bucket-size,
+// --nonscaling, --expansion, --retain-hashes) to *spec. With require_core,
+// --type, --capacity and --fpp must be given (create); otherwise absent
+// flags keep *spec's values (migrate), except that a new --type drops the
+// old type's own parameters. Returns a usage error message or "".
+std::string SpecFromFlags(const ParsedArgs& args, FilterSpec* spec,
+                          bool require_core);
+// "12.3 MiB".
+std::string Mib(uint64_t bytes);
+
 // The subcommands. Each returns an ExitCode (tools/cli.h).
 int RunCreate(CommandContext& ctx);
 int RunAdd(CommandContext& ctx);
@@ -72,6 +83,8 @@ int RunExport(CommandContext& ctx);
 int RunImportFilter(CommandContext& ctx);
 int RunImport(CommandContext& ctx);
 int RunExperiment(CommandContext& ctx);
+int RunMigrate(CommandContext& ctx);
+extern const std::string_view kMigrateUsage;
 extern const std::string_view kExportUsage;
 extern const std::string_view kImportFilterUsage;
 extern const std::string_view kImportUsage;

@@ -41,20 +41,30 @@ std::string ParseFlag(const ParsedArgs& args, std::string_view name,
   return "";
 }
 
-// The FilterSpec described by create's flags, or a usage error message.
-std::string SpecFromFlags(const ParsedArgs& args, FilterSpec* spec) {
+}  // namespace
+
+std::string SpecFromFlags(const ParsedArgs& args, FilterSpec* spec,
+                          bool require_core) {
   for (std::string_view required : {"type", "capacity", "fpp"}) {
-    if (!args.Has(required)) {
+    if (require_core && !args.Has(required)) {
       return "create needs --" + std::string(required);
     }
   }
   std::string e;
-  auto type = ParseFilterType(*args.Get("type"));
-  if (!type.ok()) {
-    return "--type: '" + EscapeBytes(*args.Get("type")) +
-           "' is not a filter type (bloom, counting or cuckoo)";
+  if (const std::string* t = args.Get("type")) {
+    auto type = ParseFilterType(*t);
+    if (!type.ok()) {
+      return "--type: '" + EscapeBytes(*t) +
+             "' is not a filter type (bloom, counting or cuckoo)";
+    }
+    if (*type != spec->type) {
+      // Another type: the old type's own parameters do not carry over.
+      spec->k = spec->fingerprint_bits = spec->bucket_size = 0;
+      spec->max_kicks = 0;
+      spec->classic_layout = false;
+    }
+    spec->type = *type;
   }
-  spec->type = *type;
   const bool bloom = spec->type == FilterType::kBloom;
   const bool cuckoo = spec->type == FilterType::kCuckoo;
   auto count = [](uint64_t lo, uint64_t hi) {
@@ -111,6 +121,7 @@ std::string SpecFromFlags(const ParsedArgs& args, FilterSpec* spec) {
     }
   }
   spec->scalable = !args.Has("nonscaling");
+  if (args.Has("retain-hashes")) spec->retain_hashes = true;
   e = ParseFlag(args, "expansion", count(1, 16), &spec->expansion, &given);
   if (!e.empty()) return e;
   if (given && !spec->scalable) {
@@ -124,8 +135,6 @@ std::string Mib(uint64_t bytes) {
   std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / 1048576.0);
   return buf;
 }
-
-}  // namespace
 
 int ReportError(std::ostream& err, const Status& status) {
   err << "shardfilter: " << status.ToString() << "\n";
@@ -167,7 +176,7 @@ int CloseStore(Database& db, std::ostream& err, int code) {
 
 int RunCreate(CommandContext& ctx) {
   FilterSpec spec;
-  std::string e = SpecFromFlags(ctx.args, &spec);
+  std::string e = SpecFromFlags(ctx.args, &spec, true);
   if (!e.empty())
     return UsageError(ctx.err, e + " (see shardfilter create --help)");
   const std::string& name = ctx.args.positional[0];

@@ -61,6 +61,13 @@ class ShardedFilterAccess {
     }
     return locks;
   }
+  // Before the filter is shared (a built migration target).
+  static void SetName(ShardedFilter& f, std::string name) {
+    f.name_ = std::move(name);
+  }
+  static void SetRetainHashes(ShardedFilter& f, bool retain) {
+    f.spec_.retain_hashes = retain;
+  }
   // REQUIRES: LockAll held.
   static void SetMigration(ShardedFilter& f, Migration* m) {
     f.migration_.store(m, std::memory_order_relaxed);

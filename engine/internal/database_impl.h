@@ -70,6 +70,18 @@ class DatabaseImpl {
   void StopMigrations();
 };
 
+// Replaces `source` (the open filter `name`) with `built`, a filter not
+// shared yet, durably: writes its shards as checkpoint chunks and commits
+// its descriptor in one synced write that deletes the source's chunks and
+// journal (and its retained hashes unless built retains them: then they
+// must be the hashes `built` holds); then makes it the open filter of that
+// name and forwards the source's handles to it. On error nothing changed
+// (orphan chunks are collected at the next open). REQUIRES: d.mu, the
+// source's FilterState::mu and every source shard lock held (M5).
+Status InstallTarget(DatabaseImpl& d, const std::string& name,
+                     const OpenFilter& source,
+                     std::unique_ptr<ShardedFilter> built);
+
 // The migration thread's body (engine/internal/migration_run.cc).
 void RunMigration(DatabaseImpl& d, Migration& m, const std::string& name);
 

@@ -92,16 +92,25 @@ Status FoldInto(Migration& m, ShardedFilter& src, uint32_t factor) {
   return Status::OK();
 }
 
-// The switch (step 3). REQUIRES: d.mu, the source's FilterState::mu and
-// LockAll(source) held (M5). On success the target is in service.
+// The switch (step 3): the rest of the queue, then the install.
+// REQUIRES: as InstallTarget.
 Status Switch(DatabaseImpl& d, Migration& m, const std::string& name) {
-  SF_ASSIGN_OR_RETURN(uint64_t tail, Drain(m));
-  (void)tail;
-  ShardedFilter& target = *m.target;
-  const persistence::FilterDescriptor& old = m.source_state->committed;
+  SF_RETURN_IF_ERROR(Drain(m).status());
+  return InstallTarget(d, name, OpenFilter{m.source, m.source_state},
+                       std::move(m.target));
+}
+
+}  // namespace
+
+Status InstallTarget(DatabaseImpl& d, const std::string& name,
+                     const OpenFilter& source,
+                     std::unique_ptr<ShardedFilter> built) {
+  ShardedFilter& target = *built;
+  const persistence::FilterDescriptor& old = source.state->committed;
   uint64_t generation = 0;
-  for (const auto& r : old.shards)
+  for (const auto& r : old.shards) {
     generation = std::max(generation, r.generation);
+  }
   ++generation;  // above every chunk the source committed: no key clash
   persistence::FilterDescriptor next = DescriptorFromSpec(target.spec());
   for (uint32_t i = 0; i < target.shard_count(); ++i) {
@@ -124,19 +133,18 @@ Status Switch(DatabaseImpl& d, Migration& m, const std::string& name) {
     sh.checkpoint_bytes.store(next.shards[i].byte_length,
                               std::memory_order_relaxed);
   }
+  ShardedFilterAccess::SetName(target, name);
   ShardedFilterAccess::Attach(target, d.journal.get(), false,
                               d.options.durability_override);
-  std::shared_ptr<ShardedFilter> live(std::move(m.target));
+  std::shared_ptr<ShardedFilter> live(std::move(built));
   auto state = std::make_shared<FilterState>();
   state->committed = std::move(next);
   d.filters[name] = OpenFilter{live, std::move(state)};
-  m.source_state->dropped = true;  // no checkpoint of the source any more
-  ShardedFilterAccess::SetForward(*m.source, live);  // M4
-  ShardedFilterAccess::SetMigration(*m.source, nullptr);
+  source.state->dropped = true;  // no checkpoint of the source any more
+  ShardedFilterAccess::SetForward(*source.filter, live);  // M4
+  ShardedFilterAccess::SetMigration(*source.filter, nullptr);
   return Status::OK();
 }
-
-}  // namespace
 
 void RunMigration(DatabaseImpl& d, Migration& m, const std::string& name) {
   ShardedFilter& src = *m.source;

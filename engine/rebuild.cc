@@ -1,0 +1,128 @@
+// Database's calls for offline rebuilds (`shardfilter migrate`): reading
+// retained hashes, folding a copy, and installing a filter built outside the
+// catalog in place of a live one (engine/database.h).
+#include "engine/database.h"
+#include "engine/internal/access.h"
+#include "engine/internal/database_impl.h"
+#include "engine/internal/filter_factory.h"
+#include "engine/internal/shard_chain.h"
+#include "filters/bloom_filter.h"
+#include "persistence/values.h"
+
+namespace shardfilter {
+
+using internal::OpenFilter;
+using internal::ShardedFilterAccess;
+using persistence::DescribeName;
+
+Status Database::ScanRetainedHashes(
+    std::string_view name, std::optional<uint64_t> after,
+    const std::function<Status(std::span<const std::pair<uint64_t, int64_t>>)>&
+        fn) const {
+  SF_ASSIGN_OR_RETURN(OpenFilter of, impl_->Find(name));
+  if (!of.filter->spec().retain_hashes) {
+    return Status::InvalidArgument(DescribeName(name) +
+                                   " does not retain its key hashes");
+  }
+  SF_ASSIGN_OR_RETURN(auto scan, impl_->store->ScanRetainedHashes(name, after));
+  std::vector<std::pair<uint64_t, int64_t>> batch;
+  bool more = true;
+  while (more) {
+    batch.clear();
+    SF_RETURN_IF_ERROR(scan->Next(1 << 16, &batch, &more));
+    if (!batch.empty()) SF_RETURN_IF_ERROR(fn(batch));
+  }
+  return Status::OK();
+}
+
+Result<std::unique_ptr<ShardedFilter>> Database::FoldedCopy(
+    std::string_view name, uint32_t factor) const {
+  SF_ASSIGN_OR_RETURN(OpenFilter of, impl_->Find(name));
+  ShardedFilter& src = *of.filter;
+  const FilterSpec& from = src.spec();
+  FilterSpec target = FoldedSpec(from, factor);
+  target.retain_hashes = false;
+  if (from.type != FilterType::kBloom || from.classic_layout) {
+    return Status::InvalidArgument(
+        "fold " + DescribeName(name) +
+        ": only blocked-layout Bloom filters fold (a cuckoo fingerprint's "
+        "bucket does not determine its home bucket in a table of another "
+        "size, a counting filter's counters cannot be split, a classic "
+        "layout spreads a key's bits over the whole table)");
+  }
+  if (factor < 2 || (factor & (factor - 1)) != 0 ||
+      from.capacity % factor != 0) {
+    return Status::InvalidArgument("fold " + DescribeName(name) +
+                                   ": the factor must be a power of two "
+                                   ">= 2 that divides the capacity " +
+                                   std::to_string(from.capacity));
+  }
+  auto out = ShardedFilterAccess::MakeEmpty("", target);
+  auto locks = ShardedFilterAccess::LockAll(src);  // one instant's state
+  for (uint32_t i = 0; i < src.shard_count(); ++i) {
+    internal::Shard& sh = ShardedFilterAccess::shard(src, i);
+    const std::string what =
+        "fold " + DescribeName(name) + ": shard " + std::to_string(i);
+    if (sh.links_visible() != 1) {
+      return Status::InvalidArgument(
+          what + " has grown to " + std::to_string(sh.links_visible()) +
+          " links; only shards of one link fold (its links differ in size): "
+          "rebuild it from retained hashes or from its keys");
+    }
+    const uint64_t fill = sh.fill[0].load(std::memory_order_relaxed);
+    const uint64_t capacity = internal::LinkCapacity(target, 0);
+    if (fill > capacity) {
+      return Status::InvalidArgument(what + " holds " + std::to_string(fill) +
+                                     " items, more than the folded capacity " +
+                                     std::to_string(capacity));
+    }
+    const auto& link = static_cast<const BloomFilter&>(*sh.links[0]);
+    auto folded = link.Fold(factor, capacity);
+    if (!folded.ok()) return folded.status().WithContext(what);
+    internal::LoadedChain chain;
+    chain.links.push_back(std::move(*folded));
+    chain.fill.push_back(fill);
+    internal::InstallChain(ShardedFilterAccess::shard(*out, i),
+                           std::move(chain));
+  }
+  return out;
+}
+
+Status Database::ReplaceFilter(std::string_view name,
+                               std::unique_ptr<ShardedFilter> built,
+                               bool keep_retained_hashes) {
+  internal::DatabaseImpl& d = *impl_;
+  if (d.options.read_only) {
+    return Status::NotSupported("replace " + DescribeName(name) +
+                                ": the store is open read-only");
+  }
+  if (built == nullptr || !built->name().empty()) {
+    return Status::InvalidArgument(
+        "replace: the new filter must be a standalone one");
+  }
+  SF_ASSIGN_OR_RETURN(OpenFilter of, d.Find(name));
+  const FilterSpec& from = of.filter->spec();
+  if (keep_retained_hashes &&
+      (!from.retain_hashes || built->seed() != from.seed)) {
+    return Status::InvalidArgument(
+        "replace " + DescribeName(name) +
+        ": keeping retained hashes needs a filter that retains them and the "
+        "same seed");
+  }
+  ShardedFilterAccess::SetRetainHashes(*built, keep_retained_hashes);
+  std::lock_guard catalog(d.mu);  // M5: catalog, state, shard locks
+  auto it = d.filters.find(name);
+  if (d.closed || it == d.filters.end() || it->second.filter != of.filter) {
+    return Status::NotFound(DescribeName(name) + " does not exist");
+  }
+  if (auto m = d.migrations.find(name);
+      m != d.migrations.end() && !m->second->Progress().finished()) {
+    return Status::Busy("replace " + DescribeName(name) +
+                        ": a migration of it is running");
+  }
+  std::lock_guard state(of.state->mu);
+  auto locks = ShardedFilterAccess::LockAll(*of.filter);
+  return internal::InstallTarget(d, std::string(name), of, std::move(built));
+}
+
+}  // namespace shardfilter
