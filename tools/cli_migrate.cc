@@ -308,18 +308,24 @@ Status Fill(Run& r, Progress* progress) {
     return r.db->ScanRetainedHashes(
         r.name, after,
         [&](std::span<const std::pair<uint64_t, int64_t>> batch) -> Status {
-          if (stop()) return Status::Aborted("interrupted");
-          hashes.clear();
-          for (const auto& [h, n] : batch) {
-            for (int64_t c = 0; c < (bloom ? 1 : n); ++c) hashes.push_back(h);
+          // Slices of kKeyBatch hashes, so that a stop lands between any
+          // two slices and the cursor names the last hash added.
+          for (size_t at = 0; at < batch.size(); at += kKeyBatch) {
+            if (stop()) return Status::Aborted("interrupted");
+            auto slice =
+                batch.subspan(at, std::min(kKeyBatch, batch.size() - at));
+            hashes.clear();
+            for (const auto& [h, n] : slice) {
+              for (int64_t c = 0; c < (bloom ? 1 : n); ++c) hashes.push_back(h);
+            }
+            SF_RETURN_IF_ERROR(add(hashes));
+            r.consumed += slice.size();
+            this_run += slice.size();
+            r.last_hash = slice.back().first;
+            r.have_last_hash = true;
+            r.units = r.consumed;
+            if (progress) progress->Update(r.consumed, r.units);
           }
-          SF_RETURN_IF_ERROR(add(hashes));
-          r.consumed += batch.size();
-          this_run += batch.size();
-          r.last_hash = batch.back().first;
-          r.have_last_hash = true;
-          r.units = r.consumed;
-          if (progress) progress->Update(r.consumed, r.units);
           return Status::OK();
         });
   }
