@@ -62,6 +62,7 @@ void PrintText(const FilterInfo& info, std::ostream& out) {
   row("shards", std::to_string(info.stats.shards.size()));
   row("seed", Hex(s.seed));
   row("durability", s.durability ? DurabilityName(*s.durability) : "default");
+  row("retain_hashes", s.retain_hashes ? "yes" : "no");
   if (s.type == FilterType::kBloom) {
     row("layout", s.classic_layout ? "classic" : "blocked");
   }
@@ -113,6 +114,7 @@ void PrintJson(const FilterInfo& info, std::ostream& out) {
       << ",\"shards\":" << info.stats.shards.size() << ",\"seed\":" << s.seed
       << ",\"durability\":\""
       << (s.durability ? DurabilityName(*s.durability) : "default") << "\""
+      << ",\"retain_hashes\":" << (s.retain_hashes ? "true" : "false")
       << ",\"layout\":\"" << (s.classic_layout ? "classic" : "blocked") << "\""
       << ",\"k\":" << KOf(info)
       << ",\"fingerprint_bits\":" << s.fingerprint_bits
