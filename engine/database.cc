@@ -54,7 +54,7 @@ Status DatabaseImpl::CheckpointFilters(const std::vector<OpenFilter>& which,
   Status first;
   for (const OpenFilter& of : which) {
     std::lock_guard lock(of.state->mu);
-    if (of.state->dropped) continue;
+    if (of.state->dropped || of.state->migrating) continue;
     Status s = CheckpointFilter(store.get(), *of.filter, of.state.get(),
                                 options.chunk_bytes, stats);
     if (!s.ok() && first.ok()) first = s;

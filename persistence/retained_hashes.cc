@@ -156,8 +156,14 @@ Status Store::PutRetainedHashes(std::string_view name,
                "writing retained hashes of " + DescribeName(name));
 }
 
-Status Store::CommitMigration(std::string_view name,
-                              const FilterDescriptor& d) {
+Status Store::SyncWal() {
+  if (read_only_) return Status::NotSupported("the store is open read-only");
+  SF_RETURN_IF_ERROR(FromRocks(db_->FlushWAL(true), "syncing the WAL"));
+  return Status::OK();
+}
+
+Status Store::CommitMigration(std::string_view name, const FilterDescriptor& d,
+                              JournalBatch* tail) {
   rocksdb::WriteBatch batch;
   const std::string prefix = NamePrefix(name);
   const std::string end = PrefixSuccessor(prefix);
@@ -175,6 +181,11 @@ Status Store::CommitMigration(std::string_view name,
   if (!d.retain_hashes) {
     if (auto* cf = hashes_cf_.load(std::memory_order_acquire)) {
       batch.DeleteRange(cf, prefix, end);
+    }
+  }
+  if (tail != nullptr) {
+    for (const auto& [key, value] : tail->pending_) {
+      batch.Put(journal_cf_, key, value);
     }
   }
   batch.Put(catalog_cf_, rocksdb::Slice(name.data(), name.size()),

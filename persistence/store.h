@@ -153,7 +153,13 @@ class Store {
   // written by WriteChunks), deletes every other chunk of the name (any
   // shard, any other generation) and the name's whole journal, and, unless
   // d.retain_hashes, the name's retained hashes.
-  Status CommitMigration(std::string_view name, const FilterDescriptor& d);
+  // `tail` (optional): journal entries of the new filter, put after the
+  // deletions in the same write.
+  Status CommitMigration(std::string_view name, const FilterDescriptor& d,
+                         JournalBatch* tail = nullptr);
+  // Flushes and fsyncs RocksDB's WAL (the chunks written so far become
+  // durable, so that a later synced commit has little left to flush).
+  Status SyncWal();
 
   // Reads back and checks every value in the three column families.
   Status Verify(StoreVerifyReport* report) const;

@@ -33,6 +33,10 @@ struct FilterState {
   std::mutex mu;  // one checkpoint / drop of this filter at a time
   persistence::FilterDescriptor committed;  // GUARDED_BY(mu)
   bool dropped = false;                     // GUARDED_BY(mu)
+  // A migration is writing its target's chunks (engine/internal/
+  // migration_run.cc): checkpoints skip the filter meanwhile, so that no
+  // two writers produce chunks of one generation.
+  bool migrating = false;  // GUARDED_BY(mu)
 };
 
 // Checkpoints the dirty shards of `f`. REQUIRES: state->mu held. Adds to

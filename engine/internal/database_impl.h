@@ -19,6 +19,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "engine/database.h"
 #include "engine/internal/checkpointer.h"
@@ -78,9 +79,24 @@ class DatabaseImpl {
 // name and forwards the source's handles to it. On error nothing changed
 // (orphan chunks are collected at the next open). REQUIRES: d.mu, the
 // source's FilterState::mu and every source shard lock held (M5).
+// The target's shards already written (as chunks of `generation`, WAL
+// synced) before the switch, so that writers pause only for the tail.
+struct PrewrittenTarget {
+  uint64_t generation = 0;
+  std::vector<persistence::ShardRecord> records;  // one per target shard
+};
+// 1 + the largest generation `d` names.
+uint64_t NextGeneration(const persistence::FilterDescriptor& d);
+// With `pre`, its chunks are used instead of writing the shards now, and
+// `tail` (ops applied to `built` since they were serialized, as journal
+// entries of the target with sequences 1..tail_seq[shard]) goes into the
+// commit.
 Status InstallTarget(DatabaseImpl& d, const std::string& name,
                      const OpenFilter& source,
-                     std::unique_ptr<ShardedFilter> built);
+                     std::unique_ptr<ShardedFilter> built,
+                     const PrewrittenTarget* pre = nullptr,
+                     persistence::JournalBatch* tail = nullptr,
+                     const std::vector<uint64_t>& tail_seq = {});
 
 // The migration thread's body (engine/internal/migration_run.cc).
 void RunMigration(DatabaseImpl& d, Migration& m, const std::string& name);

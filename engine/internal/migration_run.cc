@@ -26,11 +26,21 @@ uint64_t NanosSince(Clock::time_point t) {
       .count();
 }
 
+// The ops the switch replays, per target shard in apply order: they become
+// the target's first journal entries (its chunks were written before).
+struct TailEntry {
+  persistence::JournalOp op;
+  std::vector<uint64_t> hashes;
+};
+using TailJournal = std::vector<std::vector<TailEntry>>;
+
 // Replays every queued op on the target, shard by shard, each shard's ops
 // in order (M2), as runs of adds and removes. A failed add (the target has
 // no room) is returned; a remove that finds nothing cannot happen when
-// source and target hold the same multiset and is ignored.
-Result<uint64_t> Drain(Migration& m) {
+// source and target hold the same multiset and is ignored. With `tail`,
+// the ops that succeeded are also appended there, per target shard, in the
+// order they were applied.
+Result<uint64_t> Drain(Migration& m, TailJournal* tail = nullptr) {
   uint64_t n = 0;
   std::vector<uint64_t> run;
   std::vector<Status> per_item;
@@ -50,6 +60,17 @@ Result<uint64_t> Drain(Migration& m) {
         if (!st.ok()) {
           return st.WithContext("replaying an add on the migration target");
         }
+      }
+      if (tail == nullptr) continue;
+      const auto op = remove ? persistence::JournalOp::kRemove
+                             : persistence::JournalOp::kAdd;
+      for (size_t k = 0; k < run.size(); ++k) {
+        if (!per_item[k].ok()) continue;
+        auto& entries = (*tail)[m.target->ShardOf(run[k])];
+        if (entries.empty() || entries.back().op != op) {
+          entries.push_back({op, {}});
+        }
+        entries.back().hashes.push_back(run[k]);
       }
     }
     n += ops.size();
@@ -92,42 +113,84 @@ Status FoldInto(Migration& m, ShardedFilter& src, uint32_t factor) {
   return Status::OK();
 }
 
-// The switch (step 3): the rest of the queue, then the install.
-// REQUIRES: as InstallTarget.
-Status Switch(DatabaseImpl& d, Migration& m, const std::string& name) {
-  SF_RETURN_IF_ERROR(Drain(m).status());
-  return InstallTarget(d, name, OpenFilter{m.source, m.source_state},
-                       std::move(m.target));
-}
-
-}  // namespace
-
-Status InstallTarget(DatabaseImpl& d, const std::string& name,
-                     const OpenFilter& source,
-                     std::unique_ptr<ShardedFilter> built) {
-  ShardedFilter& target = *built;
-  const persistence::FilterDescriptor& old = source.state->committed;
-  uint64_t generation = 0;
-  for (const auto& r : old.shards) {
-    generation = std::max(generation, r.generation);
-  }
-  ++generation;  // above every chunk the source committed: no key clash
-  persistence::FilterDescriptor next = DescriptorFromSpec(target.spec());
+// Writes the target's shards as chunks of a generation above every chunk
+// the source committed (no key clash), then syncs the WAL, while writers go
+// on (their ops queue up: the switch journals them). REQUIRES: checkpoints
+// of the source are held off (FilterState::migrating), so that none writes
+// that generation.
+Result<PrewrittenTarget> Prewrite(DatabaseImpl& d, const std::string& name,
+                                  ShardedFilter& target, uint64_t generation) {
+  PrewrittenTarget pre;
+  pre.generation = generation;
   for (uint32_t i = 0; i < target.shard_count(); ++i) {
     const std::string blob =
         ChainSerialize(ShardedFilterAccess::shard(target, i));
     SF_ASSIGN_OR_RETURN(
-        next.shards[i],
+        auto record,
         d.store->WriteChunks(name, i, generation, blob, d.options.chunk_bytes));
+    pre.records.push_back(record);
+  }
+  SF_RETURN_IF_ERROR(d.store->SyncWal());
+  return pre;
+}
+
+// The switch (step 3): the rest of the queue, journalled for the target,
+// then the install. REQUIRES: as InstallTarget.
+Status Switch(DatabaseImpl& d, Migration& m, const std::string& name,
+              const PrewrittenTarget& pre) {
+  TailJournal tail(m.target->shard_count());
+  SF_RETURN_IF_ERROR(Drain(m, &tail).status());
+  persistence::JournalBatch batch;
+  std::vector<uint64_t> last_seq(tail.size(), 0);
+  for (uint32_t t = 0; t < tail.size(); ++t) {
+    for (const TailEntry& e : tail[t]) {
+      batch.Add(name, t, ++last_seq[t], e.op, e.hashes);
+    }
+  }
+  return InstallTarget(d, name, OpenFilter{m.source, m.source_state},
+                       std::move(m.target), &pre, &batch, last_seq);
+}
+
+}  // namespace
+
+uint64_t NextGeneration(const persistence::FilterDescriptor& d) {
+  uint64_t generation = 0;
+  for (const auto& r : d.shards)
+    generation = std::max(generation, r.generation);
+  return generation + 1;  // above every chunk committed: no key clash
+}
+
+Status InstallTarget(DatabaseImpl& d, const std::string& name,
+                     const OpenFilter& source,
+                     std::unique_ptr<ShardedFilter> built,
+                     const PrewrittenTarget* pre,
+                     persistence::JournalBatch* tail,
+                     const std::vector<uint64_t>& tail_seq) {
+  ShardedFilter& target = *built;
+  const uint64_t generation =
+      pre ? pre->generation : NextGeneration(source.state->committed);
+  persistence::FilterDescriptor next = DescriptorFromSpec(target.spec());
+  for (uint32_t i = 0; i < target.shard_count(); ++i) {
+    if (pre != nullptr) {
+      next.shards[i] = pre->records[i];
+    } else {
+      const std::string blob =
+          ChainSerialize(ShardedFilterAccess::shard(target, i));
+      SF_ASSIGN_OR_RETURN(next.shards[i],
+                          d.store->WriteChunks(name, i, generation, blob,
+                                               d.options.chunk_bytes));
+    }
     next.shards[i].sequence = 0;
   }
   // The commit point. Before it a crash leaves the source (the chunks just
-  // written are collected at the next open); after it, the target.
-  SF_RETURN_IF_ERROR(d.store->CommitMigration(name, next));
+  // written are collected at the next open); after it, the target, with
+  // the tail's journal entries replayed over its chunks.
+  SF_RETURN_IF_ERROR(d.store->CommitMigration(name, next, tail));
   for (uint32_t i = 0; i < target.shard_count(); ++i) {
     Shard& sh = ShardedFilterAccess::shard(target, i);
-    sh.last_seq.store(0, std::memory_order_relaxed);
-    sh.dirty.store(false, std::memory_order_relaxed);
+    const uint64_t seq = i < tail_seq.size() ? tail_seq[i] : 0;
+    sh.last_seq.store(seq, std::memory_order_relaxed);
+    sh.dirty.store(seq > 0, std::memory_order_relaxed);
     sh.checkpoint_generation.store(generation, std::memory_order_relaxed);
     sh.checkpoint_sequence.store(0, std::memory_order_relaxed);
     sh.checkpoint_bytes.store(next.shards[i].byte_length,
@@ -149,9 +212,14 @@ Status InstallTarget(DatabaseImpl& d, const std::string& name,
 void RunMigration(DatabaseImpl& d, Migration& m, const std::string& name) {
   ShardedFilter& src = *m.source;
   bool attached = false;
+  bool held_checkpoints = false;  // FilterState::migrating set by us
   // Rolls back: detaches from the source (M4) unless `locked` says the
   // caller holds its locks and detaches itself.
   auto fail = [&](Status s) {
+    if (held_checkpoints) {
+      std::lock_guard state(m.source_state->mu);
+      m.source_state->migrating = false;
+    }
     if (attached) {
       auto locks = ShardedFilterAccess::LockAll(src);
       ShardedFilterAccess::SetMigration(src, nullptr);
@@ -240,7 +308,21 @@ void RunMigration(DatabaseImpl& d, Migration& m, const std::string& name) {
     if (!r.ok()) return fail(r.status());
     if (*r < kDrainTail) break;
   }
-  // 5. The switch (M5: catalog mutex, state mutex, shard locks).
+  // 5. The target's chunks, written while writers go on; checkpoints of
+  // the source are held off meanwhile (they would write chunks too).
+  uint64_t generation = 0;
+  {
+    std::lock_guard state(m.source_state->mu);
+    if (!m.source_state->dropped) {
+      m.source_state->migrating = true;
+      held_checkpoints = true;
+      generation = NextGeneration(m.source_state->committed);
+    }
+  }
+  if (!held_checkpoints) return fail(Status::Aborted("the filter was dropped"));
+  auto pre = Prewrite(d, name, *m.target, generation);
+  if (!pre.ok()) return fail(pre.status());
+  // 6. The switch (M5: catalog mutex, state mutex, shard locks).
   m.SetPhase(MigrationPhase::kSwitching);
   {
     std::lock_guard catalog(d.mu);
@@ -253,7 +335,11 @@ void RunMigration(DatabaseImpl& d, Migration& m, const std::string& name) {
     const auto t0 = Clock::now();
     auto locks = ShardedFilterAccess::LockAll(src);
     Status s = m.abort.load() ? Status::Aborted("migration aborted")
-                              : Switch(d, m, name);
+                              : Switch(d, m, name, *pre);
+    if (!s.ok()) {
+      m.source_state->migrating = false;  // state mutex held
+      held_checkpoints = false;
+    }
     if (!s.ok()) ShardedFilterAccess::SetMigration(src, nullptr);  // M4
     locks.clear();
     m.pause_ns.fetch_add(NanosSince(t0), std::memory_order_relaxed);
