@@ -297,6 +297,7 @@ Result<VerifyReport> Database::Verify() const {
   out.chunks = r.chunks;
   out.shard_blobs = r.shard_blobs;
   out.journal_entries = r.journal_entries;
+  out.retained_hashes = r.retained_hashes;
   out.bytes = r.bytes;
   out.orphan_values = r.orphan_values;
   out.problems = std::move(r.problems);

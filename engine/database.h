@@ -123,7 +123,8 @@ struct VerifyReport {
   uint64_t chunks = 0;       // checkpoint chunks checked
   uint64_t shard_blobs = 0;  // whole-shard blobs checked (xxh3 + decode)
   uint64_t journal_entries = 0;
-  uint64_t bytes = 0;          // bytes of values read
+  uint64_t retained_hashes = 0;  // keys of the hashes family checked
+  uint64_t bytes = 0;            // bytes of values read
   uint64_t orphan_values = 0;  // values no descriptor refers to (left by
                                // an interrupted checkpoint; removed by
                                // the next writable open)

@@ -75,6 +75,7 @@ struct StoreVerifyReport {
   uint64_t chunks = 0;
   uint64_t shard_blobs = 0;
   uint64_t journal_entries = 0;
+  uint64_t retained_hashes = 0;
   uint64_t bytes = 0;
   uint64_t orphan_values = 0;
   std::vector<std::string> problems;

@@ -246,6 +246,7 @@ int RunVerify(CommandContext& ctx) {
           << "chunks " << r.chunks << "\n"
           << "shard_blobs " << r.shard_blobs << "\n"
           << "journal_entries " << r.journal_entries << "\n"
+          << "retained_hashes " << r.retained_hashes << "\n"
           << "bytes " << r.bytes << "\n"
           << "orphan_values " << r.orphan_values << "\n"
           << "problems " << r.problems.size() << "\n";
