@@ -6,6 +6,7 @@
 #include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "filters/hash.h"
@@ -250,6 +251,9 @@ Status Store::WriteJournal(JournalBatch* batch, bool sync) {
     wb.Put(journal_cf_, key, value);
   }
   if (!batch->retained_.empty()) {
+    // In key order: consecutive memtable inserts then land next to each
+    // other (the skiplist search path stays in cache).
+    std::sort(batch->retained_.begin(), batch->retained_.end());
     auto* hashes = hashes_cf_.load(std::memory_order_acquire);
     if (hashes == nullptr) {
       return Status::NotSupported(
