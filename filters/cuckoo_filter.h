@@ -53,8 +53,13 @@
 //     was in a candidate bucket); a negative answer or a count is returned
 //     only from a validated scan, otherwise the scan is retried. Queries
 //     never write shared memory.
-//  7. Item and delete counters live in the stripe of i1 and change only
-//     under its lock; their sum is exact under AllStripesLock.
+//  7. An add or remove that writes one bucket may hold only that bucket's
+//     stripe (the single-stripe fast paths): slots change only under their
+//     own stripe (2), and moves into or out of the bucket hold it too (3).
+//     Item and delete counters are per stripe, changed only under that
+//     stripe's lock by the op that holds it (the stripe of the bucket it
+//     wrote, or of i1 in the two-stripe paths); per-stripe values may be
+//     negative, their sum is exact under AllStripesLock.
 //
 // Removal risk: RemoveHash removes one fingerprint equal to the key's from
 // one of its buckets. Removing a key that was never added (or removed more
@@ -237,6 +242,17 @@ class CuckooFilter final : public Filter {
   }
 
   Status Insert(uint64_t h, bool unique);
+  // Single-stripe fast paths (invariant 7): an unlocked look picks the
+  // bucket, its stripe alone is locked and the look re-checked. False:
+  // nothing changed, take the two-stripe path (which is exact, e.g. for
+  // Full and NotFound). Add*: the first empty slot of i1, else of i2.
+  // Remove*: the first copy of fp in i1, else in i2.
+  bool AddOneStripe(const Position& p);
+  bool RemoveOneStripe(const Position& p);
+  template <uint32_t kB, uint32_t kF>
+  bool AddOneStripe(const Position& p);
+  template <uint32_t kB, uint32_t kF>
+  bool RemoveOneStripe(const Position& p);
   // Under the stripes of p.i1 and p.i2: fills an empty slot. False if none.
   bool TryPlace(const Position& p);
   // The query for a table of layout (kB, kF) (0, 0: any layout).

@@ -172,6 +172,21 @@ class CuckooStripes {
   std::unique_ptr<std::atomic<uint64_t>[]> versions_;
 };
 
+// Holds one stripe (an add or remove that writes one bucket, invariant 7).
+class OneStripeLock {
+ public:
+  OneStripeLock(CuckooStripes& st, uint64_t stripe) : st_(st), s_(stripe) {
+    st_.Lock(s_);
+  }
+  ~OneStripeLock() { st_.Unlock(s_); }
+  OneStripeLock(const OneStripeLock&) = delete;
+  OneStripeLock& operator=(const OneStripeLock&) = delete;
+
+ private:
+  CuckooStripes& st_;
+  uint64_t s_;
+};
+
 // Holds the stripes of two buckets, taken in ascending order, once each.
 class TwoStripeLock {
  public:

@@ -192,6 +192,35 @@ class CuckooTable {
     }
   }
 
+  // Exact match mask of bucket i of a (kB, kF) layout: the high bit of
+  // every slot equal to fp (fp = 0: every empty slot), nothing else (the
+  // carry form of ZeroFields, with constant masks). REQUIRES: layout() is
+  // the one of (kB, kF).
+  template <uint32_t kB, uint32_t kF>
+  uint64_t MatchBucket(uint64_t i, uint32_t fp) const {
+    constexpr uint64_t kOnes = Ones(kB, kF);
+    constexpr uint64_t kHighs = kOnes << (kF - 1);
+    constexpr uint64_t kLows = kOnes * ((uint64_t{1} << kF) - 1) & ~kHighs;
+    const uint64_t x = LoadBucket<kB, kF>(i) ^ (fp * kOnes);
+    return ~(((x & kLows) + kLows) | x) & kHighs;
+  }
+  // XorField for a single-word-group layout (kB * kF <= 64) with the
+  // slot's shift known: no division by the group width.
+  template <uint32_t kB, uint32_t kF>
+  void XorSlot(uint64_t i, uint32_t j, uint32_t v) {
+    constexpr uint64_t kBits = uint64_t{kB} * kF;
+    const uint64_t off = i * kBits + j * kF;
+    const uint64_t delta = uint64_t{v} << (off & 63);
+    XorWord(off >> 6, delta);
+    // A slot straddles two words iff its bits cross a multiple of 64.
+    if ((off & 63) + kF > 64) XorWord((off >> 6) + 1, v >> (64 - (off & 63)));
+  }
+  // Slot of the lowest high bit marked in a MatchBucket<kB, kF> mask.
+  template <uint32_t kF>
+  static uint32_t SlotOf(uint64_t m) {
+    return static_cast<uint32_t>(std::countr_zero(m)) / kF;
+  }
+
   uint32_t ReadSlot(uint64_t i, uint32_t j) const {
     return static_cast<uint32_t>(
         LoadBits((i * b_ + j) * static_cast<uint64_t>(f_), fp_mask_));
