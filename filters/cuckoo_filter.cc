@@ -180,44 +180,6 @@ bool CuckooFilter::TryPlace(const Position& p) {
   return true;
 }
 
-// The fast paths, measured at 5e7 items (2 DRAM misses per op, CPU time):
-// one locked exchange instead of two, no prefetches (the unlocked look
-// issues both loads at once) and constant-layout kernels cut a remove from
-// ~114 to ~104 ns and an insert below 50% load from ~113 to ~103 ns.
-template <uint32_t kB, uint32_t kF>
-bool CuckooFilter::AddOneStripe(const Position& p) {
-  using internal::CuckooTable;
-  const uint64_t e1 = table_.MatchBucket<kB, kF>(p.i1, 0);
-  const uint64_t e2 = table_.MatchBucket<kB, kF>(p.i2, 0);
-  if ((e1 | e2) == 0) return false;  // both (seem) full: displacement
-  const uint64_t bucket = e1 != 0 ? p.i1 : p.i2;
-  const uint64_t s = stripes_.StripeOf(bucket);
-  internal::OneStripeLock g(stripes_, s);
-  // Re-checked under the lock: the bucket's words are now still.
-  const uint64_t e = table_.MatchBucket<kB, kF>(bucket, 0);
-  if (e == 0) return false;
-  table_.XorSlot<kB, kF>(bucket, CuckooTable::SlotOf<kF>(e), p.fp);
-  stripes_.AddItems(s, 1);  // invariant 7
-  return true;
-}
-
-template <uint32_t kB, uint32_t kF>
-bool CuckooFilter::RemoveOneStripe(const Position& p) {
-  using internal::CuckooTable;
-  const uint64_t m1 = table_.MatchBucket<kB, kF>(p.i1, p.fp);
-  const uint64_t m2 = table_.MatchBucket<kB, kF>(p.i2, p.fp);
-  if ((m1 | m2) == 0) return false;  // NotFound is decided under locks
-  const uint64_t bucket = m1 != 0 ? p.i1 : p.i2;
-  const uint64_t s = stripes_.StripeOf(bucket);
-  internal::OneStripeLock g(stripes_, s);
-  const uint64_t m = table_.MatchBucket<kB, kF>(bucket, p.fp);
-  if (m == 0) return false;  // moved or removed meanwhile
-  table_.XorSlot<kB, kF>(bucket, CuckooTable::SlotOf<kF>(m), p.fp);
-  stripes_.AddItems(s, -1);  // invariant 7
-  stripes_.AddDeletes(s, 1);
-  return true;
-}
-
 bool CuckooFilter::AddOneStripe(const Position& p) {
   using Layout = internal::CuckooTable::Layout;
   switch (table_.layout()) {
@@ -246,15 +208,19 @@ bool CuckooFilter::RemoveOneStripe(const Position& p) {
   }
 }
 
-Status CuckooFilter::Insert(uint64_t h, bool unique) {
-  const Position p = Locate(h);
+Status CuckooFilter::InsertSlow(const Position& p, bool unique,
+                                bool tried_fast) {
+  using Layout = internal::CuckooTable::Layout;
   // AddUnique needs both buckets still while it checks for fp.
-  if (!unique && AddOneStripe(p)) return Status::OK();
+  if (!unique && !tried_fast && AddOneStripe(p)) return Status::OK();
   PrefetchForWrite(p);
   // Optimistic rounds: a validation failure means another writer got in
   // between; after a few, settle it under all stripes.
+  // A failed fast path already saw both buckets full: straight to the
+  // displacement search.
+  const bool fast = !unique && table_.layout() != Layout::kGeneric;
   for (int round = 0; round < 8; ++round) {
-    {
+    if (round > 0 || !fast) {
       internal::TwoStripeLock g(stripes_, p.i1, p.i2);
       if (unique && ContainsUnlocked(p)) return Status::OK();
       if (TryPlace(p)) return Status::OK();
@@ -284,9 +250,8 @@ Status CuckooFilter::InsertExclusive(const Position& p, bool unique) {
       " (capacity " + std::to_string(capacity_) + ")");
 }
 
-Status CuckooFilter::RemoveHash(uint64_t hash) {
-  const Position p = Locate(hash);
-  if (RemoveOneStripe(p)) return Status::OK();
+Status CuckooFilter::RemoveSlow(const Position& p, bool tried_fast) {
+  if (!tried_fast && RemoveOneStripe(p)) return Status::OK();
   PrefetchForWrite(p);
   internal::TwoStripeLock g(stripes_, p.i1, p.i2);
   uint64_t bucket;

