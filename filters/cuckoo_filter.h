@@ -251,7 +251,8 @@ class CuckooFilter final : public Filter {
   // Single-stripe fast paths (invariant 7): an unlocked look picks the
   // bucket, its stripe alone is locked and the look re-checked. False:
   // nothing changed, take the two-stripe path (which is exact, e.g. for
-  // Full and NotFound). Add*: the first empty slot of i1, else of i2.
+  // Full and NotFound). Add*: an empty slot of i1 or i2 (placement rule
+  // in AddOneStripe<kB, kF>).
   // Remove*: the first copy of fp in i1, else in i2. The untemplated
   // forms dispatch on the layout (false for the generic one).
   bool AddOneStripe(const Position& p);
@@ -332,13 +333,20 @@ inline bool CuckooFilter::AddOneStripe(const Position& p) {
   const uint64_t e1 = table_.MatchBucket<kB, kF>(p.i1, 0);
   const uint64_t e2 = table_.MatchBucket<kB, kF>(p.i2, 0);
   if ((e1 | e2) == 0) return false;  // both (seem) full: displacement
-  // A branch, not a select, on purpose: i1 usually has room, and on the
-  // predicted path the lock's address is known before the bucket's miss
-  // returns, so the locked exchange does not wait for it (a select made
-  // inserts below 50% load ~30% slower at 5e7 items).
-  const uint64_t bucket = e1 != 0 ? p.i1 : p.i2;
+  // Placement: i1 while it has at least 3 free slots, else the bucket
+  // with more free slots (i1 on a tie). Balancing the pair late (two
+  // choices) leaves fewer inserts with both buckets full, i.e. fewer
+  // displacements near 95% load; keeping i1 early keeps the choice
+  // predictable. Measured at 5e7 items, filling to 95% (CPU time): i1
+  // first 139 ns per insert, always the emptier 137, this rule 121.
+  // A branch, not a select, on purpose: on the predicted path the lock's
+  // address is known before the bucket's miss returns, so the locked
+  // exchange does not wait for it (a select: +30% below 50% load).
+  const int free1 = std::popcount(e1);
+  const bool one = free1 >= 3 || free1 >= std::popcount(e2);
+  const uint64_t bucket = one ? p.i1 : p.i2;
   const uint64_t s = stripes_.StripeOf(bucket);
-  const uint32_t slot = CuckooTable::SlotOf<kF>(e1 != 0 ? e1 : e2);
+  const uint32_t slot = CuckooTable::SlotOf<kF>(one ? e1 : e2);
   internal::OneStripeLock g(stripes_, s);
   // Re-checked under the lock (the bucket's words are now still), by the
   // update itself: another writer may have filled the slot since the look.
