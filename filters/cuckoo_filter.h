@@ -14,8 +14,9 @@
 // 94% load -> 12.77 bits per item, FPR 0.18% at capacity (sizing.h).
 //
 // Thread safety: every method may be called concurrently with any other.
-// Writers lock the stripes of the two buckets they touch; queries take no
-// lock. Serialize() takes all stripes and is an exact snapshot.
+// Writers lock the stripe of the one bucket they write (the fast paths,
+// invariant 7) or of the two buckets they touch; queries take no lock.
+// Serialize() takes all stripes and is an exact snapshot.
 //
 // Locking protocol, numbered invariants (referred to in the code):
 //  1. Stripe of bucket i = (i / 8) & (stripes - 1): whole 8-bucket groups.
