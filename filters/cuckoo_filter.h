@@ -300,32 +300,23 @@ inline bool CuckooFilter::MayContainHashInline(uint64_t hash) const {
 }
 
 // Invariants 5-6: validated optimistic read, no lock, no shared write.
-// Shaped by measurement at 5e7 items, where a query waits on DRAM and a
-// loop of independent queries is as fast as the number of queries the
-// CPU keeps in flight (so: few instructions, one load per bucket):
-// - i2 is prefetched and i1 loaded at once; a hit in i1 returns without
-//   waiting for i2 (a prefetch retires at once, a load only when its
-//   line arrives): present keys 69 -> 60 ns at 50% load, 65 at 95%;
-// - otherwise i2 is tested and the versions re-checked whatever the
-//   answer, so the one branch left goes the same way for hits and misses
-//   (absent keys 98 -> 70 ns, with the one-load bucket kernel).
+// Straight-line on purpose (measured at 5e7 items, where a query waits on
+// two DRAM misses): a loop of independent queries is as fast as the number
+// of queries the CPU keeps in flight, i.e. as short as each query's
+// instruction stream, and any branch on bucket contents risks a flush. So
+// no prefetches (the loads themselves issue at once), both buckets tested
+// without a branch, and the versions re-checked on every answer so that
+// the one branch left (retry or not) goes the same way for hits and misses.
 template <uint32_t kB, uint32_t kF>
 inline bool CuckooFilter::Query(uint64_t hash) const {
   const Position p = Locate(hash);
   internal::PairVersions versions(stripes_, p.i1, p.i2);
-  table_.Prefetch(p.i2);
   for (;;) {
     versions.Begin();
-    bool hit;
-    if constexpr (kB == 0) {
-      hit = table_.EitherContains(p.i1, p.i2, p.fp);
-    } else {
-      // A positive answer needs no validation (invariant 6).
-      if (table_.BucketHas<kB, kF>(p.i1, p.fp)) return true;
-      hit = table_.BucketHas<kB, kF>(p.i2, p.fp);
-    }
+    const bool hit = table_.EitherContains<kB, kF>(p.i1, p.i2, p.fp);
     internal::CuckooStripes::ReadFence();
-    // Validated even after a hit, only to keep this branch predictable.
+    // A hit needs no validation (invariant 6); the check is done anyway,
+    // only to keep the branch below data-independent.
     if (hit | versions.Valid()) return hit;
     internal::CpuRelax();
   }
