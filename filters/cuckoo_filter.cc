@@ -43,6 +43,10 @@ class CuckooPathFinder {
     if (p.i2 != p.i1) nodes_.push_back({p.i2, -1, 0, 0});
     for (size_t head = 0; head < nodes_.size(); ++head) {
       const uint64_t bucket = nodes_[head].bucket;
+      // One node ahead: the next head's bucket is cached (a root, or a
+      // child just tested), so its children's misses can overlap this
+      // head's instead of costing a DRAM latency of their own.
+      if (head + 1 < nodes_.size()) PrefetchChildren(nodes_[head + 1].bucket);
       // All children first, prefetched together, then tested: their
       // misses overlap instead of one DRAM latency per child.
       Node kids[8];
@@ -75,8 +79,13 @@ class CuckooPathFinder {
   // caller holds every stripe (all-stripes mode); otherwise each move takes
   // its two stripes. False when a validation fails (a concurrent writer
   // changed the path): nothing is lost, the caller searches again.
+  // place != nullptr (not kLocked): the last move empties a slot of one of
+  // the key's buckets, and place->fp fills it under that move's locks (an
+  // add that needs only its own bucket, invariant 7), saving a second
+  // round of locks; *placed says whether it did.
   template <bool kLocked>
-  bool Execute() {
+  bool Execute(const CuckooFilter::Position* place = nullptr,
+               bool* placed = nullptr) {
     for (size_t v = leaf_; nodes_[v].parent >= 0;
          v = static_cast<size_t>(nodes_[v].parent)) {
       const Node& n = nodes_[v];
@@ -86,6 +95,11 @@ class CuckooPathFinder {
       } else {
         internal::TwoStripeLock g(f_.stripes_, src, n.bucket);
         if (!Move(src, n.slot, n.fp, n.bucket, &g)) return false;
+        if (place != nullptr && nodes_[n.parent].parent < 0) {
+          f_.table_.FillSlot(src, n.slot, place->fp);
+          f_.stripes_.AddItems(f_.stripes_.StripeOf(src), 1);
+          *placed = true;
+        }
       }
     }
     return true;
@@ -95,6 +109,17 @@ class CuckooPathFinder {
   static std::vector<Node>& Scratch() {
     thread_local std::vector<Node> nodes;
     return nodes;
+  }
+
+  void PrefetchChildren(uint64_t bucket) const {
+    const internal::CuckooTable& t = f_.table_;
+    for (uint32_t g = 0; g < t.groups(); ++g) {
+      const uint64_t x = t.LoadGroup(bucket, g);
+      for (uint32_t k = 0; k < t.group_slots(); ++k) {
+        const uint32_t fp = t.Field(x, k);
+        if (fp != 0) t.Prefetch(f_.AltBucket(bucket, fp));
+      }
+    }
   }
 
   // True if `bucket` is `head` or one of its ancestors: a path visits each
@@ -180,20 +205,57 @@ bool CuckooFilter::TryPlace(const Position& p) {
   return true;
 }
 
-Status CuckooFilter::Insert(uint64_t h, bool unique) {
-  const Position p = Locate(h);
+bool CuckooFilter::AddOneStripe(const Position& p) {
+  using Layout = internal::CuckooTable::Layout;
+  switch (table_.layout()) {
+    case Layout::k4x12:
+      return AddOneStripe<4, 12>(p);
+    case Layout::k4x8:
+      return AddOneStripe<4, 8>(p);
+    case Layout::k4x16:
+      return AddOneStripe<4, 16>(p);
+    default:
+      return false;
+  }
+}
+
+bool CuckooFilter::RemoveOneStripe(const Position& p) {
+  using Layout = internal::CuckooTable::Layout;
+  switch (table_.layout()) {
+    case Layout::k4x12:
+      return RemoveOneStripe<4, 12>(p);
+    case Layout::k4x8:
+      return RemoveOneStripe<4, 8>(p);
+    case Layout::k4x16:
+      return RemoveOneStripe<4, 16>(p);
+    default:
+      return false;
+  }
+}
+
+Status CuckooFilter::InsertSlow(const Position& p, bool unique,
+                                bool tried_fast) {
+  using Layout = internal::CuckooTable::Layout;
+  // AddUnique needs both buckets still while it checks for fp.
+  if (!unique && !tried_fast && AddOneStripe(p)) return Status::OK();
   PrefetchForWrite(p);
   // Optimistic rounds: a validation failure means another writer got in
   // between; after a few, settle it under all stripes.
+  // A failed fast path already saw both buckets full: straight to the
+  // displacement search, whose last move makes room for fp.
+  const bool fast = !unique && table_.layout() != Layout::kGeneric;
   for (int round = 0; round < 8; ++round) {
-    {
+    if (round > 0 || !fast) {
       internal::TwoStripeLock g(stripes_, p.i1, p.i2);
       if (unique && ContainsUnlocked(p)) return Status::OK();
       if (TryPlace(p)) return Status::OK();
     }
     CuckooPathFinder finder(*this);
-    if (!finder.Search(p)) break;   // confirm "no path" exclusively
-    (void)finder.Execute<false>();  // success or not, try to place again
+    if (!finder.Search(p)) break;  // confirm "no path" exclusively
+    bool placed = false;
+    // Success or not, unless fp was placed, try to place again.
+    (void)finder.Execute<false>(unique ? nullptr : &p, &placed);
+    if (placed) return Status::OK();
   }
   return InsertExclusive(p, unique);
 }
@@ -216,8 +278,8 @@ Status CuckooFilter::InsertExclusive(const Position& p, bool unique) {
       " (capacity " + std::to_string(capacity_) + ")");
 }
 
-Status CuckooFilter::RemoveHash(uint64_t hash) {
-  const Position p = Locate(hash);
+Status CuckooFilter::RemoveSlow(const Position& p, bool tried_fast) {
+  if (!tried_fast && RemoveOneStripe(p)) return Status::OK();
   PrefetchForWrite(p);
   internal::TwoStripeLock g(stripes_, p.i1, p.i2);
   uint64_t bucket;

@@ -14,8 +14,9 @@
 // 94% load -> 12.77 bits per item, FPR 0.18% at capacity (sizing.h).
 //
 // Thread safety: every method may be called concurrently with any other.
-// Writers lock the stripes of the two buckets they touch; queries take no
-// lock. Serialize() takes all stripes and is an exact snapshot.
+// Writers lock the stripe of the one bucket they write (the fast paths,
+// invariant 7) or of the two buckets they touch; queries take no lock.
+// Serialize() takes all stripes and is an exact snapshot.
 //
 // Locking protocol, numbered invariants (referred to in the code):
 //  1. Stripe of bucket i = (i / 8) & (stripes - 1): whole 8-bucket groups.
@@ -53,8 +54,13 @@
 //     was in a candidate bucket); a negative answer or a count is returned
 //     only from a validated scan, otherwise the scan is retried. Queries
 //     never write shared memory.
-//  7. Item and delete counters live in the stripe of i1 and change only
-//     under its lock; their sum is exact under AllStripesLock.
+//  7. An add or remove that writes one bucket may hold only that bucket's
+//     stripe (the single-stripe fast paths): slots change only under their
+//     own stripe (2), and moves into or out of the bucket hold it too (3).
+//     Item and delete counters are per stripe, changed only under that
+//     stripe's lock by the op that holds it (the stripe of the bucket it
+//     wrote, or of i1 in the two-stripe paths); per-stripe values may be
+//     negative, their sum is exact under AllStripesLock.
 //
 // Removal risk: RemoveHash removes one fingerprint equal to the key's from
 // one of its buckets. Removing a key that was never added (or removed more
@@ -147,7 +153,7 @@ class CuckooFilter final : public Filter {
   Status AddUniqueHash(uint64_t hash) { return Insert(hash, true); }
   // Removes one copy; NotFound if absent. READ THE "Removal risk" NOTE at
   // the top of this file: a never-added key can remove a colliding one.
-  Status RemoveHash(uint64_t hash) override;
+  inline Status RemoveHash(uint64_t hash) override;
   bool MayContainHash(uint64_t hash) const override {
     return MayContainHashInline(hash);
   }
@@ -236,7 +242,26 @@ class CuckooFilter final : public Filter {
     stripes_.PrefetchLock(stripes_.StripeOf(p.i2));
   }
 
-  Status Insert(uint64_t h, bool unique);
+  // The default layout's single-stripe fast path is inlined into the
+  // caller; everything else (other layouts, displacement, AddUnique, the
+  // exact Full / NotFound verdicts) is out of line in the *Slow forms.
+  // tried_fast: the fast path already ran and found no room / no copy.
+  inline Status Insert(uint64_t h, bool unique);
+  Status InsertSlow(const Position& p, bool unique, bool tried_fast);
+  Status RemoveSlow(const Position& p, bool tried_fast);
+  // Single-stripe fast paths (invariant 7): an unlocked look picks the
+  // bucket, its stripe alone is locked and the look re-checked. False:
+  // nothing changed, take the two-stripe path (which is exact, e.g. for
+  // Full and NotFound). Add*: an empty slot of i1 or i2 (placement rule
+  // in AddOneStripe<kB, kF>).
+  // Remove*: the first copy of fp in i1, else in i2. The untemplated
+  // forms dispatch on the layout (false for the generic one).
+  bool AddOneStripe(const Position& p);
+  bool RemoveOneStripe(const Position& p);
+  template <uint32_t kB, uint32_t kF>
+  bool AddOneStripe(const Position& p);
+  template <uint32_t kB, uint32_t kF>
+  bool RemoveOneStripe(const Position& p);
   // Under the stripes of p.i1 and p.i2: fills an empty slot. False if none.
   bool TryPlace(const Position& p);
   // The query for a table of layout (kB, kF) (0, 0: any layout).
@@ -275,25 +300,92 @@ inline bool CuckooFilter::MayContainHashInline(uint64_t hash) const {
 }
 
 // Invariants 5-6: validated optimistic read, no lock, no shared write.
+// Straight-line on purpose (measured at 5e7 items, where a query waits on
+// two DRAM misses): a loop of independent queries is as fast as the number
+// of queries the CPU keeps in flight, i.e. as short as each query's
+// instruction stream, and any branch on bucket contents risks a flush. So
+// no prefetches (the loads themselves issue at once), both buckets tested
+// without a branch, and the versions re-checked on every answer so that
+// the one branch left (retry or not) goes the same way for hits and misses.
 template <uint32_t kB, uint32_t kF>
 inline bool CuckooFilter::Query(uint64_t hash) const {
   const Position p = Locate(hash);
-  // Both lines requested before any branch on either: the i2 miss overlaps
-  // the i1 miss even when the i1 test is mispredicted.
-  table_.Prefetch(p.i1);
-  table_.Prefetch(p.i2);
-  const uint64_t s1 = stripes_.StripeOf(p.i1);
-  const uint64_t s2 = stripes_.StripeOf(p.i2);
+  internal::PairVersions versions(stripes_, p.i1, p.i2);
   for (;;) {
-    const uint64_t v1 = stripes_.ReadBegin(s1);
-    const uint64_t v2 = stripes_.ReadBegin(s2);
-    if (table_.EitherContains<kB, kF>(p.i1, p.i2, p.fp)) return true;
+    versions.Begin();
+    const bool hit = table_.EitherContains<kB, kF>(p.i1, p.i2, p.fp);
     internal::CuckooStripes::ReadFence();
-    if (stripes_.ReadValidate(s1, v1) && stripes_.ReadValidate(s2, v2)) {
-      return false;
-    }
+    // A hit needs no validation (invariant 6); the check is done anyway,
+    // only to keep the branch below data-independent.
+    if (hit | versions.Valid()) return hit;
     internal::CpuRelax();
   }
+}
+
+// The writers' fast paths. Measured at 5e7 items (2 DRAM misses per op):
+// the time of a loop of independent ops follows its instruction count
+// (the CPU overlaps as many ops' misses as its reorder window holds), so
+// these are short: one locked exchange instead of two, no prefetches (the
+// unlocked look issues both loads at once), constant-layout kernels, and
+// for the default layout no call at all.
+template <uint32_t kB, uint32_t kF>
+inline bool CuckooFilter::AddOneStripe(const Position& p) {
+  using internal::CuckooTable;
+  const uint64_t e1 = table_.MatchBucket<kB, kF>(p.i1, 0);
+  const uint64_t e2 = table_.MatchBucket<kB, kF>(p.i2, 0);
+  if ((e1 | e2) == 0) return false;  // both (seem) full: displacement
+  // Placement: i1 while it has at least 3 free slots, else the bucket
+  // with more free slots (i1 on a tie). Balancing the pair late (two
+  // choices) leaves fewer inserts with both buckets full, i.e. fewer
+  // displacements near 95% load; keeping i1 early keeps the choice
+  // predictable. Measured at 5e7 items, filling to 95% (CPU time): i1
+  // first 139 ns per insert, always the emptier 137, this rule 121.
+  // A branch, not a select, on purpose: on the predicted path the lock's
+  // address is known before the bucket's miss returns, so the locked
+  // exchange does not wait for it (a select: +30% below 50% load).
+  const int free1 = std::popcount(e1);
+  const bool one = free1 >= 3 || free1 >= std::popcount(e2);
+  const uint64_t bucket = one ? p.i1 : p.i2;
+  const uint64_t s = stripes_.StripeOf(bucket);
+  const uint32_t slot = CuckooTable::SlotOf<kF>(one ? e1 : e2);
+  internal::OneStripeLock g(stripes_, s);
+  // Re-checked under the lock (the bucket's words are now still), by the
+  // update itself: another writer may have filled the slot since the look.
+  if (!table_.ReplaceSlot<kB, kF>(bucket, slot, 0, p.fp)) return false;
+  stripes_.AddItems(s, 1);  // invariant 7
+  return true;
+}
+
+template <uint32_t kB, uint32_t kF>
+inline bool CuckooFilter::RemoveOneStripe(const Position& p) {
+  using internal::CuckooTable;
+  const uint64_t m1 = table_.MatchBucket<kB, kF>(p.i1, p.fp);
+  const uint64_t m2 = table_.MatchBucket<kB, kF>(p.i2, p.fp);
+  if ((m1 | m2) == 0) return false;  // NotFound is decided under locks
+  const uint64_t bucket = m1 != 0 ? p.i1 : p.i2;  // a branch: see AddOneStripe
+  const uint64_t s = stripes_.StripeOf(bucket);
+  const uint32_t slot = CuckooTable::SlotOf<kF>(m1 != 0 ? m1 : m2);
+  internal::OneStripeLock g(stripes_, s);
+  // Moved or removed since the look: the two-stripe path decides.
+  if (!table_.ReplaceSlot<kB, kF>(bucket, slot, p.fp, 0)) return false;
+  stripes_.AddItems(s, -1);  // invariant 7
+  stripes_.AddDeletes(s, 1);
+  return true;
+}
+
+inline Status CuckooFilter::Insert(uint64_t h, bool unique) {
+  const Position p = Locate(h);
+  const bool fast =
+      !unique && table_.layout() == internal::CuckooTable::Layout::k4x12;
+  if (fast && AddOneStripe<4, 12>(p)) return Status::OK();
+  return InsertSlow(p, unique, fast);
+}
+
+inline Status CuckooFilter::RemoveHash(uint64_t hash) {
+  const Position p = Locate(hash);
+  const bool fast = table_.layout() == internal::CuckooTable::Layout::k4x12;
+  if (fast && RemoveOneStripe<4, 12>(p)) return Status::OK();
+  return RemoveSlow(p, fast);
 }
 
 }  // namespace shardfilter

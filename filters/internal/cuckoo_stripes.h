@@ -157,6 +157,8 @@ class CuckooStripes {
     std::atomic<uint64_t> deletes{0};
   };
 
+  friend class PairVersions;
+
   uint64_t count_ = 0;
   uint64_t mask_ = 0;
   std::unique_ptr<Stripe[]> locks_;
@@ -164,6 +166,46 @@ class CuckooStripes {
   // every query, so density (readers' cache footprint) matters more than
   // false sharing between movers.
   std::unique_ptr<std::atomic<uint64_t>[]> versions_;
+};
+
+// A query's seqlock over the stripes of its two buckets (invariants 4-6 of
+// cuckoo_filter.h): Begin() before the bucket reads, then ReadFence(),
+// then Valid(). The version array is addressed once, not after every
+// acquire load, and Valid() is one branch-free test.
+class PairVersions {
+ public:
+  PairVersions(const CuckooStripes& st, uint64_t bucket1, uint64_t bucket2)
+      : v_(st.versions_.get()),
+        s1_(st.StripeOf(bucket1)),
+        s2_(st.StripeOf(bucket2)) {}
+  void Begin() {
+    v1_ = v_[s1_].load(std::memory_order_acquire);
+    v2_ = v_[s2_].load(std::memory_order_acquire);
+  }
+  bool Valid() const {
+    const uint64_t r1 = v_[s1_].load(std::memory_order_relaxed);
+    const uint64_t r2 = v_[s2_].load(std::memory_order_relaxed);
+    return (((v1_ | v2_) & 1) | (r1 ^ v1_) | (r2 ^ v2_)) == 0;
+  }
+
+ private:
+  const std::atomic<uint64_t>* v_;
+  uint64_t s1_, s2_, v1_ = 0, v2_ = 0;
+};
+
+// Holds one stripe (an add or remove that writes one bucket, invariant 7).
+class OneStripeLock {
+ public:
+  OneStripeLock(CuckooStripes& st, uint64_t stripe) : st_(st), s_(stripe) {
+    st_.Lock(s_);
+  }
+  ~OneStripeLock() { st_.Unlock(s_); }
+  OneStripeLock(const OneStripeLock&) = delete;
+  OneStripeLock& operator=(const OneStripeLock&) = delete;
+
+ private:
+  CuckooStripes& st_;
+  uint64_t s_;
 };
 
 // Holds the stripes of two buckets, taken in ascending order, once each.
