@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <cassert>
 #include <cstring>
 #include <mutex>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "filters/hash.h"
@@ -52,11 +54,45 @@ constexpr uint64_t kBucketSeed = 0x68617368696478ULL;  // "hashidx"
 
 using Sorted = std::shared_ptr<const std::vector<const char*>>;
 
-// Ordered iteration over a sorted snapshot of entries.
-class SortedIterator final : public MemTableRep::Iterator {
+// Counts a reader (Get, Contains, an iterator) of a rep while it runs. The
+// rep is destroyed (with its arena, right after) only when RocksDB drops
+// the memtable's last reference, which it does after every reader is done;
+// its destructor's acquire load of the count pairs with each reader's
+// release, making that order explicit (and visible to ThreadSanitizer,
+// which cannot see RocksDB's own reference counting in the uninstrumented
+// library).
+class ReaderRef {
  public:
-  SortedIterator(Sorted entries, const KeyComparator& cmp)
-      : v_(std::move(entries)), cmp_(cmp), i_(v_->size()) {}
+  explicit ReaderRef(std::atomic<int64_t>* n) : n_(n) {
+    n_->fetch_add(1, std::memory_order_relaxed);
+  }
+  ReaderRef(ReaderRef&& o) noexcept : n_(std::exchange(o.n_, nullptr)) {}
+  ReaderRef(const ReaderRef&) = delete;
+  ReaderRef& operator=(const ReaderRef&) = delete;
+  ReaderRef& operator=(ReaderRef&&) = delete;
+  ~ReaderRef() {
+    // Release: every access of this reader happens before the rep's end.
+    if (n_ != nullptr) n_->fetch_sub(1, std::memory_order_release);
+  }
+
+ private:
+  std::atomic<int64_t>* n_;
+};
+
+// Holds the iterator's ReaderRef as its first base: destroyed last, after
+// the members and the Iterator base.
+struct ReaderHold {
+  ReaderRef ref;
+};
+
+// Ordered iteration over a sorted snapshot of entries.
+class SortedIterator final : private ReaderHold, public MemTableRep::Iterator {
+ public:
+  SortedIterator(ReaderRef ref, Sorted entries, const KeyComparator& cmp)
+      : ReaderHold{std::move(ref)},
+        v_(std::move(entries)),
+        cmp_(cmp),
+        i_(v_->size()) {}
 
   bool Valid() const override { return i_ < v_->size(); }
   const char* key() const override { return (*v_)[i_]; }
@@ -123,7 +159,14 @@ class HashIndexRep final : public MemTableRep {
     count_.fetch_add(1, std::memory_order_relaxed);
   }
 
+  ~HashIndexRep() override {
+    // Pairs with each reader's release (ReaderRef): none is left.
+    [[maybe_unused]] int64_t left = readers_.load(std::memory_order_acquire);
+    assert(left == 0);
+  }
+
   bool Contains(const char* key) const override {
+    ReaderRef ref(&readers_);
     for (char* n = Head(UserKeyOf(key)); n != nullptr; n = Next(n)) {
       if (cmp_(n + kLink, key) == 0) return true;
     }
@@ -138,6 +181,7 @@ class HashIndexRep final : public MemTableRep {
   // (sequence <= the lookup's), in internal key order (newest first).
   void Get(const rocksdb::LookupKey& k, void* arg,
            bool (*callback)(void* arg, const char* entry)) override {
+    ReaderRef ref(&readers_);
     const char* memkey = MemtableKeyOf(k);
     const std::string_view ukey = UserKeyOf(memkey);
     const char* one[4];
@@ -166,15 +210,18 @@ class HashIndexRep final : public MemTableRep {
   size_t ApproximateMemoryUsage() override { return 0; }  // all in the arena
 
   Iterator* GetIterator(rocksdb::Arena* arena) override {
+    ReaderRef ref(&readers_);
     Sorted entries = SortedEntries();
-    if (arena == nullptr) return new SortedIterator(std::move(entries), cmp_);
+    if (arena == nullptr) {
+      return new SortedIterator(std::move(ref), std::move(entries), cmp_);
+    }
     // RocksDB only destroys an iterator placed in its arena (the arena
     // frees the bytes); ours are placed in storage this rep owns and frees
     // (one small block per ordered scan of this memtable).
     std::lock_guard lock(mu_);
     iterator_storage_.emplace_back(new IteratorBytes);
     return new (iterator_storage_.back()->bytes)
-        SortedIterator(std::move(entries), cmp_);
+        SortedIterator(std::move(ref), std::move(entries), cmp_);
   }
 
  private:
@@ -258,6 +305,7 @@ class HashIndexRep final : public MemTableRep {
   char** buckets_;  // mask_ + 1 heads, in the arena
   std::atomic<size_t> count_{0};
   std::atomic<bool> read_only_{false};
+  mutable std::atomic<int64_t> readers_{0};  // ReaderRef
   std::mutex mu_;
   Sorted sorted_;  // GUARDED_BY(mu_), once read-only
   std::vector<std::unique_ptr<IteratorBytes>> iterator_storage_;  // mu_
