@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "filters/hash.h"
+#include "persistence/internal/hash_memtable.h"
 #include "persistence/internal/rocks_status.h"
 #include "persistence/keys.h"
 
@@ -32,22 +33,24 @@ rocksdb::Slice ToSlice(std::string_view s) {
 
 // The dedup family is a key set read and written by point operations. Its
 // options (docs/dedup.md, "Performance"):
+//  * a hash-indexed memtable (persistence/internal/hash_memtable.h): an
+//    insert costs ~2 cache misses, not a skiplist descent (~20 at 1M
+//    entries: 75% of an insert); sorting moves to the flush. One bucket per
+//    ~64 bytes of entries: chains of ~1. Needs allow_concurrent_memtable_
+//    write = false store-wide (Store::Open);
 //  * whole-key SST Bloom filters (10 bits/key), but none in the last level
 //    (optimize_filters_for_hits): the filter in front sends RocksDB mostly
 //    keys that are present, whose probe in the level holding them is
-//    wasted work and memory (~90% of the filter bytes);
-//  * a whole-key memtable Bloom filter: a Get of a key that is in an SST
-//    skips the memtable skiplist descent (~20 dependent cache misses).
-// A hash memtable (HashSkipList, whole-key prefix) made Puts ~1.5x faster
-// but every flush and scan then sorts a copy of the memtable (~2-5 us per
-// entry: reopen 5x slower), so the skiplist stays.
+//    wasted work and memory (~90% of the filter bytes).
+// No memtable Bloom filter: the hash index answers a memtable miss with
+// about as many cache misses, and the Bloom filter cost one more per insert.
 rocksdb::ColumnFamilyOptions DedupCfOptions() {
   rocksdb::ColumnFamilyOptions o;
   rocksdb::BlockBasedTableOptions t;
   t.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
   o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
-  o.memtable_whole_key_filtering = true;
-  o.memtable_prefix_bloom_size_ratio = 0.02;
+  o.memtable_factory =
+      internal::NewHashIndexMemTableFactory(o.write_buffer_size / 64);
   o.optimize_filters_for_hits = true;
   return o;
 }
@@ -87,6 +90,9 @@ Result<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) {
   db_options.create_missing_column_families = options.create_if_missing;
   db_options.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
   db_options.keep_log_file_num = 2;
+  // The dedup family's memtable takes one writer at a time (group commit
+  // still batches writers; the leader inserts their entries serially).
+  db_options.allow_concurrent_memtable_write = false;
   std::vector<rocksdb::ColumnFamilyDescriptor> cfs;
   rocksdb::ColumnFamilyOptions cf_options;
   cfs.emplace_back(rocksdb::kDefaultColumnFamilyName, cf_options);
