@@ -9,6 +9,7 @@
 #include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
 
+#include "persistence/internal/hash_memtable.h"
 #include "persistence/internal/rocks_status.h"
 #include "persistence/keys.h"
 #include "persistence/store.h"
@@ -48,6 +49,11 @@ class CountAddOperator : public rocksdb::AssociativeMergeOperator {
 rocksdb::ColumnFamilyOptions HashesCfOptions() {
   rocksdb::ColumnFamilyOptions o;
   o.merge_operator = std::make_shared<CountAddOperator>();
+  // Written by every op, read only by migrations' scans: the hash-indexed
+  // memtable makes a merge ~2 cache misses instead of a skiplist descent
+  // (which made a bulk load with retained hashes ~15x slower than without).
+  o.memtable_factory =
+      internal::NewHashIndexMemTableFactory(o.write_buffer_size / 64);
   rocksdb::BlockBasedTableOptions t;
   t.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
   o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
