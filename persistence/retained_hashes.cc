@@ -79,13 +79,11 @@ RetainedHashScan::RetainedHashScan(rocksdb::DB* db,
     : db_(db), name_(std::move(name)), start_(std::move(start)) {
   prefix_ = NamePrefix(name_);
   end_ = PrefixSuccessor(prefix_);
+  // The snapshot now (the caller's instant: a migration's cut, under its
+  // locks); the iterator at the first Next(), outside them: creating one
+  // over a hash-indexed memtable sorts its entries (~0.2 s per 1M).
   snapshot_ = db_->GetSnapshot();
-  rocksdb::ReadOptions ro;
-  ro.snapshot = snapshot_;
-  // The bound must outlive the iterator: it points into end_, a member.
-  upper_ = std::make_unique<rocksdb::Slice>(end_);
-  ro.iterate_upper_bound = upper_.get();
-  it_.reset(db_->NewIterator(ro, cf));
+  cf_ = cf;
 }
 
 RetainedHashScan::~RetainedHashScan() {
@@ -97,6 +95,12 @@ Status RetainedHashScan::Next(size_t max,
                               std::vector<std::pair<uint64_t, int64_t>>* out,
                               bool* more) {
   if (!started_) {
+    rocksdb::ReadOptions ro;
+    ro.snapshot = snapshot_;
+    // The bound must outlive the iterator: it points into end_, a member.
+    upper_ = std::make_unique<rocksdb::Slice>(end_);
+    ro.iterate_upper_bound = upper_.get();
+    it_.reset(db_->NewIterator(ro, cf_));
     it_->Seek(start_);
     started_ = true;
   }

@@ -16,8 +16,9 @@
 // is not 8 bytes fails the read as Corruption.
 //
 // Thread safety: RetainedHashScan is used by one thread at a time; it reads
-// a RocksDB snapshot taken when the scan was created, so concurrent writes
-// neither appear in nor disturb it.
+// a RocksDB snapshot taken when the scan was created (its iterator is made
+// at the first Next()), so concurrent writes neither appear in nor disturb
+// it.
 #ifndef SHARDFILTER_PERSISTENCE_RETAINED_HASHES_H_
 #define SHARDFILTER_PERSISTENCE_RETAINED_HASHES_H_
 
@@ -72,6 +73,7 @@ class RetainedHashScan {
   RetainedHashScan(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
                    std::string name, std::string start);
   rocksdb::DB* db_;
+  rocksdb::ColumnFamilyHandle* cf_ = nullptr;
   const rocksdb::Snapshot* snapshot_ = nullptr;
   std::string name_;
   std::string prefix_;
