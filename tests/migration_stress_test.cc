@@ -132,8 +132,14 @@ TEST_P(MigrationStressTest, NoFalseNegativeAndExactlyOnceUnderLoad) {
       checks.fetch_add(1, std::memory_order_relaxed);
     }
   });
-  FilterSpec target = Spec(c.to, 4 * kPreload, 4);
+  // Large enough not to grow while the writers run on after the switch
+  // (a remove from a grown chain may be refused as ambiguous).
+  FilterSpec target = Spec(c.to, 64 * kPreload, 4);
   target.retain_hashes = true;
+  // Start once both writers are running, so that ops arrive during it.
+  while (acked[0].load() == 0 || acked[1].load() == 0) {
+    std::this_thread::yield();
+  }
   auto p = db->Migrate("f", target);
   // Keep the load on after the switch too.
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
