@@ -23,7 +23,7 @@ for f in demo_urls demo_counts demo_cuckoo; do
 done
 run "$sf" --db "$db" create demo_urls --type bloom --capacity $n --fpp 0.01
 run "$sf" --db "$db" create demo_counts --type counting --capacity $n --fpp 0.01
-run "$sf" --db "$db" create demo_cuckoo --type cuckoo --capacity $n --fpp 0.001
+run "$sf" --db "$db" create demo_cuckoo --type cuckoo --capacity $n --fpp 0.001 --retain-hashes
 for f in demo_urls demo_counts demo_cuckoo; do
   say "seq -f 'https://example.com/page/%.0f' 1 $n | $sf --db $db add $f"
   seq -f 'https://example.com/page/%.0f' 1 $n | "$sf" --db "$db" add "$f"
@@ -38,6 +38,9 @@ say "seq 1 5 | $sf --db $db dedup demo_seen   # prints only keys this store neve
 seq 1 5 | "$sf" --db "$db" dedup demo_seen
 say "seq 3 8 | $sf --db $db dedup demo_seen   # 1-5 are remembered (also across runs of this script)"
 seq 3 8 | "$sf" --db "$db" dedup demo_seen
+say "$sf --db $db migrate demo_cuckoo --capacity $((4 * n)) --shards 4   # rebuilt from its retained hashes"
+"$sf" --db "$db" migrate demo_cuckoo --capacity $((4 * n)) --shards 4
+run "$sf" --db "$db" exists demo_cuckoo https://example.com/page/42 https://example.com/page/43
 run "$sf" --db "$db" checkpoint
 run "$sf" --db "$db" list
 run "$sf" --db "$db" info demo_urls
