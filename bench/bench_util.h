@@ -4,15 +4,34 @@
 #define SHARDFILTER_BENCH_BENCH_UTIL_H_
 
 #include <benchmark/benchmark.h>
+#include <stdlib.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "filters/hash.h"
+#include "filters/status.h"
 
 namespace shardfilter::bench {
+
+// A fresh directory under $TMPDIR (default /tmp) for a benchmark's store.
+inline std::string TempPath(const char* stem = "sfbench") {
+  const char* base = getenv("TMPDIR");
+  std::string tmpl = std::string(base ? base : "/tmp") + "/" + stem + "_XXXXXX";
+  return mkdtemp(tmpl.data()) ? tmpl : std::string("/tmp/") + stem;
+}
+
+// Benchmarks have no error path: a failed setup step aborts the run.
+inline void Check(const Status& s) {
+  if (!s.ok()) {
+    std::fprintf(stderr, "%s\n", s.ToString().c_str());
+    abort();
+  }
+}
 
 // 8-byte keys: present keys are 2i, absent keys 2i+1 (disjoint sets), both
 // passed through a mixer so that memory access is random.

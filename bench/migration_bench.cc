@@ -18,21 +18,8 @@
 namespace shardfilter::bench {
 namespace {
 
-std::string TempPath() {
-  const char* base = getenv("TMPDIR");
-  std::string tmpl = std::string(base ? base : "/tmp") + "/sfmig_XXXXXX";
-  return mkdtemp(tmpl.data()) ? tmpl : "/tmp/sfmig";
-}
-
-void Check(const Status& s) {
-  if (!s.ok()) {
-    fprintf(stderr, "%s\n", s.ToString().c_str());
-    abort();
-  }
-}
-
 struct Store {
-  std::string path = TempPath();
+  std::string path = TempPath("sfmig");
   std::unique_ptr<Database> db;
   Store() {
     DatabaseOptions o;

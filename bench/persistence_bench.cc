@@ -22,19 +22,6 @@
 namespace shardfilter::bench {
 namespace {
 
-std::string TempPath() {
-  const char* base = getenv("TMPDIR");
-  std::string tmpl = std::string(base ? base : "/tmp") + "/sfbench_XXXXXX";
-  return mkdtemp(tmpl.data()) ? tmpl : "/tmp/sfbench";
-}
-
-void Check(const Status& s) {
-  if (!s.ok()) {
-    fprintf(stderr, "%s\n", s.ToString().c_str());
-    abort();
-  }
-}
-
 // A blocked Bloom filter at 1% costs ~10 bits per item.
 uint64_t CapacityForMb(int64_t mb) { return mb * 1'000'000 * 8 / 10; }
 

@@ -125,9 +125,9 @@ struct VerifyReport {
   uint64_t journal_entries = 0;
   uint64_t retained_hashes = 0;  // keys of the hashes family checked
   uint64_t bytes = 0;            // bytes of values read
-  uint64_t orphan_values = 0;  // values no descriptor refers to (left by
-                               // an interrupted checkpoint; removed by
-                               // the next writable open)
+  uint64_t orphan_values = 0;    // values no descriptor refers to (left by
+                                 // an interrupted checkpoint; removed by
+                                 // the next writable open)
   // One line per problem, naming the filter, shard, chunk or sequence.
   std::vector<std::string> problems;
   bool ok() const { return problems.empty(); }

@@ -218,42 +218,35 @@ Status Database::StartMigration(std::string_view name, const FilterSpec& spec,
   return Status::OK();
 }
 
-Result<MigrationProgress> Database::GetMigration(std::string_view name) const {
-  std::lock_guard lock(impl_->mu);
-  auto it = impl_->migrations.find(name);
-  if (it == impl_->migrations.end()) {
+namespace {
+
+// The running or last migration of `name`, or NotFound.
+Result<std::shared_ptr<Migration>> FindMigration(DatabaseImpl& d,
+                                                 std::string_view name) {
+  std::lock_guard lock(d.mu);
+  auto it = d.migrations.find(name);
+  if (it == d.migrations.end()) {
     return Status::NotFound("no migration of " + DescribeName(name) +
                             " was started");
   }
-  return it->second->Progress();
+  return it->second;
+}
+
+}  // namespace
+
+Result<MigrationProgress> Database::GetMigration(std::string_view name) const {
+  SF_ASSIGN_OR_RETURN(auto m, FindMigration(*impl_, name));
+  return m->Progress();
 }
 
 Result<MigrationProgress> Database::WaitForMigration(std::string_view name) {
-  std::shared_ptr<Migration> m;
-  {
-    std::lock_guard lock(impl_->mu);
-    auto it = impl_->migrations.find(name);
-    if (it == impl_->migrations.end()) {
-      return Status::NotFound("no migration of " + DescribeName(name) +
-                              " was started");
-    }
-    m = it->second;
-  }
+  SF_ASSIGN_OR_RETURN(auto m, FindMigration(*impl_, name));
   m->Wait();
   return m->Progress();
 }
 
 Status Database::AbortMigration(std::string_view name) {
-  std::shared_ptr<Migration> m;
-  {
-    std::lock_guard lock(impl_->mu);
-    auto it = impl_->migrations.find(name);
-    if (it == impl_->migrations.end()) {
-      return Status::NotFound("no migration of " + DescribeName(name) +
-                              " was started");
-    }
-    m = it->second;
-  }
+  SF_ASSIGN_OR_RETURN(auto m, FindMigration(*impl_, name));
   m->abort.store(true);
   m->Wait();
   return Status::OK();
