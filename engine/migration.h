@@ -11,12 +11,15 @@
 //     target (in memory). Every mutation acknowledged after the cut is also
 //     queued, per source shard in apply order, and replayed on the target
 //     after the fill (Bloom adds, which commute, as it goes).
-//  3. The switch: with the source's checkpoint mutex and every shard lock
+//  3. The pre-write: the target's shards are written as checkpoint chunks
+//     of a new generation and the WAL is synced, while writers go on (their
+//     ops queue up; checkpoints of the source are held off meanwhile).
+//  4. The switch: with the source's checkpoint mutex and every shard lock
 //     held exclusive (writers wait; queries go on against the source), the
-//     rest of the queue is replayed, the target's shards are written as
-//     checkpoint chunks, and one synced RocksDB write commits the new
-//     descriptor and deletes the source's chunks and journal. Handles to the
-//     source then forward every call to the target.
+//     rest of the queue is replayed on the target and one synced RocksDB
+//     write commits the new descriptor, those ops as the target's first
+//     journal entries, and the deletion of the source's chunks and journal.
+//     Handles to the source then forward every call to the target.
 // Queries are answered by the source until the switch and by the target
 // after it; both hold every acknowledged key, so there is no false negative
 // at any moment. A crash before the commit leaves the source as it was (the
