@@ -124,10 +124,13 @@ struct VerifyReport {
   uint64_t shard_blobs = 0;  // whole-shard blobs checked (xxh3 + decode)
   uint64_t journal_entries = 0;
   uint64_t retained_hashes = 0;  // keys of the hashes family checked
-  uint64_t bytes = 0;            // bytes of values read
-  uint64_t orphan_values = 0;    // values no descriptor refers to (left by
-                                 // an interrupted checkpoint; removed by
-                                 // the next writable open)
+  // Records in the dedup sets' journal files (docs/dedup.md), each read
+  // back and checked; a journal holds records only after a crash.
+  uint64_t dedup_journal_records = 0;
+  uint64_t bytes = 0;          // bytes of values read
+  uint64_t orphan_values = 0;  // values no descriptor refers to (left by
+                               // an interrupted checkpoint; removed by
+                               // the next writable open)
   // One line per problem, naming the filter, shard, chunk or sequence.
   std::vector<std::string> problems;
   bool ok() const { return problems.empty(); }

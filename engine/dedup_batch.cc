@@ -9,8 +9,8 @@
 
 namespace shardfilter::internal {
 
-using persistence::DedupBatch;
 using persistence::DedupEntry;
+using persistence::DedupOp;
 
 namespace {
 
@@ -50,7 +50,7 @@ Status Lookup(DedupCore& core, uint64_t cur,
   if (ask.empty()) return Status::OK();
   core.counters.reads.fetch_add(ask.size(), std::memory_order_relaxed);
   std::vector<std::optional<DedupEntry>> got(ask.size());
-  SF_RETURN_IF_ERROR(core.table->MultiGet(core.name, ask, &got));
+  SF_RETURN_IF_ERROR(core.MultiGet(ask, &got));
   uint64_t fp = 0;
   for (size_t j = 0; j < ask.size(); ++j) {
     if (stored != nullptr) (*stored)[where[j]] = got[j];
@@ -81,19 +81,21 @@ Status DedupCore::InsertBatch(std::span<const std::string_view> keys,
   std::vector<std::optional<DedupEntry>> found, stored;
   SF_RETURN_IF_ERROR(Lookup(*this, cur, keys, maybe, &found, &stored));
   out->assign(keys.size(), 0);
-  DedupBatch batch(*table);
+  std::vector<DedupOp> ops;
   std::unordered_set<std::string_view> fresh;  // new in this batch
   fresh.reserve(keys.size());
   const uint64_t now = ttl() ? Now() : 0;
   uint64_t n_new = 0;
   for (size_t i = 0; i < keys.size(); ++i) {
     if (found[i] || !fresh.insert(keys[i]).second) continue;  // duplicate
-    if (stored[i] && ttl()) batch.Delete(name, keys[i], *stored[i], true);
-    batch.Put(name, keys[i], EntryFor(now, cur), ttl());
+    if (stored[i] && ttl()) {
+      ops.push_back(Op(DedupOp::kDelete, keys[i], *stored[i], true));
+    }
+    ops.push_back(Op(DedupOp::kPut, keys[i], EntryFor(now, cur), ttl()));
     (*out)[i] = 1;
     ++n_new;
   }
-  if (n_new > 0) SF_RETURN_IF_ERROR(table->Write(&batch, mode));
+  if (n_new > 0) SF_RETURN_IF_ERROR(Commit(ops));
   for (size_t i = 0; i < keys.size(); ++i) {
     if ((*out)[i]) ring->Add(cur, hashes[i]);  // X1: after the write
   }
@@ -136,16 +138,16 @@ Status DedupCore::RemoveBatch(std::span<const std::string_view> keys,
   std::vector<std::optional<DedupEntry>> found;
   SF_RETURN_IF_ERROR(Lookup(*this, cur, keys, maybe, &found, nullptr));
   out->assign(keys.size(), 0);
-  DedupBatch batch(*table);
+  std::vector<DedupOp> ops;
   std::unordered_set<std::string_view> gone;  // removed in this batch
   uint64_t n = 0;
   for (size_t i = 0; i < keys.size(); ++i) {
     if (!found[i] || !gone.insert(keys[i]).second) continue;
-    batch.Delete(name, keys[i], *found[i], ttl());
+    ops.push_back(Op(DedupOp::kDelete, keys[i], *found[i], ttl()));
     (*out)[i] = 1;
     ++n;
   }
-  if (n > 0) SF_RETURN_IF_ERROR(table->Write(&batch, mode));
+  if (n > 0) SF_RETURN_IF_ERROR(Commit(ops));
   for (size_t i = 0; i < keys.size(); ++i) {
     if ((*out)[i]) ring->Remove(found[i]->bucket, hashes[i]);
   }

@@ -39,6 +39,15 @@ Status CheckOptions(std::string_view name, const DedupOptions& o) {
         "dedup lock_stripes must be a power of two in [1, 65536], got " +
         std::to_string(o.lock_stripes));
   }
+  if (o.journal_bytes != 0 &&
+      (o.journal_bytes % 8192 != 0 ||
+       o.journal_bytes < 2 * persistence::kMinDedupLogRegion ||
+       o.journal_bytes > 2 * persistence::kMaxDedupLogRegion)) {
+    return Status::InvalidArgument(
+        "dedup journal_bytes must be 0 or a multiple of 8192 in [128 KiB, "
+        "2 GiB], got " +
+        std::to_string(o.journal_bytes));
+  }
   if (o.partitions > kMaxDedupPartitions) {
     return Status::InvalidArgument("dedup partitions must be <= 1024, got " +
                                    std::to_string(o.partitions));
@@ -76,9 +85,13 @@ Result<std::unique_ptr<DedupStore>> DedupStore::Open(
                       impl.store->Dedup(create));
   SF_ASSIGN_OR_RETURN(std::optional<DedupMeta> meta, table->GetMeta(name));
   const std::string what = "dedup set \"" + std::string(name) + "\"";
+  const std::string log_path =
+      persistence::DedupLogPath(impl.store->path(), name);
   if (!meta) {
     if (!create) return Status::NotFound("no " + what);
     SF_ASSIGN_OR_RETURN(DedupMeta m, NewMeta(options));
+    // A journal left by a dropped set of that name is debris.
+    SF_RETURN_IF_ERROR(persistence::DedupJournal::Remove(log_path));
     SF_RETURN_IF_ERROR(table->PutMeta(name, m));
     meta = m;
   } else if ((options.ttl_ms && *options.ttl_ms != meta->ttl_ms) ||
@@ -114,6 +127,21 @@ Result<std::unique_ptr<DedupStore>> DedupStore::Open(
   // The ring chains whole filters itself when one reports Full.
   spec.scalable = false;
   SF_ASSIGN_OR_RETURN(core->ring, internal::DedupRing::Create(spec, p + 1));
+  // What a crash left in the journal reaches RocksDB before the filters
+  // are rebuilt from it (a read-only store reads it into an overlay).
+  using persistence::DedupJournal;
+  if (read_only) {
+    SF_ASSIGN_OR_RETURN(core->journal,
+                        DedupJournal::OpenReadOnly(table, log_path, name));
+  } else {
+    SF_ASSIGN_OR_RETURN(core->replayed,
+                        DedupJournal::Replay(table, log_path, name));
+    if (core->durability == Durability::kJournal && options.journal_bytes) {
+      SF_ASSIGN_OR_RETURN(core->journal,
+                          DedupJournal::Create(table, log_path, name,
+                                               options.journal_bytes / 2));
+    }
+  }
   SF_RETURN_IF_ERROR(core->Load());
   return std::unique_ptr<DedupStore>(new DedupStore(std::move(core)));
 }
@@ -130,7 +158,11 @@ Status DedupStore::Drop(Database& db, std::string_view name) {
   SF_ASSIGN_OR_RETURN(auto meta, (*table)->GetMeta(name));
   if (!meta)
     return Status::NotFound("no dedup set \"" + std::string(name) + "\"");
-  return (*table)->DropSet(name);
+  SF_RETURN_IF_ERROR((*table)->DropSet(name));
+  // A crash before this leaves a journal that the set's next creation
+  // removes unread.
+  return persistence::DedupJournal::Remove(
+      persistence::DedupLogPath(db.impl_->store->path(), name));
 }
 
 Result<std::vector<std::string>> DedupStore::List(Database& db) {
@@ -150,8 +182,15 @@ DedupStore::~DedupStore() { Close().ok(); }
 Status DedupStore::Close() {
   if (core_->closed) return Status::OK();
   core_->closed = true;
-  if (core_->durability == Durability::kNone) return core_->table->Flush();
-  return Status::OK();
+  Status s;
+  if (core_->journal && !core_->table->read_only()) {
+    s = core_->journal->Flush();  // else the next Open replays it
+  }
+  core_->journal.reset();
+  if (s.ok() && core_->durability == Durability::kNone) {
+    s = core_->table->Flush();
+  }
+  return s;
 }
 
 Result<bool> DedupStore::InsertIfAbsent(std::string_view key) {
@@ -189,6 +228,9 @@ Result<uint64_t> DedupStore::Expire() {
 
 Status DedupStore::Flush() {
   SF_RETURN_IF_ERROR(core_->CheckUsable(false));
+  if (core_->journal && !core_->table->read_only()) {
+    SF_RETURN_IF_ERROR(core_->journal->Flush());
+  }
   return core_->table->Flush();
 }
 
@@ -213,6 +255,8 @@ DedupStats DedupStore::Stats() const {
   s.expired_partitions = get(c.expired_partitions);
   s.loaded_keys = get(c.loaded_keys);
   s.open_ms = get(c.open_ms);
+  s.journal_replayed = core_->replayed;
+  s.journal_flushes = core_->journal ? core_->journal->flushes() : 0;
   std::shared_lock lock(core_->ring_mu);
   s.current_bucket = core_->current.load(std::memory_order_relaxed);
   core_->ring->AppendStats(&s.partitions);

@@ -14,6 +14,7 @@ namespace shardfilter {
 using internal::DedupCore;
 using persistence::DedupBatch;
 using persistence::DedupEntry;
+using persistence::DedupOp;
 
 namespace internal {
 
@@ -28,6 +29,24 @@ StripeGuard::~StripeGuard() {
   for (auto it = ids_.rbegin(); it != ids_.rend(); ++it) {
     stripes_[*it].mu.unlock();
   }
+}
+
+Result<std::optional<DedupEntry>> DedupCore::Get(std::string_view key) {
+  if (journal) return journal->Get(key);
+  return table->Get(name, key);
+}
+
+Status DedupCore::MultiGet(std::span<const std::string_view> keys,
+                           std::vector<std::optional<DedupEntry>>* out) {
+  if (journal) return journal->MultiGet(keys, out);
+  return table->MultiGet(name, keys, out);
+}
+
+Status DedupCore::Commit(const std::vector<DedupOp>& ops) {
+  if (journal) return journal->Commit(ops);
+  DedupBatch batch(*table);
+  persistence::AddOps(name, ops, &batch);
+  return table->Write(&batch, mode);
 }
 
 Status DedupCore::CheckUsable(bool write) const {
@@ -84,6 +103,8 @@ Status DedupCore::Rotate(uint64_t to) {
 Result<uint64_t> DedupCore::Purge(uint64_t below) {
   std::lock_guard purge_lock(purge_mu);
   if (below <= purged_until) return uint64_t{0};
+  // X5: what was logged before the rotation reaches RocksDB first.
+  if (journal && !table->read_only()) SF_RETURN_IF_ERROR(journal->Flush());
   uint64_t deleted = 0;
   std::vector<std::string> keys;
   // Deletes the index keys gathered in `keys`, and their entries where the
@@ -95,7 +116,7 @@ Result<uint64_t> DedupCore::Purge(uint64_t below) {
     for (std::string_view k : views) ids.push_back(StripeOf(Hash(k)));
     StripeGuard guard(stripes.get(), std::move(ids));
     std::vector<std::optional<DedupEntry>> found(views.size());
-    SF_RETURN_IF_ERROR(table->MultiGet(name, views, &found));
+    SF_RETURN_IF_ERROR(MultiGet(views, &found));
     DedupBatch batch(*table);
     uint64_t n = 0;
     for (size_t i = 0; i < views.size(); ++i) {
@@ -145,6 +166,15 @@ Status DedupCore::Load() {
         ++loaded;
         return Status::OK();
       }));
+  if (journal) {  // a read-only store: what the log holds (X5)
+    journal->ForEachPending(
+        [&](std::string_view key, const std::optional<DedupEntry>& e) {
+          if (e && Live(e->bucket, cur)) {
+            ring->Add(ttl() ? e->bucket : 0, Hash(key));
+            ++loaded;
+          }
+        });
+  }
   counters.loaded_keys.store(loaded, std::memory_order_relaxed);
   if (ttl() && !table->read_only() && cur >= partitions) {
     SF_RETURN_IF_ERROR(Purge(cur - partitions).status());
@@ -168,7 +198,7 @@ Result<bool> DedupCore::InsertIfAbsent(std::string_view key) {
   std::optional<DedupEntry> old;
   if (ring->MayContain(h)) {
     counters.reads.fetch_add(1, std::memory_order_relaxed);
-    SF_ASSIGN_OR_RETURN(old, table->Get(name, key));
+    SF_ASSIGN_OR_RETURN(old, Get(key));
     if (old && Live(old->bucket, cur)) {
       counters.duplicates.fetch_add(1, std::memory_order_relaxed);
       return false;
@@ -177,10 +207,11 @@ Result<bool> DedupCore::InsertIfAbsent(std::string_view key) {
   } else {
     counters.avoided.fetch_add(1, std::memory_order_relaxed);
   }
-  DedupBatch batch(*table);
-  if (old && ttl()) batch.Delete(name, key, *old, true);  // its old index key
-  batch.Put(name, key, EntryFor(ttl() ? Now() : 0, cur), ttl());
-  SF_RETURN_IF_ERROR(table->Write(&batch, mode));
+  std::vector<DedupOp> ops;
+  if (old && ttl()) ops.push_back(Op(DedupOp::kDelete, key, *old, true));
+  ops.push_back(
+      Op(DedupOp::kPut, key, EntryFor(ttl() ? Now() : 0, cur), ttl()));
+  SF_RETURN_IF_ERROR(Commit(ops));
   ring->Add(cur, h);  // X1: after the write
   counters.new_keys.fetch_add(1, std::memory_order_relaxed);
   return true;
@@ -199,7 +230,7 @@ Result<bool> DedupCore::Contains(std::string_view key) {
     return false;
   }
   counters.reads.fetch_add(1, std::memory_order_relaxed);
-  SF_ASSIGN_OR_RETURN(std::optional<DedupEntry> e, table->Get(name, key));
+  SF_ASSIGN_OR_RETURN(std::optional<DedupEntry> e, Get(key));
   if (e && Live(e->bucket, cur)) return true;
   counters.false_positives.fetch_add(1, std::memory_order_relaxed);
   return false;
@@ -219,14 +250,12 @@ Result<bool> DedupCore::Remove(std::string_view key) {
     return false;
   }
   counters.reads.fetch_add(1, std::memory_order_relaxed);
-  SF_ASSIGN_OR_RETURN(std::optional<DedupEntry> e, table->Get(name, key));
+  SF_ASSIGN_OR_RETURN(std::optional<DedupEntry> e, Get(key));
   if (!e || !Live(e->bucket, cur)) {  // never added: the filter is untouched
     counters.false_positives.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
-  DedupBatch batch(*table);
-  batch.Delete(name, key, *e, ttl());
-  SF_RETURN_IF_ERROR(table->Write(&batch, mode));
+  SF_RETURN_IF_ERROR(Commit({Op(DedupOp::kDelete, key, *e, ttl())}));
   ring->Remove(e->bucket, h);
   counters.removed.fetch_add(1, std::memory_order_relaxed);
   return true;

@@ -170,6 +170,8 @@ class Store {
   // writable store creates them (so stores that never held a dedup set keep
   // their layout), otherwise NotFound. The table lives as long as the Store.
   Result<DedupTable*> Dedup(bool create);
+  // The store's directory (the dedup journals live under it).
+  const std::string& path() const { return path_; }
 
  private:
   // The tiered filters' descriptors and exact levels live in the default

@@ -1,5 +1,7 @@
 // DedupStore under kill -9. The parent never opens RocksDB: it forks a
-// writer child that opens the set (durability journal or sync), runs
+// writer child that opens the set (durability journal with the default or
+// a small journal file, whose halves then move into RocksDB during the
+// run, or durability sync), runs
 // InsertIfAbsent (single and batched) over random keys from a small
 // universe, and reports through a pipe "B <key>" before each call and
 // "A <key> <0|1>" after it returns; the parent SIGKILLs it at a random
@@ -43,7 +45,7 @@ void Send(int fd, const std::string& s) {
 std::string KeyName(int k) { return "key-" + std::to_string(k); }
 
 [[noreturn]] void RunWriter(const std::string& path, Durability dur,
-                            uint64_t seed, int fd) {
+                            uint64_t journal_bytes, uint64_t seed, int fd) {
   auto fail = [&](const Status& s) {
     Send(fd, "E " + s.ToString());
     _exit(3);
@@ -52,6 +54,7 @@ std::string KeyName(int k) { return "key-" + std::to_string(k); }
   if (!db.ok()) fail(db.status());
   DedupOptions o;
   o.durability = dur;
+  o.journal_bytes = journal_bytes;
   o.expected_keys = 2000;  // overfilled over the runs: chains too
   auto d = DedupStore::Open(**db, "s", o);
   if (!d.ok()) fail(d.status());
@@ -137,14 +140,15 @@ TEST(DedupCrashTest, NoAcknowledgedKeyLostNoKeyNewTwice) {
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::seconds(8);
   int kills = 0;
-  while (std::chrono::steady_clock::now() < deadline || kills < 4) {
-    Durability dur = kills % 2 ? Durability::kSync : Durability::kJournal;
+  while (std::chrono::steady_clock::now() < deadline || kills < 6) {
+    Durability dur = kills % 3 == 1 ? Durability::kSync : Durability::kJournal;
+    uint64_t journal_bytes = kills % 3 == 2 ? 128 << 10 : 16 << 20;
     int fds[2];
     ASSERT_EQ(pipe(fds), 0);
     pid_t pid = fork();
     if (pid == 0) {
       close(fds[0]);
-      RunWriter(dir.db(), dur, rng(), fds[1]);
+      RunWriter(dir.db(), dur, journal_bytes, rng(), fds[1]);
     }
     close(fds[1]);
     std::this_thread::sleep_for(std::chrono::milliseconds(100 + rng() % 400));

@@ -247,6 +247,7 @@ int RunVerify(CommandContext& ctx) {
           << "shard_blobs " << r.shard_blobs << "\n"
           << "journal_entries " << r.journal_entries << "\n"
           << "retained_hashes " << r.retained_hashes << "\n"
+          << "dedup_journal_records " << r.dedup_journal_records << "\n"
           << "bytes " << r.bytes << "\n"
           << "orphan_values " << r.orphan_values << "\n"
           << "problems " << r.problems.size() << "\n";

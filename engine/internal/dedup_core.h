@@ -17,7 +17,13 @@
 //      absent; Purge deletes an entry only under its stripe lock after
 //      re-reading it (a re-insert may have renewed it).
 //  X4. Lock order: ring_mu, then stripes in ascending order, then a slot's
-//      grow_mu. purge_mu is taken with none of them held.
+//      grow_mu; the journal's locks (J4 in persistence/dedup_journal.h)
+//      after any of them. purge_mu is taken with none of them held.
+//  X5. With a journal (durability journal), every read of the exact set
+//      goes through it (its overlay holds what RocksDB does not have yet)
+//      and every write is a journal commit, except Purge's deletes of
+//      expired entries, which first flush the journal: everything logged
+//      before the rotation is in RocksDB, everything after is live.
 #ifndef SHARDFILTER_ENGINE_INTERNAL_DEDUP_CORE_H_
 #define SHARDFILTER_ENGINE_INTERNAL_DEDUP_CORE_H_
 
@@ -30,6 +36,7 @@
 
 #include "engine/dedup_store.h"
 #include "engine/internal/dedup_ring.h"
+#include "persistence/dedup_journal.h"
 #include "persistence/dedup_table.h"
 
 namespace shardfilter::internal {
@@ -73,6 +80,12 @@ class DedupCore {
   std::function<uint64_t()> clock;
   bool closed = false;  // set by Close (not concurrent with operations)
 
+  // Durability journal without a RocksDB write per call (null when the
+  // set's durability is not journal or DedupOptions::journal_bytes is 0);
+  // on a read-only store, a read-only view of what the log holds.
+  std::unique_ptr<persistence::DedupJournal> journal;
+  uint64_t replayed = 0;  // ops the journal's replay moved at Open
+
   std::unique_ptr<DedupRing> ring;
   mutable std::shared_mutex ring_mu;  // X2
   std::atomic<uint64_t> current{0};   // X2: written under ring_mu
@@ -100,6 +113,18 @@ class DedupCore {
   }
   // The bucket of the clock's time (0 without TTL).
   uint64_t ClockBucket() const { return ttl() ? Now() / granularity : 0; }
+
+  // X5: the exact set's state of a key, and its writes.
+  Result<std::optional<persistence::DedupEntry>> Get(std::string_view key);
+  Status MultiGet(std::span<const std::string_view> keys,
+                  std::vector<std::optional<persistence::DedupEntry>>* out);
+  Status Commit(const std::vector<persistence::DedupOp>& ops);
+  static persistence::DedupOp Op(persistence::DedupOp::Kind kind,
+                                 std::string_view key,
+                                 const persistence::DedupEntry& e,
+                                 bool with_index) {
+    return {kind, with_index, std::string(key), e};
+  }
 
   Status CheckUsable(bool write) const;
   Status CheckKey(std::string_view key) const;

@@ -1,0 +1,309 @@
+#include "persistence/dedup_log.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "filters/hash.h"
+#include "filters/internal/coding.h"
+
+namespace shardfilter::persistence {
+
+namespace {
+
+using shardfilter::internal::ByteReader;
+using shardfilter::internal::LoadLE;
+using shardfilter::internal::PutU32;
+using shardfilter::internal::PutU64;
+using shardfilter::internal::PutU8;
+
+constexpr char kFileMagic[8] = {'S', 'F', 'D', 'L', 'O', 'G', '0', '1'};
+constexpr char kRegionMagic[8] = {'S', 'F', 'D', 'L', 'R', 'E', 'G', '1'};
+constexpr uint32_t kVersion = 1;
+constexpr size_t kRecordHeader = 8;                  // u32 length | u32 check
+constexpr size_t kBodyHeader = 8 + 8 + 4;            // gen | seq | op count
+constexpr size_t kOpHeader = 1 + 1 + 8 + 8 + 4;      // kind .. key length
+constexpr uint64_t kCheckSeed = 0x5f64656475706c67;  // "_dedupl g"
+
+uint64_t Check(const char* p, size_t n) {
+  return HashKey(std::string_view(p, n), kCheckSeed);
+}
+
+void StoreU32(char* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<char>(v >> (8 * i));
+}
+void StoreU64(char* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<char>(v >> (8 * i));
+}
+
+Status Errno(const std::string& what, const std::string& path) {
+  return Status::IOError(what + " " + path + ": " + std::strerror(errno));
+}
+
+bool AllZero(const char* p, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    if (p[i] != 0) return false;
+  }
+  return true;
+}
+
+// Decodes a record body (after its checksum matched).
+bool DecodeBody(std::string_view body, uint64_t* gen, DedupLogRecord* rec) {
+  ByteReader r(body);
+  uint32_t n = 0;
+  if (!r.ReadU64(gen) || !r.ReadU64(&rec->seq) || !r.ReadU32(&n)) return false;
+  if (n == 0 || n > r.remaining() / kOpHeader) return false;
+  rec->ops.resize(n);
+  for (DedupOp& op : rec->ops) {
+    uint8_t kind = 0, flags = 0;
+    uint32_t len = 0;
+    std::string_view key;
+    if (!r.ReadU8(&kind) || !r.ReadU8(&flags) ||
+        !r.ReadU64(&op.entry.insert_ms) || !r.ReadU64(&op.entry.bucket) ||
+        !r.ReadU32(&len) || !r.ReadBytes(len, &key)) {
+      return false;
+    }
+    if ((kind != DedupOp::kPut && kind != DedupOp::kDelete) || flags > 1) {
+      return false;
+    }
+    op.kind = static_cast<DedupOp::Kind>(kind);
+    op.with_index = flags & 1;
+    op.key.assign(key);
+  }
+  return r.remaining() == 0;
+}
+
+}  // namespace
+
+std::string DedupLogPath(std::string_view store_path, std::string_view set) {
+  char hex[17];
+  snprintf(hex, sizeof hex, "%016llx",
+           static_cast<unsigned long long>(HashKey(set, kCheckSeed)));
+  return std::string(store_path) + "/dedup-journal/" + hex + ".sfdl";
+}
+
+size_t DedupLogRecordBytes(const std::vector<DedupOp>& ops) {
+  size_t n = kRecordHeader + kBodyHeader;
+  for (const DedupOp& op : ops) n += kOpHeader + op.key.size();
+  return n;
+}
+
+Result<std::unique_ptr<DedupLog>> DedupLog::Create(const std::string& path,
+                                                   std::string_view set,
+                                                   uint64_t region_bytes) {
+  if (region_bytes < kMinDedupLogRegion || region_bytes > kMaxDedupLogRegion ||
+      region_bytes % 4096 != 0) {
+    return Status::InvalidArgument(
+        "dedup journal region of " + std::to_string(region_bytes) +
+        " bytes: must be a multiple of 4096 in [64 KiB, 1 GiB]");
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(),
+                                      ec);
+  if (ec) return Status::IOError("creating the directory of " + path);
+  const std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Errno("creating", tmp);
+  const size_t size = kFileHeader + 2 * region_bytes;
+  int err = ::posix_fallocate(fd, 0, static_cast<off_t>(size));
+  if (err != 0) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    errno = err;
+    return Errno("allocating", tmp);
+  }
+  void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_POPULATE, fd, 0);
+  ::close(fd);
+  if (p == MAP_FAILED) {
+    ::unlink(tmp.c_str());
+    return Errno("mapping", tmp);
+  }
+  std::unique_ptr<DedupLog> log(new DedupLog());
+  log->path_ = path;
+  log->base_ = static_cast<char*>(p);
+  log->size_ = size;
+  log->region_bytes_ = region_bytes;
+  log->writable_ = true;
+  std::string h(kFileMagic, 8);
+  PutU32(&h, kVersion);
+  PutU32(&h, 0);
+  PutU64(&h, region_bytes);
+  PutU32(&h, static_cast<uint32_t>(set.size()));
+  h.append(set);
+  PutU64(&h, Check(h.data(), h.size()));
+  if (h.size() > kFileHeader) {
+    return Status::InvalidArgument("dedup set name too long for its journal");
+  }
+  std::memcpy(log->base_, h.data(), h.size());
+  for (int r = 0; r < 2; ++r) log->WriteRegionHeader(r, log->gen_[r] = 1);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    return Errno("renaming", tmp);
+  }
+  return log;
+}
+
+Result<std::unique_ptr<DedupLog>> DedupLog::OpenExisting(
+    const std::string& path, std::string_view set) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return Status::NotFound("no dedup journal " + path);
+    return Errno("opening", path);
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    return Errno("reading the size of", path);
+  }
+  const auto fail = [&](const std::string& why) {
+    return Status::Corruption("dedup journal " + path + ": " + why);
+  };
+  const size_t size = static_cast<size_t>(st.st_size);
+  if (size < kFileHeader) {
+    ::close(fd);
+    return fail("shorter than its header");
+  }
+  void* p = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (p == MAP_FAILED) return Errno("mapping", path);
+  std::unique_ptr<DedupLog> log(new DedupLog());
+  log->path_ = path;
+  log->base_ = static_cast<char*>(p);
+  log->size_ = size;
+  ByteReader r(std::string_view(log->base_, kFileHeader));
+  std::string_view magic, name;
+  uint32_t version = 0, reserved = 0, len = 0;
+  uint64_t region = 0, check = 0;
+  if (!r.ReadBytes(8, &magic) || magic != std::string_view(kFileMagic, 8)) {
+    return fail("not a dedup journal (bad magic)");
+  }
+  if (!r.ReadU32(&version) || !r.ReadU32(&reserved) || !r.ReadU64(&region) ||
+      !r.ReadU32(&len) || !r.ReadBytes(len, &name)) {
+    return fail("truncated header");
+  }
+  const size_t covered = r.position();
+  if (!r.ReadU64(&check) || check != Check(log->base_, covered)) {
+    return fail("header checksum mismatch");
+  }
+  if (version != kVersion) {
+    return Status::NotSupported(
+        "dedup journal " + path + ": version " + std::to_string(version) +
+        " (this build reads " + std::to_string(kVersion) + ")");
+  }
+  if (region < kMinDedupLogRegion || region > kMaxDedupLogRegion ||
+      region % 4096 != 0 || reserved != 0) {
+    return fail("bad region size " + std::to_string(region));
+  }
+  if (size < kFileHeader + 2 * region) return fail("truncated file");
+  if (name != set) return fail("belongs to another set");
+  log->region_bytes_ = region;
+  for (int i = 0; i < 2; ++i) {
+    const char* h = log->Region(i);
+    if (std::memcmp(h, kRegionMagic, 8) != 0 ||
+        LoadLE(h + 16, 8) != Check(h, 16)) {
+      return fail("region " + std::to_string(i) + " header damaged");
+    }
+    log->gen_[i] = LoadLE(h + 8, 8);
+  }
+  return log;
+}
+
+DedupLog::~DedupLog() {
+  if (base_ != nullptr) ::munmap(base_, size_);
+}
+
+void DedupLog::WriteRegionHeader(int r, uint64_t gen) {
+  char* h = Region(r);
+  std::memcpy(h, kRegionMagic, 8);
+  StoreU64(h + 8, gen);
+  StoreU64(h + 16, Check(h, 16));
+}
+
+Status DedupLog::Read(int r, std::vector<DedupLogRecord>* out) const {
+  const char* data = Region(r) + kRegionHeader;
+  const uint64_t cap = capacity();
+  std::vector<DedupLogRecord> got;
+  uint64_t at = 0;
+  while (at + kRecordHeader <= cap) {
+    const uint64_t len = LoadLE(data + at, 4);
+    const uint32_t check = static_cast<uint32_t>(LoadLE(data + at + 4, 4));
+    if (len == 0 && check == 0) break;  // the end: zeros from here
+    DedupLogRecord rec;
+    uint64_t gen = 0;
+    const bool fits = len <= cap - at - kRecordHeader;
+    const char* body = data + at + kRecordHeader;
+    if (fits && static_cast<uint32_t>(Check(body, len)) == check &&
+        DecodeBody(std::string_view(body, len), &gen, &rec) && gen == gen_[r]) {
+      got.push_back(std::move(rec));
+      at += kRecordHeader + len;
+      continue;
+    }
+    if (fits && gen != 0 && gen != gen_[r]) break;  // stale: the end
+    // Torn (the copy a kill interrupted) or damaged: torn only when zeros
+    // follow.
+    const uint64_t tail = fits ? at + kRecordHeader + len : at + kRecordHeader;
+    if (!AllZero(data + tail, cap - tail)) {
+      return Status::Corruption("dedup journal " + path_ + ": region " +
+                                std::to_string(r) + ", record at byte " +
+                                std::to_string(at) +
+                                " fails its checksum and data follows it");
+    }
+    break;
+  }
+  for (auto& rec : got) out->push_back(std::move(rec));
+  return Status::OK();
+}
+
+Status DedupLog::ReadAll(std::vector<DedupLogRecord>* out) const {
+  std::vector<DedupLogRecord> a, b;
+  SF_RETURN_IF_ERROR(Read(0, &a));
+  SF_RETURN_IF_ERROR(Read(1, &b));
+  if (!a.empty() && !b.empty() && b.front().seq < a.front().seq) a.swap(b);
+  for (auto* v : {&a, &b}) {
+    for (auto& rec : *v) out->push_back(std::move(rec));
+  }
+  return Status::OK();
+}
+
+void DedupLog::Append(uint64_t seq, const std::vector<DedupOp>& ops) {
+  char* const rec = Region(active_) + kRegionHeader + used_[active_];
+  char* p = rec + kRecordHeader;
+  StoreU64(p, gen_[active_]);
+  StoreU64(p + 8, seq);
+  StoreU32(p + 16, static_cast<uint32_t>(ops.size()));
+  p += kBodyHeader;
+  for (const DedupOp& op : ops) {
+    p[0] = static_cast<char>(op.kind);
+    p[1] = static_cast<char>(op.with_index ? 1 : 0);
+    StoreU64(p + 2, op.entry.insert_ms);
+    StoreU64(p + 10, op.entry.bucket);
+    StoreU32(p + 18, static_cast<uint32_t>(op.key.size()));
+    std::memcpy(p + kOpHeader, op.key.data(), op.key.size());
+    p += kOpHeader + op.key.size();
+  }
+  const size_t body = static_cast<size_t>(p - rec) - kRecordHeader;
+  StoreU32(rec + 4, static_cast<uint32_t>(Check(rec + kRecordHeader, body)));
+  StoreU32(rec, static_cast<uint32_t>(body));
+  used_[active_] += kRecordHeader + body;
+}
+
+int DedupLog::Swap() {
+  const int was = active_;
+  active_ = 1 - active_;
+  return was;
+}
+
+void DedupLog::Clear(int r) {
+  WriteRegionHeader(r, ++gen_[r]);
+  std::memset(Region(r) + kRegionHeader, 0, used_[r]);
+  used_[r] = 0;
+}
+
+}  // namespace shardfilter::persistence
