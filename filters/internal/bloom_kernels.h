@@ -30,6 +30,7 @@
 #include <span>
 #include <utility>
 
+#include "filters/internal/prefetch.h"
 #include "filters/hash.h"
 #include "filters/sizing.h"
 
@@ -58,8 +59,6 @@ inline uint32_t BlockCounterPos(uint32_t h32, uint32_t i) {
   return (h32 * kProbeMultipliers[i]) >> 25;  // 0..127
 }
 
-inline void PrefetchRead(const void* p) { __builtin_prefetch(p, 0, 3); }
-inline void PrefetchWrite(const void* p) { __builtin_prefetch(p, 1, 3); }
 
 // ---- Blocked Bloom (512 bits per 64-byte block, k bits in s words) -------
 // A key's k bits go to s = BlockedWordsPerKey(k) distinct words of its

@@ -21,6 +21,8 @@
 #include <thread>
 #include <utility>
 
+#include "filters/internal/prefetch.h"
+
 namespace shardfilter::internal {
 
 inline void CpuRelax() {
@@ -75,7 +77,7 @@ class CuckooStripes {
   }
   // Prefetches the lock's line for writing (its holder also writes the
   // counters there): overlaps the lock's miss with the buckets' misses.
-  void PrefetchLock(uint64_t s) const { __builtin_prefetch(&locks_[s], 1); }
+  void PrefetchLock(uint64_t s) const { PrefetchWrite(&locks_[s]); }
 
   // --- Seqlock over moves (invariants 4-6 in cuckoo_filter.h). ---
   // Reader: v = ReadBegin(s); read buckets (relaxed); ReadValidate(s, v).

@@ -35,6 +35,8 @@
 #include <memory>
 #include <new>
 
+#include "filters/internal/prefetch.h"
+
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
@@ -294,15 +296,24 @@ class CuckooTable {
   // REQUIRES: as FillSlot.
   void ClearSlot(uint64_t i, uint32_t j) { XorField(i, j, ReadSlot(i, j)); }
 
-  // Hints the cache line(s) of bucket i: a bucket of at most 128 bits spans
-  // at most two lines, those of its first and last words (usually one).
-  // kWrite asks for the line in exclusive state (an insert or remove will
-  // store to it).
+  // Hints the cache line(s) of bucket i: those of its first word and of
+  // the word after its last one, which bound every read of it (LoadBits
+  // reads words w and w + 1; the 8-byte load of a 6-byte bucket reaches 2
+  // bytes past it). A bucket of at most 128 bits spans at most two lines.
+  // kWrite asks for the lines in exclusive state (an insert or remove will
+  // store to them).
   template <bool kWrite = false>
   void Prefetch(uint64_t i) const {
     const uint64_t first = i * bucket_bits_;
-    __builtin_prefetch(&words_[first >> 6], kWrite);
-    __builtin_prefetch(&words_[(first + bucket_bits_ - 1) >> 6], kWrite);
+    const void* a = &words_[first >> 6];
+    const void* b = &words_[((first + bucket_bits_ - 1) >> 6) + 1];
+    if constexpr (kWrite) {
+      PrefetchWrite(a);
+      PrefetchWrite(b);
+    } else {
+      PrefetchRead(a);
+      PrefetchRead(b);
+    }
   }
 
  private:
