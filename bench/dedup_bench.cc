@@ -13,6 +13,9 @@
 // Prints one line per case: ops/s and the ratio to the baseline. Keys are
 // 16-byte strings. The stores live under $TMPDIR (default /tmp).
 //
+// SF_DEDUP_BENCH_JOURNAL_BYTES=N sets DedupOptions::journal_bytes (0: no
+// journal file, a RocksDB write per call, as before the journal).
+//
 // SF_DEDUP_BENCH_BASELINE_MEMTABLE=hash gives the baseline the dedup
 // family's hash-indexed memtable too (persistence/internal/hash_memtable.h,
 // allow_concurrent_memtable_write off): not what a user would write, but it
@@ -213,6 +216,9 @@ void RunCase(uint64_t base, uint64_t ops, int new_pct, bool batched) {
     Check(db.ok(), "open");
     DedupOptions o;
     o.expected_keys = base + ops;
+    if (const char* j = getenv("SF_DEDUP_BENCH_JOURNAL_BYTES")) {
+      o.journal_bytes = strtoull(j, nullptr, 10);
+    }
     auto d = DedupStore::Open(**db, "bench", o);
     Check(d.ok(), d.status().ToString());
     std::vector<uint8_t> out;

@@ -146,7 +146,7 @@ Status DedupJournal::Commit(const std::vector<DedupOp>& ops) {
   }
   if (ops.empty()) return Status::OK();
   const size_t bytes = DedupLogRecordBytes(ops);
-  if (bytes > log_->capacity() / 2) {  // J1: too large for the log
+  if (ops.size() >= kDirectOps || bytes > log_->capacity() / 2) {  // J1
     std::lock_guard flush(flush_mu_);
     SF_RETURN_IF_ERROR(FlushAllLocked());
     DedupBatch batch(*table_);

