@@ -14,6 +14,8 @@
 #include <benchmark/benchmark.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -24,6 +26,11 @@
 
 #include "bench_util.h"
 #include "filters/cuckoo_filter.h"
+#include "filters/hash.h"
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 namespace shardfilter::bench {
 namespace {
@@ -107,6 +114,45 @@ void SetCounters(benchmark::State& state, const Built& b) {
   state.counters["load_pct"] =
       benchmark::Counter(100.0 * b.items / b.filter->Stats().slots,
                          benchmark::Counter::kAvgThreads);
+}
+
+// The floor of a one-at-a-time query on this machine: the same XXH3 of the
+// same 8-byte keys, the same index math (FastRange64, AltBucket's
+// (H(fp) - i1) mod n) and the same two unaligned 8-byte bucket loads with
+// the same SWAR test, over a table of the same size (huge pages, random
+// contents), but without the filter around it: no seqlock, no layout
+// dispatch, every parameter in a register. What the filter's query costs
+// beyond this is its own code. arg: n (the filter's capacity).
+void BM_QueryFloor(benchmark::State& state) {
+  const uint64_t nb = NewFilter(state.range(0))->num_buckets();
+  const uint64_t bytes = nb * 6 + 8;
+  const uint64_t huge = 2 << 20;
+  char* table = static_cast<char*>(
+      std::aligned_alloc(huge, (bytes + huge - 1) / huge * huge));
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  (void)madvise(table, bytes, MADV_HUGEPAGE);
+#endif
+  for (uint64_t at = 0, x = 1; at + 8 <= bytes; at += 8) {
+    x = Remix(x + at);
+    std::memcpy(table + at, &x, 8);
+  }
+  constexpr uint64_t kOnes = 0x1001001001ULL, kHighs = kOnes << 11;
+  uint64_t i = 0, found = 0;
+  for (auto _ : state) {
+    const uint64_t k = AbsentKey(i++);
+    const uint64_t h = HashKey(KeyBytes(k), kDefaultSeed);
+    const uint64_t fp = (h & 0xFFF) + ((h & 0xFFF) == 0);
+    const uint64_t i1 = FastRange64(h & ~uint64_t{0xFFFF}, nb);
+    const uint64_t t = FastRange64(fp * 0x9E3779B97F4A7C15ULL, nb);
+    const uint64_t i2 = t >= i1 ? t - i1 : t + nb - i1;
+    uint64_t b1, b2;
+    std::memcpy(&b1, table + i1 * 6, 8);
+    std::memcpy(&b2, table + i2 * 6, 8);
+    const uint64_t x1 = b1 ^ (fp * kOnes), x2 = b2 ^ (fp * kOnes);
+    found += ((((x1 - kOnes) & ~x1) | ((x2 - kOnes) & ~x2)) & kHighs) != 0;
+  }
+  benchmark::DoNotOptimize(found);
+  std::free(table);
 }
 
 // args: n, load %, present (1) / absent (0). Google Benchmark threads.
@@ -220,6 +266,82 @@ void BM_Remove(benchmark::State& state) {
   SetPhaseCounters(state, seconds, ops);
 }
 
+// The batch forms of the two phases above, one thread: AddKeys from empty
+// to the load, and RemoveKeys of 1e6 present keys (added back untimed),
+// in calls of 256 keys (prefetching a window ahead). args: n, load %.
+void BM_AddBatch(benchmark::State& state) {
+  constexpr size_t kBatch = 256;
+  double seconds = 0;
+  uint64_t ops = 0;
+  Built last;
+  for (auto _ : state) {
+    auto f = NewFilter(state.range(0));
+    const uint64_t want = ItemsFor(*f, static_cast<int>(state.range(1)));
+    uint64_t values[kBatch];
+    std::string_view views[kBatch];
+    uint64_t added = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (uint64_t i = 0; i < want; i += kBatch) {
+      const size_t m = std::min<uint64_t>(kBatch, want - i);
+      for (size_t j = 0; j < m; ++j) {
+        values[j] = PresentKey(i + j);
+        views[j] = KeyBytes(values[j]);
+      }
+      size_t n = 0;
+      Status st = f->AddKeys(std::span(views, m), &n);
+      added += n;
+      if (!st.ok()) break;
+    }
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count();
+    state.SetIterationTime(s);
+    seconds += s;
+    ops += added;
+    last.items = added;
+    last.filter = std::move(f);
+  }
+  last.bits_per_item = last.filter->Stats().bytes * 8.0 / last.items;
+  last.fpr = MeasureFpr(*last.filter);
+  SetCounters(state, last);
+  SetPhaseCounters(state, seconds, ops);
+}
+
+void BM_RemoveBatch(benchmark::State& state) {
+  constexpr size_t kBatch = 256;
+  Built& b = Cached(state.range(0), static_cast<int>(state.range(1)));
+  const uint64_t m = std::min<uint64_t>(1'000'000, b.items / 2);
+  CuckooFilter& f = *b.filter;
+  double seconds = 0;
+  uint64_t ops = 0, round = 0, removed = 0;
+  uint64_t values[kBatch];
+  std::string_view views[kBatch];
+  uint8_t out[kBatch];
+  for (auto _ : state) {
+    const uint64_t first = (round++ * m) % (b.items - m);
+    const auto t0 = std::chrono::steady_clock::now();
+    for (uint64_t i = first; i < first + m; i += kBatch) {
+      const size_t c = std::min<uint64_t>(kBatch, first + m - i);
+      for (size_t j = 0; j < c; ++j) {
+        values[j] = PresentKey(i + j);
+        views[j] = KeyBytes(values[j]);
+      }
+      f.RemoveKeys(std::span(views, c), std::span(out, c));
+      for (size_t j = 0; j < c; ++j) removed += out[j];
+    }
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count();
+    state.SetIterationTime(s);
+    seconds += s;
+    ops += m;
+    Fill(f, first, first + m, 2);  // restore (untimed)
+  }
+  if (removed != ops) state.SkipWithError("a present key was not removed");
+  SetCounters(state, b);
+  SetPhaseCounters(state, seconds, ops);
+}
+
 // 90% queries (half present, half absent) / 10% inserts of new keys, on a
 // fresh copy of the 50%-load filter. args: n, threads. One iteration = 2n
 // ops across the threads (inserts take the load from 50% to ~70%).
@@ -278,6 +400,13 @@ void QueryArgs(benchmark::internal::Benchmark* bm) {
     }
   }
 }
+void LoadArgs(benchmark::internal::Benchmark* bm) {
+  bm->ArgNames({"n", "load"});
+  for (int64_t n : kSizes) {
+    for (int64_t load : {50, 95}) bm->Args({n, load});
+  }
+}
+
 void PhaseArgs(benchmark::internal::Benchmark* bm) {
   bm->ArgNames({"n", "load", "threads"});
   for (int64_t n : kSizes) {
@@ -289,10 +418,23 @@ void PhaseArgs(benchmark::internal::Benchmark* bm) {
 
 BENCHMARK(BM_Query)->Apply(QueryArgs)->Threads(1)->Threads(2)->UseRealTime();
 BENCHMARK(BM_QueryBatch)->Apply(QueryArgs)->UseRealTime();
+BENCHMARK(BM_QueryFloor)
+    ->ArgName("n")
+    ->Arg(1'000'000)
+    ->Arg(50'000'000)
+    ->UseRealTime();
 BENCHMARK(BM_Add)->Apply(PhaseArgs)->UseManualTime()->Unit(
     benchmark::kMillisecond);
 BENCHMARK(BM_Remove)->Apply(PhaseArgs)->UseManualTime()->Unit(
     benchmark::kMillisecond);
+BENCHMARK(BM_AddBatch)
+    ->Apply(LoadArgs)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_RemoveBatch)
+    ->Apply(LoadArgs)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Mixed)
     ->ArgNames({"n", "threads"})
     ->Args({1'000'000, 1})

@@ -163,6 +163,12 @@ class CuckooFilter final : public Filter {
   Status AddHashes(std::span<const uint64_t> hashes, size_t* added) override;
   void MayContainHashes(std::span<const uint64_t> hashes,
                         std::span<uint8_t> out) const override;
+  // Batch RemoveHash, prefetching a window ahead: removed[i] = 1 when a
+  // copy of hashes[i]'s fingerprint was removed, 0 when none was there
+  // (RemoveHash's NotFound). Same risk as RemoveHash. REQUIRES:
+  // removed.size() >= hashes.size().
+  void RemoveHashes(std::span<const uint64_t> hashes,
+                    std::span<uint8_t> removed);
 
   FilterStats Stats() const override { return CuckooStatistics().base; }
   CuckooStats CuckooStatistics() const;
@@ -192,6 +198,9 @@ class CuckooFilter final : public Filter {
   Status AddKeys(std::span<const std::string_view> keys, size_t* added);
   void MayContainKeys(std::span<const std::string_view> keys,
                       std::span<uint8_t> out) const;
+  // Same risk as RemoveHash; contract of RemoveHashes.
+  void RemoveKeys(std::span<const std::string_view> keys,
+                  std::span<uint8_t> removed);
 
   uint64_t num_buckets() const { return table_.buckets(); }
   uint32_t bucket_size() const { return table_.bucket_size(); }

@@ -306,7 +306,9 @@ TEST(CuckooFilterTest, BatchFormsMatchSingleCalls) {
   f->MayContainKeys(views, out);
   for (size_t i = 0; i < views.size(); ++i) {
     ASSERT_EQ(out[i] != 0, f->MayContain(views[i])) << i;
-    if (i < 2000) ASSERT_EQ(out[i], 1) << i;
+    if (i < 2000) {
+      ASSERT_EQ(out[i], 1) << i;
+    }
   }
   std::vector<uint64_t> all;
   for (auto& k : keys) all.push_back(f->Hash(k));
@@ -314,6 +316,52 @@ TEST(CuckooFilterTest, BatchFormsMatchSingleCalls) {
   f->MayContainHashes(all, out2);
   EXPECT_EQ(out, out2);
   EXPECT_EQ(f->Stats().items, 2000u);
+}
+
+// RemoveKeys / RemoveHashes do what the same RemoveHash calls in order do:
+// present keys (also a key added twice, removed twice in one batch) go,
+// never-added keys report 0, and the filters end up equal.
+TEST(CuckooFilterTest, BatchRemoveMatchesSingleRemoves) {
+  auto f = Make(10'000);
+  auto g = Make(10'000);
+  ASSERT_NE(f, nullptr);
+  ASSERT_NE(g, nullptr);
+  std::vector<std::string> keys;
+  for (uint64_t i = 0; i < 2000; ++i) keys.push_back(Key(5, i));
+  for (auto* x : {f.get(), g.get()}) {
+    for (const auto& k : keys) ASSERT_OK(x->Add(k));
+    ASSERT_OK(x->Add(keys[7]));  // a second copy
+  }
+  // Removes: every other key, keys[7] twice, and 500 never-added keys.
+  std::vector<std::string> batch;
+  for (uint64_t i = 0; i < 2000; i += 2) batch.push_back(keys[i]);
+  batch.push_back(keys[7]);
+  batch.push_back(keys[7]);
+  for (uint64_t i = 0; i < 500; ++i) batch.push_back(Key(6, i));
+  std::vector<std::string_view> views(batch.begin(), batch.end());
+  std::vector<uint8_t> out(views.size(), 9);
+  f->RemoveKeys(views, out);
+  for (size_t i = 0; i < views.size(); ++i) {
+    const bool single = g->Remove(views[i]).ok();
+    ASSERT_EQ(out[i], single ? 1 : 0) << i;
+    if (i < 1002) {
+      ASSERT_EQ(out[i], 1) << i;  // present keys and both copies
+    }
+  }
+  EXPECT_TRUE(f->Equals(*g));
+  EXPECT_EQ(f->Stats().items, 1000u - 1u);  // the odd keys but keys[7]
+  for (uint64_t i = 1; i < 2000; i += 2) {
+    if (i != 7) {
+      ASSERT_TRUE(f->MayContain(keys[i])) << i;  // no false negative
+    }
+  }
+  EXPECT_EQ(f->Count(keys[7]), 0u);
+  // Hash form, and an empty batch.
+  std::vector<uint64_t> hashes = {f->Hash(keys[1]), f->Hash(keys[1])};
+  std::vector<uint8_t> out2(2);
+  f->RemoveHashes(hashes, out2);
+  EXPECT_EQ(out2, (std::vector<uint8_t>{1, 0}));
+  f->RemoveHashes({}, {});
 }
 
 TEST(CuckooFilterTest, AddHashesStopsAtFirstFailure) {
