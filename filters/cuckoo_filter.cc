@@ -140,13 +140,12 @@ class CuckooPathFinder {
     if (t.ReadSlot(src, slot) != fp) return false;
     const int free_slot = t.FindSlot(dst, 0);
     if (free_slot < 0) return false;
+    // Invariant 4: the version of the pair's lower stripe (held: 3).
     const uint64_t s_lo = std::min(st.StripeOf(src), st.StripeOf(dst));
-    const uint64_t s_hi = std::max(st.StripeOf(src), st.StripeOf(dst));
     if (g != nullptr) {
       g->BeginMove();
     } else {
       st.MoveBegin(s_lo);
-      if (s_hi != s_lo) st.MoveBegin(s_hi);
       internal::CuckooStripes::MoveFence();
     }
     t.FillSlot(dst, static_cast<uint32_t>(free_slot), fp);
@@ -154,7 +153,6 @@ class CuckooPathFinder {
     if (g != nullptr) {
       g->EndMove();
     } else {
-      if (s_hi != s_lo) st.MoveEnd(s_hi);
       st.MoveEnd(s_lo);
     }
     return true;
@@ -296,17 +294,13 @@ Status CuckooFilter::RemoveSlow(const Position& p, bool tried_fast) {
 
 uint32_t CuckooFilter::CountHash(uint64_t hash) const {
   const Position p = Locate(hash);
-  const uint64_t s1 = stripes_.StripeOf(p.i1);
-  const uint64_t s2 = stripes_.StripeOf(p.i2);
+  internal::PairVersions versions(stripes_, p.i1, p.i2);
   for (;;) {  // invariant 6: counts only from a validated scan
-    const uint64_t v1 = stripes_.ReadBegin(s1);
-    const uint64_t v2 = stripes_.ReadBegin(s2);
+    versions.Begin();
     uint32_t n = table_.CountInBucket(p.i1, p.fp);
     if (p.i2 != p.i1) n += table_.CountInBucket(p.i2, p.fp);
     internal::CuckooStripes::ReadFence();
-    if (stripes_.ReadValidate(s1, v1) && stripes_.ReadValidate(s2, v2)) {
-      return n;
-    }
+    if (versions.Valid()) return n;
     internal::CpuRelax();
   }
 }

@@ -40,16 +40,24 @@
 //     nothing, and every acknowledged key stays in one of its two buckets.
 //  4. Only moves can make a present key momentarily invisible to a reader
 //     scanning i1 then i2 (adds only fill empty slots, removes clear the
-//     remover's own copy). Each move makes the move versions of both
-//     stripes odd before writing and even (+2 in all) after.
+//     remover's own copy), and only a move of the key's own fingerprint
+//     between its own two buckets: a fingerprint's two buckets are a pair
+//     ((bucket, fp) determines the other), so no other move takes a copy
+//     of fp out of {i1, i2}. Each move makes the move version of the lower
+//     of its two buckets' stripes odd before writing and even (+2) after;
+//     the mover holds that stripe (3), so the version has one writer at a
+//     time. A reader of a key checks that same word: the version of
+//     min(stripe(i1), stripe(i2)). (Until session 3 a move bumped, and a
+//     reader checked, both stripes' versions: two more loads per query.)
 //  5. Memory order of a move: version store (relaxed), release fence, slot
-//     stores (relaxed), version store (release). A reader loads both versions
+//     stores (relaxed), version store (release). A reader loads the version
 //     (acquire), reads the buckets (relaxed), issues an acquire fence and
-//     reloads the versions. If the reader saw any slot write of the move,
+//     reloads the version. If the reader saw any slot write of the move,
 //     the fence pair makes the odd version visible to its reload; if its
 //     first load saw the final version, the release/acquire pair makes the
-//     whole move visible. So an unchanged, even pair of versions means no
-//     move touched either bucket during the scan (Boehm's seqlock argument).
+//     whole move visible. So an unchanged, even version means no move
+//     between the key's two buckets ran during the scan (Boehm's seqlock
+//     argument).
 //  6. A positive query answer needs no validation (a matching fingerprint
 //     was in a candidate bucket); a negative answer or a count is returned
 //     only from a validated scan, otherwise the scan is retried. Queries

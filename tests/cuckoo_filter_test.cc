@@ -364,6 +364,44 @@ TEST(CuckooFilterTest, BatchRemoveMatchesSingleRemoves) {
   f->RemoveHashes({}, {});
 }
 
+// Invariants 4-5 of cuckoo_filter.h: a move between buckets a and b makes
+// odd, then advances, the one version word that a reader of the pair (in
+// either order) checks; a reader that began before, during or across the
+// move fails validation, one that begins after it passes.
+TEST(CuckooStripesTest, MoveVersionIsTheWordReadersOfThePairCheck) {
+  internal::CuckooStripes st;
+  ASSERT_TRUE(st.Init(1 << 16));  // 1024 stripes
+  ASSERT_EQ(st.count(), 1024u);
+  uint64_t rng = 3;
+  int distinct = 0;
+  for (int round = 0; round < 200; ++round) {
+    const uint64_t a = SplitMix64(&rng) % (1 << 16);
+    const uint64_t b = SplitMix64(&rng) % (1 << 16);
+    distinct += st.StripeOf(a) != st.StripeOf(b);
+    internal::PairVersions before_ab(st, a, b), before_ba(st, b, a);
+    before_ab.Begin();
+    before_ba.Begin();
+    ASSERT_TRUE(before_ab.Valid() && before_ba.Valid());
+    {
+      internal::TwoStripeLock g(st, b, a);
+      g.BeginMove();
+      internal::PairVersions during(st, a, b);
+      during.Begin();
+      EXPECT_FALSE(during.Valid()) << "odd version not seen";
+      EXPECT_FALSE(before_ab.Valid());
+      EXPECT_FALSE(before_ba.Valid());
+      g.EndMove();
+      EXPECT_FALSE(during.Valid());
+    }
+    EXPECT_FALSE(before_ab.Valid()) << a << " " << b;
+    EXPECT_FALSE(before_ba.Valid()) << a << " " << b;
+    internal::PairVersions after(st, b, a);
+    after.Begin();
+    EXPECT_TRUE(after.Valid());
+  }
+  EXPECT_GT(distinct, 150);  // the pairs mostly span two stripes
+}
+
 TEST(CuckooFilterTest, AddHashesStopsAtFirstFailure) {
   auto f = Make(100, 16, 2);
   ASSERT_NE(f, nullptr);

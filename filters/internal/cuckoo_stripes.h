@@ -79,15 +79,10 @@ class CuckooStripes {
   // counters there): overlaps the lock's miss with the buckets' misses.
   void PrefetchLock(uint64_t s) const { PrefetchWrite(&locks_[s]); }
 
-  // --- Seqlock over moves (invariants 4-6 in cuckoo_filter.h). ---
-  // Reader: v = ReadBegin(s); read buckets (relaxed); ReadValidate(s, v).
-  uint64_t ReadBegin(uint64_t s) const {
-    return versions_[s].load(std::memory_order_acquire);
-  }
-  // Call after an acquire fence (ReadFence) that follows the bucket reads.
-  bool ReadValidate(uint64_t s, uint64_t v) const {
-    return (v & 1) == 0 && versions_[s].load(std::memory_order_relaxed) == v;
-  }
+  // --- Seqlock over moves (invariants 4-6 in cuckoo_filter.h). A move
+  // between buckets a and b bumps versions_[min(StripeOf(a), StripeOf(b))]
+  // only: the one word a reader of a key with buckets {a, b} checks. ---
+  // Readers: PairVersions (below).
   static void ReadFence() {
     std::atomic_thread_fence(std::memory_order_acquire);
   }
@@ -170,29 +165,25 @@ class CuckooStripes {
   std::unique_ptr<std::atomic<uint64_t>[]> versions_;
 };
 
-// A query's seqlock over the stripes of its two buckets (invariants 4-6 of
-// cuckoo_filter.h): Begin() before the bucket reads, then ReadFence(),
-// then Valid(). The version array is addressed once, not after every
-// acquire load, and Valid() is one branch-free test.
+// A query's seqlock over its two buckets (invariants 4-6 of
+// cuckoo_filter.h): one version word, that of the lower of the buckets'
+// two stripes, which every move between those two buckets bumps. Begin()
+// before the bucket reads, then ReadFence(), then Valid(): two loads of one
+// word per query.
 class PairVersions {
  public:
   PairVersions(const CuckooStripes& st, uint64_t bucket1, uint64_t bucket2)
-      : v_(st.versions_.get()),
-        s1_(st.StripeOf(bucket1)),
-        s2_(st.StripeOf(bucket2)) {}
-  void Begin() {
-    v1_ = v_[s1_].load(std::memory_order_acquire);
-    v2_ = v_[s2_].load(std::memory_order_acquire);
-  }
+      : v_(&st.versions_[std::min(st.StripeOf(bucket1),
+                                  st.StripeOf(bucket2))]) {}
+  void Begin() { v1_ = v_->load(std::memory_order_acquire); }
   bool Valid() const {
-    const uint64_t r1 = v_[s1_].load(std::memory_order_relaxed);
-    const uint64_t r2 = v_[s2_].load(std::memory_order_relaxed);
-    return (((v1_ | v2_) & 1) | (r1 ^ v1_) | (r2 ^ v2_)) == 0;
+    const uint64_t r1 = v_->load(std::memory_order_relaxed);
+    return ((v1_ & 1) | (r1 ^ v1_)) == 0;
   }
 
  private:
   const std::atomic<uint64_t>* v_;
-  uint64_t s1_, s2_, v1_ = 0, v2_ = 0;
+  uint64_t v1_ = 0;
 };
 
 // Holds one stripe (an add or remove that writes one bucket, invariant 7).
@@ -228,16 +219,13 @@ class TwoStripeLock {
   TwoStripeLock(const TwoStripeLock&) = delete;
   TwoStripeLock& operator=(const TwoStripeLock&) = delete;
 
-  // Bumps the move versions of both stripes (odd), for a displacement.
+  // Makes the move version of the pair's lower stripe odd, for a
+  // displacement between the two buckets (invariant 4 of cuckoo_filter.h).
   void BeginMove() {
     st_.MoveBegin(lo_);
-    if (hi_ != lo_) st_.MoveBegin(hi_);
     CuckooStripes::MoveFence();
   }
-  void EndMove() {
-    if (hi_ != lo_) st_.MoveEnd(hi_);
-    st_.MoveEnd(lo_);
-  }
+  void EndMove() { st_.MoveEnd(lo_); }
 
  private:
   CuckooStripes& st_;
