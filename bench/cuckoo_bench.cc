@@ -211,15 +211,17 @@ void SetPhaseCounters(benchmark::State& state, double seconds, uint64_t ops) {
 
 // Insert cost averaged over a fill from empty to the load. args: n, load %,
 // threads. Manual time: one iteration = one whole fill of a new filter.
-void BM_Add(benchmark::State& state) {
-  const int threads = static_cast<int>(state.range(2));
+// One fill per iteration of a new filter up to the load with fill(f, want)
+// -> (seconds, added); counters over all iterations. args: n, load %, ...
+template <typename FillFn>
+void RunFills(benchmark::State& state, FillFn&& fill) {
   double seconds = 0;
   uint64_t ops = 0;
   Built last;
   for (auto _ : state) {
     auto f = NewFilter(state.range(0));
     const uint64_t want = ItemsFor(*f, static_cast<int>(state.range(1)));
-    auto [s, added] = Fill(*f, 0, want, threads);
+    auto [s, added] = fill(*f, want);
     state.SetIterationTime(s);
     seconds += s;
     ops += added;
@@ -230,6 +232,13 @@ void BM_Add(benchmark::State& state) {
   last.fpr = MeasureFpr(*last.filter);
   SetCounters(state, last);
   SetPhaseCounters(state, seconds, ops);
+}
+
+void BM_Add(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(2));
+  RunFills(state, [&](CuckooFilter& f, uint64_t want) {
+    return Fill(f, 0, want, threads);
+  });
 }
 
 // Removes 1e6 (at most half) of the present keys, timed, and adds them back
@@ -271,12 +280,7 @@ void BM_Remove(benchmark::State& state) {
 // in calls of 256 keys (prefetching a window ahead). args: n, load %.
 void BM_AddBatch(benchmark::State& state) {
   constexpr size_t kBatch = 256;
-  double seconds = 0;
-  uint64_t ops = 0;
-  Built last;
-  for (auto _ : state) {
-    auto f = NewFilter(state.range(0));
-    const uint64_t want = ItemsFor(*f, static_cast<int>(state.range(1)));
+  RunFills(state, [&](CuckooFilter& f, uint64_t want) {
     uint64_t values[kBatch];
     std::string_view views[kBatch];
     uint64_t added = 0;
@@ -288,23 +292,15 @@ void BM_AddBatch(benchmark::State& state) {
         views[j] = KeyBytes(values[j]);
       }
       size_t n = 0;
-      Status st = f->AddKeys(std::span(views, m), &n);
+      Status st = f.AddKeys(std::span(views, m), &n);
       added += n;
       if (!st.ok()) break;
     }
     const double s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
             .count();
-    state.SetIterationTime(s);
-    seconds += s;
-    ops += added;
-    last.items = added;
-    last.filter = std::move(f);
-  }
-  last.bits_per_item = last.filter->Stats().bytes * 8.0 / last.items;
-  last.fpr = MeasureFpr(*last.filter);
-  SetCounters(state, last);
-  SetPhaseCounters(state, seconds, ops);
+    return std::pair<double, uint64_t>(s, added);
+  });
 }
 
 void BM_RemoveBatch(benchmark::State& state) {

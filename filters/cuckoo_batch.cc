@@ -54,7 +54,24 @@ void CuckooFilter::RemoveHashes(std::span<const uint64_t> hashes,
 }
 
 namespace {
+
 constexpr size_t kHashChunk = 256;
+
+// Hashes keys in chunks of kHashChunk and hands each chunk, with its slice
+// of out, to fn(hashes, out_slice).
+template <typename Fn>
+void ForHashChunks(uint64_t seed, std::span<const std::string_view> keys,
+                   std::span<uint8_t> out, Fn&& fn) {
+  uint64_t hashes[kHashChunk];
+  const size_t n = std::min(keys.size(), out.size());
+  for (size_t done = 0; done < n;) {
+    const size_t m = std::min(kHashChunk, n - done);
+    for (size_t i = 0; i < m; ++i) hashes[i] = HashKey(keys[done + i], seed);
+    fn(std::span<const uint64_t>(hashes, m), out.subspan(done, m));
+    done += m;
+  }
+}
+
 }  // namespace
 
 Status CuckooFilter::AddKeys(std::span<const std::string_view> keys,
@@ -78,28 +95,15 @@ Status CuckooFilter::AddKeys(std::span<const std::string_view> keys,
 
 void CuckooFilter::MayContainKeys(std::span<const std::string_view> keys,
                                   std::span<uint8_t> out) const {
-  uint64_t hashes[kHashChunk];
-  const size_t n = std::min(keys.size(), out.size());
-  for (size_t done = 0; done < n;) {
-    const size_t m = std::min(kHashChunk, n - done);
-    for (size_t i = 0; i < m; ++i) hashes[i] = HashKey(keys[done + i], seed_);
-    MayContainHashes(std::span<const uint64_t>(hashes, m),
-                     out.subspan(done, m));
-    done += m;
-  }
+  ForHashChunks(seed_, keys, out, [&](auto hashes, auto slice) {
+    MayContainHashes(hashes, slice);
+  });
 }
 
 void CuckooFilter::RemoveKeys(std::span<const std::string_view> keys,
                               std::span<uint8_t> removed) {
-  uint64_t hashes[kHashChunk];
-  const size_t n = std::min(keys.size(), removed.size());
-  for (size_t done = 0; done < n;) {
-    const size_t m = std::min(kHashChunk, n - done);
-    for (size_t i = 0; i < m; ++i) hashes[i] = HashKey(keys[done + i], seed_);
-    RemoveHashes(std::span<const uint64_t>(hashes, m),
-                 removed.subspan(done, m));
-    done += m;
-  }
+  ForHashChunks(seed_, keys, removed,
+                [&](auto hashes, auto slice) { RemoveHashes(hashes, slice); });
 }
 
 }  // namespace shardfilter
