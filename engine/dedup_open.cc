@@ -79,6 +79,24 @@ Result<std::unique_ptr<DedupStore>> DedupStore::Open(
   if (impl.store == nullptr) {
     return Status::NotSupported("opening dedup set: the database is closed");
   }
+  // One instance per set and Database: its journal has one writer.
+  {
+    std::lock_guard lock(impl.mu);
+    if (!impl.open_dedup_sets.emplace(name).second) {
+      return Status::Busy("dedup set \"" + std::string(name) +
+                          "\" is already open on this database");
+    }
+  }
+  auto release = [&impl, set = std::string(name)] {
+    std::lock_guard lock(impl.mu);
+    impl.open_dedup_sets.erase(set);
+  };
+  struct Releaser {
+    std::function<void()> fn;
+    ~Releaser() {
+      if (fn) fn();
+    }
+  } unregister_on_error{release};
   const bool read_only = db.read_only();
   const bool create = !read_only && options.create_if_missing;
   SF_ASSIGN_OR_RETURN(persistence::DedupTable * table,
@@ -143,6 +161,8 @@ Result<std::unique_ptr<DedupStore>> DedupStore::Open(
     }
   }
   SF_RETURN_IF_ERROR(core->Load());
+  core->release = std::move(unregister_on_error.fn);
+  unregister_on_error.fn = nullptr;
   return std::unique_ptr<DedupStore>(new DedupStore(std::move(core)));
 }
 
@@ -152,6 +172,13 @@ Status DedupStore::Drop(Database& db, std::string_view name) {
   }
   if (db.read_only()) {
     return Status::NotSupported("dropping dedup set: the store is read-only");
+  }
+  {
+    std::lock_guard lock(db.impl_->mu);
+    if (db.impl_->open_dedup_sets.count(name) != 0) {
+      return Status::Busy("dropping dedup set \"" + std::string(name) +
+                          "\": it is open; close it first");
+    }
   }
   auto table = db.impl_->store->Dedup(false);
   if (!table.ok()) return table.status();
@@ -190,6 +217,7 @@ Status DedupStore::Close() {
   if (s.ok() && core_->durability == Durability::kNone) {
     s = core_->table->Flush();
   }
+  if (core_->release) core_->release();
   return s;
 }
 

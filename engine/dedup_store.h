@@ -22,7 +22,8 @@
 //
 // Keys are byte strings of 0..kMaxDedupKeyBytes bytes; set names 1..1024
 // bytes. Errors: InvalidArgument (oversized key, bad options, options that
-// contradict the stored set), NotFound (unknown set with create_if_missing
+// contradict the stored set), Busy (the set is already open on this
+// Database), NotFound (unknown set with create_if_missing
 // false, or a read-only store without dedup sets), NotSupported (writes on
 // a read-only store), Corruption (a stored value fails its checksum),
 // IOError (RocksDB). A failed call changes nothing. Nothing prints.
@@ -143,12 +144,13 @@ class DedupStore {
  public:
   // Opens (or creates) the set `name` on db's store, rebuilding its filters
   // from the stored keys and deleting keys that expired while it was
-  // closed. Open each set once per Database at a time.
+  // closed. A set is open at most once per Database: a second Open before
+  // the first is closed is Busy (its journal has one writer).
   static Result<std::unique_ptr<DedupStore>> Open(Database& db,
                                                   std::string_view name,
                                                   const DedupOptions& options);
   // Deletes every stored value of the set (one synced write) and its
-  // journal file. REQUIRES: the set is not open.
+  // journal file. Busy while the set is open on this Database.
   static Status Drop(Database& db, std::string_view name);
   // Names of the stored sets, in byte order (empty when there are none).
   static Result<std::vector<std::string>> List(Database& db);

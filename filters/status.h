@@ -86,6 +86,7 @@ class [[nodiscard]] Status {
   bool IsCorruption() const { return code_ == StatusCode::kCorruption; }
   bool IsNotSupported() const { return code_ == StatusCode::kNotSupported; }
   bool IsFull() const { return code_ == StatusCode::kFull; }
+  bool IsBusy() const { return code_ == StatusCode::kBusy; }
 
   // "OK" or "<Code>: <message>".
   std::string ToString() const;

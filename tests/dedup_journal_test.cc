@@ -437,6 +437,31 @@ TEST_F(DedupJournalStoreTest, OtherDurabilitiesReplayThenWriteRocksDB) {
   EXPECT_TRUE((*d)->InsertIfAbsent("y").value());
 }
 
+// The journal has one writer: a second instance of an open set is Busy
+// (it would replay and replace the file under the first), and so is Drop;
+// once closed, the set opens again.
+TEST_F(DedupJournalStoreTest, ASetIsOpenOncePerDatabase) {
+  auto db = MustOpen(Options(dir_.db()));
+  auto first = DedupStore::Open(*db, "s", Opts());
+  SF_ASSERT_OK(first.status());
+  ASSERT_TRUE((*first)->InsertIfAbsent("k").value());
+  auto second = DedupStore::Open(*db, "s", Opts());
+  EXPECT_TRUE(second.status().IsBusy()) << second.status().ToString();
+  EXPECT_TRUE(DedupStore::Drop(*db, "s").IsBusy());
+  auto other = DedupStore::Open(*db, "t", Opts());  // another set is fine
+  SF_ASSERT_OK(other.status());
+  SF_ASSERT_OK((*first)->Close());
+  auto again = DedupStore::Open(*db, "s", Opts());
+  SF_ASSERT_OK(again.status());
+  EXPECT_TRUE((*again)->Contains("k").value());
+  again->reset();  // the destructor closes too
+  SF_ASSERT_OK(DedupStore::Drop(*db, "s"));
+  // A failed Open leaves the set closed.
+  auto bad = DedupStore::Open(*db, "s", Opts(1000));
+  EXPECT_TRUE(bad.status().IsInvalidArgument());
+  SF_ASSERT_OK(DedupStore::Open(*db, "s", Opts()).status());
+}
+
 TEST_F(DedupJournalStoreTest, BadJournalSizesAreRefused) {
   auto db = MustOpen(Options(dir_.db()));
   for (uint64_t bytes : {uint64_t{1000}, uint64_t{64 * 1024},

@@ -236,6 +236,8 @@ TEST(DedupStoreTest, BadInputChangesNothing) {
   EXPECT_TRUE(bad(o));
   o = {};
   o.ttl_ms = 8000;
+  EXPECT_TRUE(DedupStore::Open(*db, "s", o).status().IsBusy());  // still open
+  d.reset();
   EXPECT_TRUE(bad(o, "s"));  // "s" was created without TTL
   auto names = DedupStore::List(*db);
   EXPECT_EQ(*names, std::vector<std::string>{"s"});  // nothing created

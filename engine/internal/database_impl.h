@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -46,6 +47,9 @@ class DatabaseImpl {
   // The running or last migration of each name (engine/migration.cc).
   std::map<std::string, std::shared_ptr<Migration>, std::less<>>
       migrations;  // GUARDED_BY(mu)
+  // Dedup sets open on this Database (engine/dedup_open.cc): a set is open
+  // at most once, because its journal file has one writer.
+  std::set<std::string, std::less<>> open_dedup_sets;  // GUARDED_BY(mu)
 
   // Counters (relaxed atomics: statistics only).
   std::atomic<uint64_t> checkpoints{0};

@@ -28,6 +28,7 @@
 #define SHARDFILTER_ENGINE_INTERNAL_DEDUP_CORE_H_
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -79,6 +80,8 @@ class DedupCore {
   uint64_t seed = kDefaultSeed;
   std::function<uint64_t()> clock;
   bool closed = false;  // set by Close (not concurrent with operations)
+  // Unregisters the set from its Database's open sets (called by Close).
+  std::function<void()> release;
 
   // Durability journal without a RocksDB write per call (null when the
   // set's durability is not journal or DedupOptions::journal_bytes is 0);
