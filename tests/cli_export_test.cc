@@ -39,8 +39,8 @@ class CliExportTest : public CliDirTest {
   }
   // Every shard of b/name Equals a/name's.
   void ExpectSame(const std::string& name) {
-    auto a = Database::Open({.path = Db("a"), .read_only = true});
-    auto b = Database::Open({.path = Db("b"), .read_only = true});
+    auto a = Database::Open(testing::StoreAt(Db("a"), true));
+    auto b = Database::Open(testing::StoreAt(Db("b"), true));
     ASSERT_OK(a.status());
     ASSERT_OK(b.status());
     auto fa = (*a)->Get(name);
@@ -54,7 +54,9 @@ class CliExportTest : public CliDirTest {
         EXPECT_TRUE((*fa)->shard_filter(i, l).Equals((*fb)->shard_filter(i, l)))
             << i << " " << l;
       }
-      if (name == "grown") EXPECT_GT((*fa)->shard_links(i), 2u) << i;
+      if (name == "grown") {
+        EXPECT_GT((*fa)->shard_links(i), 2u) << i;
+      }
     }
     EXPECT_TRUE((*fa)->Equals(**fb));
   }
@@ -117,12 +119,14 @@ TEST_F(CliExportTest, EveryTruncationAndBitFlipIsRefused) {
                 .code,
             0);
   // The engine directly, for speed: every prefix, and a flip in every byte.
-  auto db = Database::Open({.path = Db("b")});
+  auto db = Database::Open(testing::StoreAt(Db("b")));
   ASSERT_OK(db.status());
   for (size_t n = 0; n < good.size(); ++n) {
     Status s = ImportFilter(**db, "x", std::string_view(good).substr(0, n));
     ASSERT_FALSE(s.ok()) << n;
-    if (n >= 4) EXPECT_TRUE(s.IsCorruption()) << n << " " << s.ToString();
+    if (n >= 4) {
+      EXPECT_TRUE(s.IsCorruption()) << n << " " << s.ToString();
+    }
   }
   for (size_t i = 0; i < good.size(); ++i) {
     std::string bad = good;
@@ -182,8 +186,11 @@ TEST_F(CliExportTest, ExistingNameAndUnknownFilter) {
 }
 
 TEST(ExportEngine, StandaloneFilterAndDurabilityOverride) {
-  auto f = ShardedFilter::Create(
-      {.type = FilterType::kCuckoo, .capacity = 1000, .shards = 4});
+  FilterSpec spec;
+  spec.type = FilterType::kCuckoo;
+  spec.capacity = 1000;
+  spec.shards = 4;
+  auto f = ShardedFilter::Create(spec);
   ASSERT_OK(f.status());
   for (int i = 0; i < 500; ++i) ASSERT_OK((*f)->Add(std::to_string(i)));
   const std::string bytes = ExportShardedFilter(**f);
@@ -194,7 +201,7 @@ TEST(ExportEngine, StandaloneFilterAndDurabilityOverride) {
   char tmpl[] = "/tmp/shardfilter_export_engine.XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   {
-    auto db = Database::Open({.path = std::string(tmpl) + "/db"});
+    auto db = Database::Open(testing::StoreAt(std::string(tmpl) + "/db"));
     ASSERT_OK(db.status());
     ASSERT_OK(ImportFilter(**db, "c", bytes, Durability::kSync));
     auto g = (*db)->Get("c");
@@ -203,7 +210,7 @@ TEST(ExportEngine, StandaloneFilterAndDurabilityOverride) {
     EXPECT_EQ((*g)->durability(), Durability::kSync);
     ASSERT_OK((*g)->Add("after-import"));  // journalled like any filter
     ASSERT_OK((*db)->Close());
-    auto again = Database::Open({.path = std::string(tmpl) + "/db"});
+    auto again = Database::Open(testing::StoreAt(std::string(tmpl) + "/db"));
     ASSERT_OK(again.status());
     auto h = (*again)->Get("c");
     ASSERT_OK(h.status());

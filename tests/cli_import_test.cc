@@ -61,8 +61,8 @@ class CliImportTest : public CliDirTest {
   }
   bool SameFilter(const std::string& db1, const std::string& db2,
                   const std::string& name) {
-    auto a = Database::Open({.path = Path(db1), .read_only = true});
-    auto b = Database::Open({.path = Path(db2), .read_only = true});
+    auto a = Database::Open(testing::StoreAt(Path(db1), true));
+    auto b = Database::Open(testing::StoreAt(Path(db2), true));
     if (!a.ok() || !b.ok()) return false;
     auto fa = (*a)->Get(name);
     auto fb = (*b)->Get(name);
@@ -104,7 +104,7 @@ TEST_F(CliImportTest, BinaryRecords) {
   CliRun r =
       Run({"--db", Path("a"), "import", "f", Path("keys.bin"), "--binary"});
   ASSERT_EQ(r.code, 0) << r.err;
-  auto db = Database::Open({.path = Path("a"), .read_only = true});
+  auto db = Database::Open(testing::StoreAt(Path("a"), true));
   ASSERT_OK(db.status());
   auto f = (*db)->Get("f");
   ASSERT_OK(f.status());

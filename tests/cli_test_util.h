@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/database.h"
 #include "tools/cli.h"
 
 namespace shardfilter::testing {
@@ -63,6 +64,14 @@ class CliDirTest : public ::testing::Test {
 
   std::string dir_;
 };
+
+// Options of a store at `path` (all other fields default).
+inline DatabaseOptions StoreAt(std::string path, bool read_only = false) {
+  DatabaseOptions o;
+  o.path = std::move(path);
+  o.read_only = read_only;
+  return o;
+}
 
 }  // namespace shardfilter::testing
 

@@ -71,7 +71,9 @@ Status OpenDamaged(const Case& c, size_t pick) {
   ro.read_only = true;
   auto rodb = Database::Open(ro);
   EXPECT_FALSE(rodb.ok());
-  if (!rodb.ok()) EXPECT_EQ(rodb.status().code(), db.status().code());
+  if (!rodb.ok()) {
+    EXPECT_EQ(rodb.status().code(), db.status().code());
+  }
   return db.status();
 }
 

@@ -118,7 +118,9 @@ TEST(CuckooFormatTest, EveryTruncationFails) {
   for (size_t n = 0; n < bytes.size(); ++n) {
     Status s = CuckooFilter::Deserialize(bytes.substr(0, n)).status();
     EXPECT_FALSE(s.ok()) << n;
-    if (n >= 4) EXPECT_TRUE(s.IsCorruption()) << n << " " << s.ToString();
+    if (n >= 4) {
+      EXPECT_TRUE(s.IsCorruption()) << n << " " << s.ToString();
+    }
   }
   EXPECT_TRUE(CuckooFilter::Deserialize(bytes + '\0').status().IsCorruption());
 }

@@ -172,7 +172,9 @@ TEST_P(MigrationStressTest, NoFalseNegativeAndExactlyOnceUnderLoad) {
       ASSERT_TRUE((*g)->MayContain(Key(w, i))) << Key(w, i);
     }
   }
-  if (c.to == FilterType::kCuckoo) EXPECT_EQ((*g)->Stats().total.items, total);
+  if (c.to == FilterType::kCuckoo) {
+    EXPECT_EQ((*g)->Stats().total.items, total);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(

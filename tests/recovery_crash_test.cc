@@ -352,7 +352,9 @@ TEST_P(CrashTest, AcknowledgedOpsSurviveKillNineExactlyOnce) {
   // At least one kill landed while a checkpoint was running.
   EXPECT_GT(kills_during_checkpoint, 0);
   // The growing variants did grow (4 shards start with 4 links).
-  if (grow) EXPECT_GT(max_links, 8u);
+  if (grow) {
+    EXPECT_GT(max_links, 8u);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
