@@ -98,7 +98,7 @@ void DedupJournal::Forget(const std::vector<DedupLogRecord>& records) {
     for (const DedupOp& op : rec.ops) {
       Shard& s = ShardOf(op.key);
       std::lock_guard lock(s.mu);
-      auto it = s.map.find(op.key);
+      auto it = s.map.find(std::string_view(op.key));
       if (it != s.map.end() && it->second.seq == rec.seq) s.map.erase(it);
     }
   }
@@ -109,7 +109,7 @@ Result<std::optional<DedupEntry>> DedupJournal::Get(
   {
     Shard& s = ShardOf(key);
     std::lock_guard lock(s.mu);
-    auto it = s.map.find(std::string(key));
+    auto it = s.map.find(key);
     if (it != s.map.end()) return it->second.entry;
   }
   return table_->Get(set_, key);  // J2: flushed before it was forgotten
@@ -120,12 +120,10 @@ Status DedupJournal::MultiGet(
     std::vector<std::optional<DedupEntry>>* out) const {
   std::vector<std::string_view> ask;
   std::vector<size_t> where;
-  std::string k;
   for (size_t i = 0; i < keys.size(); ++i) {
     Shard& s = ShardOf(keys[i]);
     std::lock_guard lock(s.mu);
-    k.assign(keys[i]);
-    auto it = s.map.find(k);
+    auto it = s.map.find(keys[i]);
     if (it != s.map.end()) {
       (*out)[i] = it->second.entry;
     } else {

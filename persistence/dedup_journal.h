@@ -101,9 +101,16 @@ class DedupJournal {
     uint64_t seq = 0;
     std::optional<DedupEntry> entry;  // nullopt: deleted
   };
+  // Looks keys up by string_view, without building a std::string.
+  struct KeyHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view k) const {
+      return std::hash<std::string_view>()(k);
+    }
+  };
   struct alignas(64) Shard {
     mutable std::mutex mu;  // J4: leaf
-    std::unordered_map<std::string, Pending> map;
+    std::unordered_map<std::string, Pending, KeyHash, std::equal_to<>> map;
   };
   static constexpr size_t kShards = 64;
   // Commits of at least this many ops go to RocksDB directly (J1): one
