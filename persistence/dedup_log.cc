@@ -79,7 +79,36 @@ bool DecodeBody(std::string_view body, uint64_t* gen, DedupLogRecord* rec) {
   return r.remaining() == 0;
 }
 
+std::string& BootIdOverride() {
+  static std::string id;
+  return id;
+}
+
+// fsync of a directory, so that a rename in it is durable.
+Status SyncDir(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Errno("opening directory", dir);
+  const int rc = ::fsync(fd);
+  ::close(fd);
+  return rc == 0 ? Status::OK() : Errno("syncing directory", dir);
+}
+
 }  // namespace
+
+std::string CurrentBootId() {
+  if (!BootIdOverride().empty()) return BootIdOverride();
+  std::string id;
+  int fd = ::open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return id;
+  char buf[64];
+  const ssize_t n = ::read(fd, buf, sizeof buf);
+  ::close(fd);
+  if (n > 0) id.assign(buf, static_cast<size_t>(n));
+  while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
+  return id;
+}
+
+void SetBootIdForTesting(std::string id) { BootIdOverride() = std::move(id); }
 
 std::string DedupLogPath(std::string_view store_path, std::string_view set) {
   char hex[17];
@@ -137,16 +166,28 @@ Result<std::unique_ptr<DedupLog>> DedupLog::Create(const std::string& path,
   PutU64(&h, region_bytes);
   PutU32(&h, static_cast<uint32_t>(set.size()));
   h.append(set);
+  const std::string boot = CurrentBootId().substr(0, 64);
+  PutU32(&h, static_cast<uint32_t>(boot.size()));
+  h.append(boot);
   PutU64(&h, Check(h.data(), h.size()));
   if (h.size() > kFileHeader) {
     return Status::InvalidArgument("dedup set name too long for its journal");
   }
   std::memcpy(log->base_, h.data(), h.size());
   for (int r = 0; r < 2; ++r) log->WriteRegionHeader(r, log->gen_[r] = 1);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    ::unlink(tmp.c_str());
-    return Errno("renaming", tmp);
+  // The headers survive a power loss (the records need not, see the top):
+  // synced before the file takes its name, and the name synced after.
+  Status synced = Status::OK();
+  if (::msync(log->base_, size, MS_SYNC) != 0) synced = Errno("syncing", tmp);
+  if (synced.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
+    synced = Errno("renaming", tmp);
   }
+  if (!synced.ok()) {
+    ::unlink(tmp.c_str());
+    return synced;
+  }
+  SF_RETURN_IF_ERROR(
+      SyncDir(std::filesystem::path(path).parent_path().string()));
   return log;
 }
 
@@ -178,14 +219,15 @@ Result<std::unique_ptr<DedupLog>> DedupLog::OpenExisting(
   log->base_ = static_cast<char*>(p);
   log->size_ = size;
   ByteReader r(std::string_view(log->base_, kFileHeader));
-  std::string_view magic, name;
-  uint32_t version = 0, reserved = 0, len = 0;
+  std::string_view magic, name, boot;
+  uint32_t version = 0, reserved = 0, len = 0, boot_len = 0;
   uint64_t region = 0, check = 0;
   if (!r.ReadBytes(8, &magic) || magic != std::string_view(kFileMagic, 8)) {
     return fail("not a dedup journal (bad magic)");
   }
   if (!r.ReadU32(&version) || !r.ReadU32(&reserved) || !r.ReadU64(&region) ||
-      !r.ReadU32(&len) || !r.ReadBytes(len, &name)) {
+      !r.ReadU32(&len) || !r.ReadBytes(len, &name) || !r.ReadU32(&boot_len) ||
+      !r.ReadBytes(boot_len, &boot)) {
     return fail("truncated header");
   }
   const size_t covered = r.position();
@@ -204,6 +246,7 @@ Result<std::unique_ptr<DedupLog>> DedupLog::OpenExisting(
   if (size < kFileHeader + 2 * region) return fail("truncated file");
   if (name != set) return fail("belongs to another set");
   log->region_bytes_ = region;
+  log->from_earlier_boot_ = boot != CurrentBootId();
   for (int i = 0; i < 2; ++i) {
     const char* h = log->Region(i);
     if (std::memcmp(h, kRegionMagic, 8) != 0 ||
@@ -246,6 +289,8 @@ Status DedupLog::Read(int r, std::vector<DedupLogRecord>* out) const {
       continue;
     }
     if (fits && gen != 0 && gen != gen_[r]) break;  // stale: the end
+    // Written before a reboot: what the write-back kept ends here.
+    if (from_earlier_boot_) break;
     // Torn (the copy a kill interrupted) or damaged: torn only when zeros
     // follow.
     const uint64_t tail = fits ? at + kRecordHeader + len : at + kRecordHeader;

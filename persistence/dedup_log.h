@@ -11,7 +11,9 @@
 //
 //   [0, 4096)        file header: "SFDLOG01" | u32 version (1) |
 //                    u32 reserved (0) | u64 region bytes R |
-//                    u32 name length | set name | u64 XXH3 of the bytes before
+//                    u32 name length | set name |
+//                    u32 boot id length | boot id | u64 XXH3 of the bytes
+//                    before
 //   [4096 + r*R, +R) region r (r = 0, 1):
 //     [0, 64)        region header: "SFDLREG1" | u64 generation |
 //                    u64 XXH3 of the 16 bytes before | zeros
@@ -33,6 +35,16 @@
 // Seqs grow across both regions; a record's ops apply in order, records in
 // seq order. Appends are serialized by the caller (one writer at a time, so
 // at most the last record can be torn).
+//
+// After a reboot: the header names the boot (Linux boot_id) that wrote the
+// file, and is made durable (msync + fsync of file and directory) when the
+// file is created. The records are not synced: durability journal promises
+// to survive the process, not the machine. If the machine went down, pages
+// of the mapping may have been written back in any order, so when the boot
+// differs from the current one a bad record is the end of what survived,
+// not damage: the valid prefix is replayed and the rest is dropped (the
+// acknowledged work a power loss may lose in this mode). Within one boot
+// the page cache is exact, and a bad record followed by data is Corruption.
 //
 // Thread safety: none; persistence/dedup_journal.h serializes access.
 #ifndef SHARDFILTER_PERSISTENCE_DEDUP_LOG_H_
@@ -75,6 +87,11 @@ std::string DedupLogPath(std::string_view store_path, std::string_view set);
 // Bytes a record with these ops takes in a region.
 size_t DedupLogRecordBytes(const std::vector<DedupOp>& ops);
 
+// The id of the running boot (/proc/sys/kernel/random/boot_id; empty where
+// there is none). Tests replace it to act out a reboot; "" restores it.
+std::string CurrentBootId();
+void SetBootIdForTesting(std::string id);
+
 class DedupLog {
  public:
   // Creates (replacing any file there) an empty log with two regions of
@@ -94,6 +111,9 @@ class DedupLog {
   DedupLog& operator=(const DedupLog&) = delete;
 
   uint64_t region_bytes() const { return region_bytes_; }
+  // True when the file was written before the machine's last boot (see the
+  // top): reading stops quietly at the first bad record.
+  bool from_earlier_boot() const { return from_earlier_boot_; }
   // Bytes of records a region can hold.
   uint64_t capacity() const { return region_bytes_ - kRegionHeader; }
 
@@ -132,6 +152,7 @@ class DedupLog {
   size_t size_ = 0;
   uint64_t region_bytes_ = 0;
   bool writable_ = false;
+  bool from_earlier_boot_ = false;
   int active_ = 0;
   uint64_t gen_[2] = {0, 0};   // the regions' generations
   uint64_t used_[2] = {0, 0};  // record bytes in each region

@@ -169,6 +169,27 @@ TEST_F(DedupLogTest, BadFilesAreRefused) {
       DedupLog::Create(Path(), "set", 4096).status().IsInvalidArgument());
 }
 
+// After a reboot the page cache may have written the mapping back in any
+// order: a bad record then ends what survived (the valid prefix replays);
+// within the boot that wrote the file it is damage.
+TEST_F(DedupLogTest, AfterARebootABadRecordEndsTheLog) {
+  persistence::SetBootIdForTesting("boot-a");
+  Write({{Put("a")}, {Put("b")}, {Put("c")}});
+  std::string bytes = ReadFile(Path());
+  const size_t second =
+      RecordsAt(0) + 8 + static_cast<unsigned char>(bytes[RecordsAt(0)]);
+  bytes[second + 8 + 20] ^= 0x10;  // record 2's body: record 3 follows
+  WriteFile(Path(), bytes);
+  EXPECT_TRUE(Read().status().IsCorruption());  // same boot: damage
+  persistence::SetBootIdForTesting("boot-b");   // the machine restarted
+  auto got = Read();
+  SF_ASSERT_OK(got.status());
+  ASSERT_EQ(got->size(), 1u);
+  EXPECT_EQ((*got)[0].ops, std::vector<DedupOp>{Put("a")});
+  persistence::SetBootIdForTesting("");
+  EXPECT_FALSE(persistence::CurrentBootId().empty());  // Linux has one
+}
+
 // Random flips and truncations of a valid log never crash the reader: it
 // returns a prefix of the records or an error.
 TEST_F(DedupLogTest, FuzzedLogsNeverCrash) {
