@@ -6,6 +6,7 @@
 #include <benchmark/benchmark.h>
 #include <stdlib.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -35,6 +36,12 @@ inline void Check(const Status& s) {
 
 // 8-byte keys: present keys are 2i, absent keys 2i+1 (disjoint sets), both
 // passed through a mixer so that memory access is random.
+// Seconds of wall time since t0.
+inline double SecondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+      .count();
+}
+
 inline uint64_t PresentKey(uint64_t i) { return Remix(2 * i); }
 inline uint64_t AbsentKey(uint64_t i) { return Remix(2 * i + 1); }
 

@@ -67,9 +67,7 @@ std::pair<double, uint64_t> Fill(CuckooFilter& f, uint64_t first, uint64_t last,
     });
   }
   for (auto& th : ts) th.join();
-  const double s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-          .count();
+  const double s = SecondsSince(t0);
   uint64_t total = 0;
   for (uint64_t a : added) total += a;
   return {s, total};
@@ -297,9 +295,7 @@ void BM_Remove(benchmark::State& state) {
       });
     }
     for (auto& th : ts) th.join();
-    const double s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-            .count();
+    const double s = SecondsSince(t0);
     state.SetIterationTime(s);
     seconds += s;
     ops += m;
@@ -330,9 +326,7 @@ void BM_AddBatch(benchmark::State& state) {
       added += n;
       if (!st.ok()) break;
     }
-    const double s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-            .count();
+    const double s = SecondsSince(t0);
     return std::pair<double, uint64_t>(s, added);
   });
 }
@@ -359,9 +353,7 @@ void BM_RemoveBatch(benchmark::State& state) {
       f.RemoveKeys(std::span(views, c), std::span(out, c));
       for (size_t j = 0; j < c; ++j) removed += out[j];
     }
-    const double s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-            .count();
+    const double s = SecondsSince(t0);
     state.SetIterationTime(s);
     seconds += s;
     ops += m;
@@ -409,9 +401,7 @@ void BM_Mixed(benchmark::State& state) {
       });
     }
     for (auto& th : ts) th.join();
-    const double s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-            .count();
+    const double s = SecondsSince(t0);
     state.SetIterationTime(s);
     seconds += s;
     total += ops;

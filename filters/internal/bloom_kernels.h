@@ -30,8 +30,8 @@
 #include <span>
 #include <utility>
 
-#include "filters/internal/prefetch.h"
 #include "filters/hash.h"
+#include "filters/internal/prefetch.h"
 #include "filters/sizing.h"
 
 namespace shardfilter::internal {
@@ -58,7 +58,6 @@ inline uint64_t BlockIndex(uint64_t h, uint64_t num_blocks) {
 inline uint32_t BlockCounterPos(uint32_t h32, uint32_t i) {
   return (h32 * kProbeMultipliers[i]) >> 25;  // 0..127
 }
-
 
 // ---- Blocked Bloom (512 bits per 64-byte block, k bits in s words) -------
 // A key's k bits go to s = BlockedWordsPerKey(k) distinct words of its
