@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/database.h"
 #include "filters/hash.h"
 #include "filters/status.h"
 
@@ -36,6 +37,17 @@ inline void Check(const Status& s) {
 
 // 8-byte keys: present keys are 2i, absent keys 2i+1 (disjoint sets), both
 // passed through a mixer so that memory access is random.
+// A writable store at `path` that does not checkpoint on close (benchmarks
+// time their own checkpoints); exits on failure.
+inline std::unique_ptr<Database> OpenBenchStore(const std::string& path) {
+  DatabaseOptions o;
+  o.path = path;
+  o.checkpoint_on_close = false;
+  auto opened = Database::Open(o);
+  Check(opened.status());
+  return std::move(*opened);
+}
+
 // Seconds of wall time since t0.
 inline double SecondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)

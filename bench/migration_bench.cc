@@ -21,14 +21,7 @@ namespace {
 struct Store {
   std::string path = TempPath("sfmig");
   std::unique_ptr<Database> db;
-  Store() {
-    DatabaseOptions o;
-    o.path = path;
-    o.checkpoint_on_close = false;
-    auto opened = Database::Open(o);
-    Check(opened.status());
-    db = std::move(*opened);
-  }
+  Store() : db(OpenBenchStore(path)) {}
   ~Store() {
     db.reset();
     std::error_code ec;

@@ -30,13 +30,8 @@ struct Fixture {
   std::unique_ptr<Database> db;
   std::shared_ptr<ShardedFilter> filter;
 
-  Fixture(int64_t mb, uint32_t shards, Durability d, bool fill) {
-    DatabaseOptions o;
-    o.path = path;
-    o.checkpoint_on_close = false;
-    auto opened = Database::Open(o);
-    Check(opened.status());
-    db = std::move(*opened);
+  Fixture(int64_t mb, uint32_t shards, Durability d, bool fill)
+      : db(OpenBenchStore(path)) {
     FilterSpec spec;
     spec.capacity = CapacityForMb(mb);
     spec.shards = shards;
