@@ -231,8 +231,8 @@ bool CuckooFilter::RemoveOneStripe(const Position& p) {
   }
 }
 
-Status CuckooFilter::InsertSlow(const Position& p, bool unique,
-                                bool tried_fast) {
+Status CuckooFilter::InsertSlow(uint64_t h, bool unique, bool tried_fast) {
+  const Position p = Locate(h);
   using Layout = internal::CuckooTable::Layout;
   // AddUnique needs both buckets still while it checks for fp.
   if (!unique && !tried_fast && AddOneStripe(p)) return Status::OK();
@@ -276,7 +276,8 @@ Status CuckooFilter::InsertExclusive(const Position& p, bool unique) {
       " (capacity " + std::to_string(capacity_) + ")");
 }
 
-Status CuckooFilter::RemoveSlow(const Position& p, bool tried_fast) {
+Status CuckooFilter::RemoveSlow(uint64_t h, bool tried_fast) {
+  const Position p = Locate(h);
   if (!tried_fast && RemoveOneStripe(p)) return Status::OK();
   PrefetchForWrite(p);
   internal::TwoStripeLock g(stripes_, p.i1, p.i2);

@@ -264,8 +264,11 @@ class CuckooFilter final : public Filter {
   // exact Full / NotFound verdicts) is out of line in the *Slow forms.
   // tried_fast: the fast path already ran and found no room / no copy.
   inline Status Insert(uint64_t h, bool unique);
-  Status InsertSlow(const Position& p, bool unique, bool tried_fast);
-  Status RemoveSlow(const Position& p, bool tried_fast);
+  // Take the hash, not the Position: a 24-byte struct passed by address
+  // would be stored to the stack on the fast path too (measured: ~10 ns
+  // per remove at 5e7 items, where every instruction in the loop counts).
+  Status InsertSlow(uint64_t h, bool unique, bool tried_fast);
+  Status RemoveSlow(uint64_t h, bool tried_fast);
   // Single-stripe fast paths (invariant 7): an unlocked look picks the
   // bucket, its stripe alone is locked and the look re-checked. False:
   // nothing changed, take the two-stripe path (which is exact, e.g. for
@@ -378,10 +381,11 @@ inline bool CuckooFilter::RemoveOneStripe(const Position& p) {
   using internal::CuckooTable;
   const uint64_t m1 = table_.MatchBucket<kB, kF>(p.i1, p.fp);
   const uint64_t m2 = table_.MatchBucket<kB, kF>(p.i2, p.fp);
-  if ((m1 | m2) == 0) return false;  // NotFound is decided under locks
+  const uint64_t m = m1 != 0 ? m1 : m2;
+  if (m == 0) return false;  // NotFound is decided under locks
   const uint64_t bucket = m1 != 0 ? p.i1 : p.i2;  // a branch: see AddOneStripe
   const uint64_t s = stripes_.StripeOf(bucket);
-  const uint32_t slot = CuckooTable::SlotOf<kF>(m1 != 0 ? m1 : m2);
+  const uint32_t slot = CuckooTable::SlotOf<kF>(m);
   internal::OneStripeLock g(stripes_, s);
   // Moved or removed since the look: the two-stripe path decides.
   if (!table_.ReplaceSlot<kB, kF>(bucket, slot, p.fp, 0)) return false;
@@ -395,14 +399,14 @@ inline Status CuckooFilter::Insert(uint64_t h, bool unique) {
   const bool fast =
       !unique && table_.layout() == internal::CuckooTable::Layout::k4x12;
   if (fast && AddOneStripe<4, 12>(p)) return Status::OK();
-  return InsertSlow(p, unique, fast);
+  return InsertSlow(h, unique, fast);
 }
 
 inline Status CuckooFilter::RemoveHash(uint64_t hash) {
   const Position p = Locate(hash);
   const bool fast = table_.layout() == internal::CuckooTable::Layout::k4x12;
   if (fast && RemoveOneStripe<4, 12>(p)) return Status::OK();
-  return RemoveSlow(p, fast);
+  return RemoveSlow(hash, fast);
 }
 
 }  // namespace shardfilter
