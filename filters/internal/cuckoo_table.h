@@ -21,7 +21,9 @@
 //    writers, holding the stripe of the bucket's group (hence of every
 //    bucket sharing the word), use a relaxed load and a relaxed store: no
 //    other thread writes the word meanwhile, so nothing is lost, and no
-//    locked read-modify-write is needed.
+//    locked read-modify-write is needed. ReplaceSlot on x86 (outside TSan)
+//    does the same with a 1- or 2-byte load and store of the bytes that
+//    hold the slot, all inside the slot's bucket (ReplaceSlotWindow).
 //  - This class orders nothing: the caller's locks and fences provide the
 //    happens-before edges (cuckoo_filter.h, invariants).
 // Not copyable or movable (owns atomics).
