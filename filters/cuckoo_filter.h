@@ -367,11 +367,11 @@ inline bool CuckooFilter::AddOneStripe(const Position& p) {
   const bool one = free1 >= 3 || free1 >= std::popcount(e2);
   const uint64_t bucket = one ? p.i1 : p.i2;
   const uint64_t s = stripes_.StripeOf(bucket);
-  const uint32_t slot = CuckooTable::SlotOf<kF>(one ? e1 : e2);
+  const uint64_t e = one ? e1 : e2;
   internal::OneStripeLock g(stripes_, s);
   // Re-checked under the lock (the bucket's words are now still), by the
   // update itself: another writer may have filled the slot since the look.
-  if (!table_.ReplaceSlot<kB, kF>(bucket, slot, 0, p.fp)) return false;
+  if (!table_.ReplaceSlot<kB, kF>(bucket, e, 0, p.fp)) return false;
   stripes_.AddItems(s, 1);  // invariant 7
   return true;
 }
@@ -385,10 +385,9 @@ inline bool CuckooFilter::RemoveOneStripe(const Position& p) {
   if (m == 0) return false;  // NotFound is decided under locks
   const uint64_t bucket = m1 != 0 ? p.i1 : p.i2;  // a branch: see AddOneStripe
   const uint64_t s = stripes_.StripeOf(bucket);
-  const uint32_t slot = CuckooTable::SlotOf<kF>(m);
   internal::OneStripeLock g(stripes_, s);
   // Moved or removed since the look: the two-stripe path decides.
-  if (!table_.ReplaceSlot<kB, kF>(bucket, slot, p.fp, 0)) return false;
+  if (!table_.ReplaceSlot<kB, kF>(bucket, m, p.fp, 0)) return false;
   stripes_.AddItems(s, -1);  // invariant 7
   stripes_.AddDeletes(s, 1);
   return true;

@@ -208,22 +208,27 @@ class CuckooTable {
     const uint64_t x = LoadBucket<kB, kF>(i) ^ (fp * kOnes);
     return ~(((x & kLows) + kLows) | x) & kHighs;
   }
-  // Slot j of bucket i of a single-group (kB, kF) layout goes from `from`
-  // to `to` (fill: 0 -> fp, clear: fp -> 0) if it holds `from`; false,
-  // and nothing written, if it does not. The check reads the very words
-  // the update rewrites, so a writer that made its choice from an
+  // The slot of bucket i of a single-group (kB, kF) layout whose high bit
+  // is the lowest one marked in `m` (a non-zero MatchBucket<kB, kF> mask)
+  // goes from `from` to `to` (fill: 0 -> fp, clear: fp -> 0) if it holds
+  // `from`; false, and nothing written, if it does not. The slot's first
+  // bit in the bucket is countr_zero(m) - (kF - 1): no division by kF
+  // (an imul and shifts) to find its index. The check reads the very
+  // words the update rewrites, so a writer that made its choice from an
   // unlocked look needs no second look after taking the lock (measured:
   // a separate re-read after the locked exchange cost ~25 ns per insert
   // at 5e7 items). REQUIRES: the stripe of bucket i is held.
   template <uint32_t kB, uint32_t kF>
-  bool ReplaceSlot(uint64_t i, uint32_t j, uint32_t from, uint32_t to) {
+  bool ReplaceSlot(uint64_t i, uint64_t m, uint32_t from, uint32_t to) {
     constexpr uint64_t kBits = uint64_t{kB} * kF;
     constexpr uint64_t kSlotMask = (uint64_t{1} << kF) - 1;
+    const unsigned start =
+        static_cast<unsigned>(std::countr_zero(m)) - (kF - 1);
     if constexpr (kBits % 8 == 0 && kF <= 16 && kAsmUnalignedLoad) {
-      return ReplaceSlotWindow<kF>(i * (kBits / 8) + ((j * kF) >> 3),
-                                   (j * kF) & 7, from, to);
+      return ReplaceSlotWindow<kF>(i * (kBits / 8) + (start >> 3), start & 7,
+                                   from, to);
     }
-    const uint64_t off = i * kBits + j * kF;
+    const uint64_t off = i * kBits + start;
     const uint64_t w = off >> 6;
     const unsigned s = off & 63;
     const uint64_t lo = words_[w].load(std::memory_order_relaxed);
@@ -240,11 +245,6 @@ class CuckooTable {
     words_[w + 1].store(hi ^ (uint64_t{from ^ to} >> (64 - s)),
                         std::memory_order_relaxed);
     return true;
-  }
-  // Slot of the lowest high bit marked in a MatchBucket<kB, kF> mask.
-  template <uint32_t kF>
-  static uint32_t SlotOf(uint64_t m) {
-    return static_cast<uint32_t>(std::countr_zero(m)) / kF;
   }
 
   uint32_t ReadSlot(uint64_t i, uint32_t j) const {
