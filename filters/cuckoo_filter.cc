@@ -97,7 +97,7 @@ class CuckooPathFinder {
         if (!Move(src, n.slot, n.fp, n.bucket, &g)) return false;
         if (place != nullptr && nodes_[n.parent].parent < 0) {
           f_.table_.FillSlot(src, n.slot, place->fp);
-          f_.stripes_.AddItems(f_.stripes_.StripeOf(src), 1);
+          f_.stripes_.CountAdd(f_.stripes_.StripeOf(src));
           *placed = true;
         }
       }
@@ -199,7 +199,7 @@ bool CuckooFilter::TryPlace(const Position& p) {
   uint32_t slot;
   if (!table_.FindInPair(p.i1, p.i2, 0, &bucket, &slot)) return false;
   table_.FillSlot(bucket, slot, p.fp);
-  stripes_.AddItems(stripes_.StripeOf(p.i1), 1);  // invariant 7
+  stripes_.CountAdd(stripes_.StripeOf(p.i1));  // invariant 7
   return true;
 }
 
@@ -288,8 +288,7 @@ Status CuckooFilter::RemoveSlow(uint64_t h, bool tried_fast) {
   }
   table_.ClearSlot(bucket, slot);
   const uint64_t s1 = stripes_.StripeOf(p.i1);  // invariant 7
-  stripes_.AddItems(s1, -1);
-  stripes_.AddDeletes(s1, 1);
+  stripes_.CountRemove(s1);
   return Status::OK();
 }
 

@@ -65,10 +65,10 @@
 //  7. An add or remove that writes one bucket may hold only that bucket's
 //     stripe (the single-stripe fast paths): slots change only under their
 //     own stripe (2), and moves into or out of the bucket hold it too (3).
-//     Item and delete counters are per stripe, changed only under that
+//     Add and remove counters are per stripe, incremented only under that
 //     stripe's lock by the op that holds it (the stripe of the bucket it
-//     wrote, or of i1 in the two-stripe paths); per-stripe values may be
-//     negative, their sum is exact under AllStripesLock.
+//     wrote, or of i1 in the two-stripe paths); items = the sum of adds
+//     minus the sum of removes, exact under AllStripesLock.
 //
 // Removal risk: RemoveHash removes one fingerprint equal to the key's from
 // one of its buckets. Removing a key that was never added (or removed more
@@ -372,7 +372,7 @@ inline bool CuckooFilter::AddOneStripe(const Position& p) {
   // Re-checked under the lock (the bucket's words are now still), by the
   // update itself: another writer may have filled the slot since the look.
   if (!table_.ReplaceSlot<kB, kF>(bucket, e, 0, p.fp)) return false;
-  stripes_.AddItems(s, 1);  // invariant 7
+  stripes_.CountAdd(s);  // invariant 7
   return true;
 }
 
@@ -388,8 +388,7 @@ inline bool CuckooFilter::RemoveOneStripe(const Position& p) {
   internal::OneStripeLock g(stripes_, s);
   // Moved or removed since the look: the two-stripe path decides.
   if (!table_.ReplaceSlot<kB, kF>(bucket, m, p.fp, 0)) return false;
-  stripes_.AddItems(s, -1);  // invariant 7
-  stripes_.AddDeletes(s, 1);
+  stripes_.CountRemove(s);  // invariant 7
   return true;
 }
 

@@ -143,8 +143,7 @@ Result<std::unique_ptr<CuckooFilter>> CuckooFilter::Deserialize(
     return Bad("item count " + std::to_string(items) + " but " +
                std::to_string(occupied) + " occupied slots");
   }
-  filter->stripes_.AddItems(0, static_cast<int64_t>(items));
-  filter->stripes_.AddDeletes(0, deletes);
+  filter->stripes_.RestoreCounts(items, deletes);
   return filter;
 }
 

@@ -104,26 +104,33 @@ class CuckooStripes {
   }
 
   // --- Counters, written only by the stripe's holder, read by anyone. ---
-  void AddItems(uint64_t s, int64_t d) {
-    auto& c = locks_[s].items;
-    c.store(c.load(std::memory_order_relaxed) + d, std::memory_order_relaxed);
-  }
-  void AddDeletes(uint64_t s, uint64_t d) {
-    auto& c = locks_[s].deletes;
-    c.store(c.load(std::memory_order_relaxed) + d, std::memory_order_relaxed);
+  // Adds and removes done while holding this stripe, each only ever
+  // incremented: an op pays one load and store on the line it already
+  // owns (the lock's). Items = adds - removes, deletes = removes, summed
+  // over stripes in wrapping 64-bit arithmetic (exact; a stripe's own
+  // difference means nothing, since a key's add and remove may count on
+  // different stripes).
+  void CountAdd(uint64_t s) { Bump(locks_[s].adds); }
+  void CountRemove(uint64_t s) { Bump(locks_[s].removes); }
+  // Only while no other thread touches the filter (Deserialize).
+  void RestoreCounts(uint64_t items, uint64_t deletes) {
+    locks_[0].adds.store(items + deletes, std::memory_order_relaxed);
+    locks_[0].removes.store(deletes, std::memory_order_relaxed);
   }
   // Sums: exact when no writer runs (or under AllStripesLock).
   uint64_t Items() const {
-    int64_t n = 0;
+    uint64_t adds = 0, removes = 0;
     for (uint64_t s = 0; s < count_; ++s) {
-      n += locks_[s].items.load(std::memory_order_relaxed);
+      adds += locks_[s].adds.load(std::memory_order_relaxed);
+      removes += locks_[s].removes.load(std::memory_order_relaxed);
     }
-    return n < 0 ? 0 : static_cast<uint64_t>(n);
+    // A concurrent reader may see a remove before its add: never negative.
+    return adds >= removes ? adds - removes : 0;
   }
   uint64_t Deletes() const {
     uint64_t n = 0;
     for (uint64_t s = 0; s < count_; ++s) {
-      n += locks_[s].deletes.load(std::memory_order_relaxed);
+      n += locks_[s].removes.load(std::memory_order_relaxed);
     }
     return n;
   }
@@ -148,11 +155,14 @@ class CuckooStripes {
   // updates share the line the holder already owns.
   struct alignas(64) Stripe {
     std::atomic<uint32_t> lock{0};
-    // Items added minus removed while holding this stripe as the first of
-    // a key's pair; may be negative per stripe, the sum is the item count.
-    std::atomic<int64_t> items{0};
-    std::atomic<uint64_t> deletes{0};
+    std::atomic<uint64_t> adds{0};
+    std::atomic<uint64_t> removes{0};
   };
+  // The holder is the only writer: a plain load and store, no locked
+  // read-modify-write.
+  static void Bump(std::atomic<uint64_t>& c) {
+    c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
 
   friend class PairVersions;
 
