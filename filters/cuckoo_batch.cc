@@ -60,13 +60,14 @@ constexpr size_t kHashChunk = 256;
 // Hashes keys in chunks of kHashChunk and hands each chunk, with its slice
 // of out, to fn(hashes, out_slice).
 template <typename Fn>
-void ForHashChunks(uint64_t seed, std::span<const std::string_view> keys,
+void ForHashChunks(const KeyHasher& hasher,
+                   std::span<const std::string_view> keys,
                    std::span<uint8_t> out, Fn&& fn) {
   uint64_t hashes[kHashChunk];
   const size_t n = std::min(keys.size(), out.size());
   for (size_t done = 0; done < n;) {
     const size_t m = std::min(kHashChunk, n - done);
-    for (size_t i = 0; i < m; ++i) hashes[i] = HashKey(keys[done + i], seed);
+    for (size_t i = 0; i < m; ++i) hashes[i] = hasher(keys[done + i]);
     fn(std::span<const uint64_t>(hashes, m), out.subspan(done, m));
     done += m;
   }
@@ -80,7 +81,7 @@ Status CuckooFilter::AddKeys(std::span<const std::string_view> keys,
   size_t done = 0;
   while (done < keys.size()) {
     const size_t m = std::min(kHashChunk, keys.size() - done);
-    for (size_t i = 0; i < m; ++i) hashes[i] = HashKey(keys[done + i], seed_);
+    for (size_t i = 0; i < m; ++i) hashes[i] = hasher_(keys[done + i]);
     size_t chunk_added = 0;
     Status s = AddHashes(std::span<const uint64_t>(hashes, m), &chunk_added);
     done += chunk_added;
@@ -95,14 +96,14 @@ Status CuckooFilter::AddKeys(std::span<const std::string_view> keys,
 
 void CuckooFilter::MayContainKeys(std::span<const std::string_view> keys,
                                   std::span<uint8_t> out) const {
-  ForHashChunks(seed_, keys, out, [&](auto hashes, auto slice) {
+  ForHashChunks(hasher_, keys, out, [&](auto hashes, auto slice) {
     MayContainHashes(hashes, slice);
   });
 }
 
 void CuckooFilter::RemoveKeys(std::span<const std::string_view> keys,
                               std::span<uint8_t> removed) {
-  ForHashChunks(seed_, keys, removed,
+  ForHashChunks(hasher_, keys, removed,
                 [&](auto hashes, auto slice) { RemoveHashes(hashes, slice); });
 }
 

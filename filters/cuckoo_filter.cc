@@ -174,7 +174,7 @@ Result<std::unique_ptr<CuckooFilter>> CuckooFilter::Create(
                                    ", got " + std::to_string(o.max_kicks));
   }
   std::unique_ptr<CuckooFilter> f(new CuckooFilter());
-  f->seed_ = o.seed;
+  f->hasher_ = KeyHasher(o.seed);
   f->capacity_ = o.capacity;
   f->fpp_ = o.fpp;
   f->max_kicks_ = o.max_kicks;
@@ -229,6 +229,19 @@ bool CuckooFilter::RemoveOneStripe(const Position& p) {
     default:
       return false;
   }
+}
+
+Status CuckooFilter::AddHash(uint64_t hash) { return Insert(hash, false); }
+
+Status CuckooFilter::RemoveHash(uint64_t hash) {
+  const Position p = Locate(hash);
+  const bool fast = table_.layout() == internal::CuckooTable::Layout::k4x12;
+  if (fast && RemoveOneStripe<4, 12>(p)) return Status::OK();
+  return RemoveSlow(hash, fast);
+}
+
+bool CuckooFilter::MayContainHash(uint64_t hash) const {
+  return MayContainHashInline(hash);
 }
 
 Status CuckooFilter::InsertSlow(uint64_t h, bool unique, bool tried_fast) {

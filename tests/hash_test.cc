@@ -33,6 +33,30 @@ TEST(HashKey, ShortKeyPathMatchesXxh3) {
   }
 }
 
+// KeyHasher precomputes part of the 4..8-byte kernel: same values as
+// HashKey for every length and seed.
+TEST(KeyHasher, MatchesHashKey) {
+  std::string key;
+  for (size_t len = 0; len <= 24; ++len) {
+    for (uint64_t seed : {uint64_t{0}, uint64_t{1}, kDefaultSeed,
+                          uint64_t{0x80000000FFFFFFFFULL}, ~uint64_t{0}}) {
+      const KeyHasher hasher(seed);
+      EXPECT_EQ(hasher.seed(), seed);
+      EXPECT_EQ(hasher(key), HashKey(key, seed))
+          << "len " << len << " seed " << seed;
+      // Every byte of the key counts (the kernel reads two 4-byte halves,
+      // overlapping below 8 bytes).
+      for (size_t i = 0; i < len; ++i) {
+        std::string other = key;
+        other[i] ^= 1;
+        EXPECT_EQ(hasher(other), HashKey(other, seed));
+        EXPECT_NE(hasher(other), hasher(key)) << "len " << len << " byte " << i;
+      }
+    }
+    key.push_back(static_cast<char>('a' + len * 5 % 26));
+  }
+}
+
 TEST(HashKey, SeedChangesHash) {
   EXPECT_NE(HashKey("key", 1), HashKey("key", 2));
   EXPECT_EQ(HashKey("key", 7), HashKey(std::string("key"), 7));

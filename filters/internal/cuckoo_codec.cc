@@ -37,7 +37,7 @@ std::string CuckooFilter::Serialize() const {
   internal::PutU8(&params, static_cast<uint8_t>(table_.fp_bits()));
   internal::PutU16(&params, 0);
   internal::PutU32(&params, max_kicks_);
-  internal::PutU64(&params, seed_);
+  internal::PutU64(&params, hasher_.seed());
   internal::PutU64(&params, capacity_);
   internal::PutF64(&params, fpp_);
   internal::PutU64(&params, stripes_.Items());
@@ -122,7 +122,7 @@ Result<std::unique_ptr<CuckooFilter>> CuckooFilter::Deserialize(
   if (items > slots) return Bad("item count exceeds the slots");
 
   std::unique_ptr<CuckooFilter> filter(new CuckooFilter());
-  filter->seed_ = seed;
+  filter->hasher_ = KeyHasher(seed);
   filter->capacity_ = capacity;
   filter->fpp_ = fpp;
   filter->max_kicks_ = max_kicks;
@@ -153,7 +153,7 @@ bool CuckooFilter::Equals(const Filter& other) const {
   const CuckooFilter& o = *op;
   if (this == &o) return true;
   // Exact when neither filter has a writer running.
-  if (seed_ != o.seed_ || capacity_ != o.capacity_ || fpp_ != o.fpp_ ||
+  if (seed() != o.seed() || capacity_ != o.capacity_ || fpp_ != o.fpp_ ||
       max_kicks_ != o.max_kicks_ || table_.buckets() != o.table_.buckets() ||
       table_.bucket_size() != o.table_.bucket_size() ||
       table_.fp_bits() != o.table_.fp_bits() ||
