@@ -130,7 +130,11 @@ struct CuckooStats {
   uint64_t stripes = 0;
 };
 
-class CuckooFilter final : public Filter {
+// Cache-line aligned, so its size is whole lines: every call reads the
+// parameters in this object, and a heap neighbour written by another thread
+// on a shared line made 2 threads of the mixed benchmark slower than one
+// (measured: 1e6 items, 0.75x -> 1.79x once aligned).
+class alignas(64) CuckooFilter final : public Filter {
  public:
   static constexpr uint8_t kFormatVersion = 1;
   static constexpr size_t kParamsSize = 56;  // docs/format-cuckoo.md
