@@ -124,8 +124,11 @@ class CuckooStripes {
       adds += locks_[s].adds.load(std::memory_order_relaxed);
       removes += locks_[s].removes.load(std::memory_order_relaxed);
     }
-    // A concurrent reader may see a remove before its add: never negative.
-    return adds >= removes ? adds - removes : 0;
+    // Wrapping difference (exact even if a restored count wrapped adds).
+    // A reader racing writers may see a remove before its add: a
+    // "negative" (top bit set) result reads as 0.
+    const uint64_t items = adds - removes;
+    return items >> 63 ? 0 : items;
   }
   uint64_t Deletes() const {
     uint64_t n = 0;
