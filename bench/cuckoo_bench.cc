@@ -254,9 +254,9 @@ void BM_Query(benchmark::State& state) {
   }
   benchmark::DoNotOptimize(found);
   SetCounters(state, b);
-  state.counters["ops_per_s"] = benchmark::Counter(
-      static_cast<double>(state.iterations()) * kRun,
-      benchmark::Counter::kIsRate);
+  state.counters["ops_per_s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * kRun,
+                         benchmark::Counter::kIsRate);
   state.counters["ns_per_op"] = benchmark::Counter(
       static_cast<double>(state.iterations()) * kRun * 1e-9,
       benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
