@@ -14,9 +14,9 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/database.h"
-#include "filters/hash.h"
-#include "filters/status.h"
+#include "shardfilter/engine/database.h"
+#include "shardfilter/filters/hash.h"
+#include "shardfilter/filters/status.h"
 
 namespace shardfilter::bench {
 

@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "bench_util.h"
-#include "filters/bloom_filter.h"
-#include "filters/counting_bloom_filter.h"
+#include "shardfilter/filters/bloom_filter.h"
+#include "shardfilter/filters/counting_bloom_filter.h"
 
 namespace shardfilter::bench {
 namespace {

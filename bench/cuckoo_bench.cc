@@ -27,8 +27,8 @@
 #include <vector>
 
 #include "bench_util.h"
-#include "filters/cuckoo_filter.h"
-#include "filters/hash.h"
+#include "shardfilter/filters/cuckoo_filter.h"
+#include "shardfilter/filters/hash.h"
 
 #if defined(__linux__)
 #include <sys/mman.h>

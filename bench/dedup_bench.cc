@@ -35,9 +35,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/dedup_store.h"
-#include "filters/hash.h"
-#include "persistence/internal/hash_memtable.h"
+#include "shardfilter/engine/dedup_store.h"
+#include "shardfilter/filters/hash.h"
+#include "shardfilter/persistence/internal/hash_memtable.h"
 
 namespace shardfilter::bench {
 namespace {

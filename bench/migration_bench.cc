@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "bench_util.h"
-#include "engine/database.h"
+#include "shardfilter/engine/database.h"
 
 namespace shardfilter::bench {
 namespace {

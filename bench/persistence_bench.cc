@@ -17,7 +17,7 @@
 #include <string>
 
 #include "bench_util.h"
-#include "engine/database.h"
+#include "shardfilter/engine/database.h"
 
 namespace shardfilter::bench {
 namespace {

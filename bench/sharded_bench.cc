@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "bench_util.h"
-#include "engine/sharded_filter.h"
+#include "shardfilter/engine/sharded_filter.h"
 
 namespace shardfilter::bench {
 namespace {

@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "bench_util.h"
-#include "engine/database.h"
-#include "engine/tiered_filter.h"
+#include "shardfilter/engine/database.h"
+#include "shardfilter/engine/tiered_filter.h"
 
 namespace shardfilter::bench {
 namespace {

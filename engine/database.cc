@@ -1,12 +1,12 @@
-#include "engine/database.h"
+#include "shardfilter/engine/database.h"
 
 #include <chrono>
 
-#include "engine/internal/access.h"
-#include "engine/internal/database_impl.h"
-#include "engine/internal/filter_factory.h"
-#include "persistence/dedup_log.h"
-#include "persistence/values.h"
+#include "shardfilter/engine/internal/access.h"
+#include "shardfilter/engine/internal/database_impl.h"
+#include "shardfilter/engine/internal/filter_factory.h"
+#include "shardfilter/persistence/dedup_log.h"
+#include "shardfilter/persistence/values.h"
 
 namespace shardfilter {
 

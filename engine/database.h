@@ -39,9 +39,9 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/migration.h"
-#include "engine/sharded_filter.h"
-#include "filters/status.h"
+#include "shardfilter/engine/migration.h"
+#include "shardfilter/engine/sharded_filter.h"
+#include "shardfilter/filters/status.h"
 
 namespace shardfilter {
 

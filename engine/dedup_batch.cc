@@ -5,7 +5,7 @@
 #include <string_view>
 #include <unordered_set>
 
-#include "engine/internal/dedup_core.h"
+#include "shardfilter/engine/internal/dedup_core.h"
 
 namespace shardfilter::internal {
 

@@ -2,9 +2,9 @@
 // Drop, List, and the forwarding of every call to its DedupCore.
 #include <chrono>
 
-#include "engine/dedup_store.h"
-#include "engine/internal/database_impl.h"
-#include "engine/internal/dedup_core.h"
+#include "shardfilter/engine/dedup_store.h"
+#include "shardfilter/engine/internal/database_impl.h"
+#include "shardfilter/engine/internal/dedup_core.h"
 
 namespace shardfilter {
 

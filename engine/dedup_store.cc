@@ -2,12 +2,12 @@
 // rebuild at open. The batch forms are in dedup_batch.cc, the public facade
 // (Open, Stats, ...) in dedup_open.cc; invariants X1-X4 in
 // engine/internal/dedup_core.h.
-#include "engine/dedup_store.h"
+#include "shardfilter/engine/dedup_store.h"
 
 #include <algorithm>
 #include <chrono>
 
-#include "engine/internal/dedup_core.h"
+#include "shardfilter/engine/internal/dedup_core.h"
 
 namespace shardfilter {
 

@@ -1,15 +1,15 @@
 // The export file format (docs/format-export.md): encoding, parsing and the
 // snapshot of a sharded filter. ImportFilter is in engine/import.cc.
-#include "engine/export.h"
+#include "shardfilter/engine/export.h"
 
 #include <cstring>
 #include <mutex>
 #include <shared_mutex>
 
-#include "engine/internal/access.h"
-#include "engine/internal/shard.h"
-#include "engine/internal/shard_chain.h"
-#include "filters/hash.h"
+#include "shardfilter/engine/internal/access.h"
+#include "shardfilter/engine/internal/shard.h"
+#include "shardfilter/engine/internal/shard_chain.h"
+#include "shardfilter/filters/hash.h"
 
 namespace shardfilter {
 namespace {

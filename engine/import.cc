@@ -5,14 +5,14 @@
 #include <string>
 #include <vector>
 
-#include "engine/export.h"
-#include "engine/internal/access.h"
-#include "engine/internal/database_impl.h"
-#include "engine/internal/filter_factory.h"
-#include "engine/internal/shard.h"
-#include "engine/internal/shard_chain.h"
-#include "filters/bloom_filter.h"
-#include "filters/cuckoo_filter.h"
+#include "shardfilter/engine/export.h"
+#include "shardfilter/engine/internal/access.h"
+#include "shardfilter/engine/internal/database_impl.h"
+#include "shardfilter/engine/internal/filter_factory.h"
+#include "shardfilter/engine/internal/shard.h"
+#include "shardfilter/engine/internal/shard_chain.h"
+#include "shardfilter/filters/bloom_filter.h"
+#include "shardfilter/filters/cuckoo_filter.h"
 
 namespace shardfilter {
 namespace internal {

@@ -1,15 +1,15 @@
 // Database's migration calls (engine/migration.h): checking what a
 // migration can do before it starts, and the bookkeeping around the thread
 // (engine/internal/migration_run.cc).
-#include "engine/migration.h"
+#include "shardfilter/engine/migration.h"
 
 #include <bit>
 
-#include "engine/database.h"
-#include "engine/internal/database_impl.h"
-#include "engine/internal/filter_factory.h"
-#include "engine/internal/migration.h"
-#include "persistence/values.h"
+#include "shardfilter/engine/database.h"
+#include "shardfilter/engine/internal/database_impl.h"
+#include "shardfilter/engine/internal/filter_factory.h"
+#include "shardfilter/engine/internal/migration.h"
+#include "shardfilter/persistence/values.h"
 
 namespace shardfilter {
 

@@ -39,8 +39,8 @@
 
 #include <cstdint>
 
-#include "engine/sharded_filter.h"
-#include "filters/status.h"
+#include "shardfilter/engine/sharded_filter.h"
+#include "shardfilter/filters/status.h"
 
 namespace shardfilter {
 

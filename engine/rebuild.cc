@@ -1,13 +1,13 @@
 // Database's calls for offline rebuilds (`shardfilter migrate`): reading
 // retained hashes, folding a copy, and installing a filter built outside the
 // catalog in place of a live one (engine/database.h).
-#include "engine/database.h"
-#include "engine/internal/access.h"
-#include "engine/internal/database_impl.h"
-#include "engine/internal/filter_factory.h"
-#include "engine/internal/shard_chain.h"
-#include "filters/bloom_filter.h"
-#include "persistence/values.h"
+#include "shardfilter/engine/database.h"
+#include "shardfilter/engine/internal/access.h"
+#include "shardfilter/engine/internal/database_impl.h"
+#include "shardfilter/engine/internal/filter_factory.h"
+#include "shardfilter/engine/internal/shard_chain.h"
+#include "shardfilter/filters/bloom_filter.h"
+#include "shardfilter/persistence/values.h"
 
 namespace shardfilter {
 

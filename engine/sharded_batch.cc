@@ -4,12 +4,12 @@
 #include <mutex>
 #include <shared_mutex>
 
-#include "engine/internal/access.h"
-#include "engine/internal/journal_sink.h"
-#include "engine/internal/parallel.h"
-#include "engine/internal/shard.h"
-#include "engine/internal/shard_chain.h"
-#include "engine/sharded_filter.h"
+#include "shardfilter/engine/internal/access.h"
+#include "shardfilter/engine/internal/journal_sink.h"
+#include "shardfilter/engine/internal/parallel.h"
+#include "shardfilter/engine/internal/shard.h"
+#include "shardfilter/engine/internal/shard_chain.h"
+#include "shardfilter/engine/sharded_filter.h"
 
 namespace shardfilter {
 

@@ -1,17 +1,17 @@
 // ShardedFilter: construction, single-key operations and statistics.
 // Batch operations are in sharded_batch.cc.
-#include "engine/sharded_filter.h"
+#include "shardfilter/engine/sharded_filter.h"
 
 #include <bit>
 #include <mutex>
 #include <shared_mutex>
 
-#include "engine/internal/access.h"
-#include "engine/internal/filter_factory.h"
-#include "engine/internal/journal_sink.h"
-#include "engine/internal/migration.h"
-#include "engine/internal/shard.h"
-#include "engine/internal/shard_chain.h"
+#include "shardfilter/engine/internal/access.h"
+#include "shardfilter/engine/internal/filter_factory.h"
+#include "shardfilter/engine/internal/journal_sink.h"
+#include "shardfilter/engine/internal/migration.h"
+#include "shardfilter/engine/internal/shard.h"
+#include "shardfilter/engine/internal/shard_chain.h"
 
 namespace shardfilter {
 

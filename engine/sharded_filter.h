@@ -34,8 +34,8 @@
 #include <string_view>
 #include <vector>
 
-#include "filters/filter.h"
-#include "filters/status.h"
+#include "shardfilter/filters/filter.h"
+#include "shardfilter/filters/status.h"
 
 namespace shardfilter {
 

@@ -10,10 +10,10 @@
 #include <map>
 #include <mutex>
 
-#include "engine/internal/tiered_internal.h"
-#include "engine/tiered_filter.h"
-#include "persistence/tiered_table.h"
-#include "persistence/values.h"
+#include "shardfilter/engine/internal/tiered_internal.h"
+#include "shardfilter/engine/tiered_filter.h"
+#include "shardfilter/persistence/tiered_table.h"
+#include "shardfilter/persistence/values.h"
 
 namespace shardfilter {
 

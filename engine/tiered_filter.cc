@@ -1,11 +1,11 @@
 // TieredFilter: adds, removes, queries and statistics. Creation, opening
 // and dropping of persistent tiered filters are in tiered_catalog.cc.
-#include "engine/tiered_filter.h"
+#include "shardfilter/engine/tiered_filter.h"
 
 #include <array>
 #include <numeric>
 
-#include "engine/internal/tiered_internal.h"
+#include "shardfilter/engine/internal/tiered_internal.h"
 
 namespace shardfilter {
 

@@ -45,9 +45,9 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/database.h"
-#include "engine/sharded_filter.h"
-#include "filters/status.h"
+#include "shardfilter/engine/database.h"
+#include "shardfilter/engine/sharded_filter.h"
+#include "shardfilter/filters/status.h"
 
 namespace shardfilter {
 

@@ -1,4 +1,4 @@
-#include "filters/bloom_filter.h"
+#include "shardfilter/filters/bloom_filter.h"
 
 #include <array>
 #include <bit>
@@ -6,8 +6,8 @@
 #include <cstring>
 #include <string>
 
-#include "filters/envelope.h"
-#include "filters/internal/coding.h"
+#include "shardfilter/filters/envelope.h"
+#include "shardfilter/filters/internal/coding.h"
 
 namespace shardfilter {
 namespace {

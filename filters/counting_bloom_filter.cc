@@ -1,4 +1,4 @@
-#include "filters/counting_bloom_filter.h"
+#include "shardfilter/filters/counting_bloom_filter.h"
 
 #include <array>
 #include <bit>
@@ -7,8 +7,8 @@
 #include <string>
 #include <thread>
 
-#include "filters/envelope.h"
-#include "filters/internal/coding.h"
+#include "shardfilter/filters/envelope.h"
+#include "shardfilter/filters/internal/coding.h"
 
 namespace shardfilter {
 namespace {

@@ -41,11 +41,11 @@
 #include <string>
 #include <string_view>
 
-#include "filters/filter.h"
-#include "filters/internal/atomic_table.h"
-#include "filters/internal/bloom_kernels.h"
-#include "filters/sizing.h"
-#include "filters/status.h"
+#include "shardfilter/filters/filter.h"
+#include "shardfilter/filters/internal/atomic_table.h"
+#include "shardfilter/filters/internal/bloom_kernels.h"
+#include "shardfilter/filters/sizing.h"
+#include "shardfilter/filters/status.h"
 
 namespace shardfilter {
 

@@ -5,7 +5,7 @@
 // (filters/cuckoo_filter.h).
 #include <algorithm>
 
-#include "filters/cuckoo_filter.h"
+#include "shardfilter/filters/cuckoo_filter.h"
 
 namespace shardfilter {
 

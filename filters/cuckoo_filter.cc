@@ -2,7 +2,7 @@
 // path, removes, counts, batches and statistics. Serialization lives in
 // filters/internal/cuckoo_codec.cc. Invariant numbers refer to the block in
 // cuckoo_filter.h.
-#include "filters/cuckoo_filter.h"
+#include "shardfilter/filters/cuckoo_filter.h"
 
 #include <algorithm>
 #include <string>

@@ -85,12 +85,12 @@
 #include <string>
 #include <string_view>
 
-#include "filters/filter.h"
-#include "filters/hash.h"
-#include "filters/internal/cuckoo_stripes.h"
-#include "filters/internal/cuckoo_table.h"
-#include "filters/sizing.h"
-#include "filters/status.h"
+#include "shardfilter/filters/filter.h"
+#include "shardfilter/filters/hash.h"
+#include "shardfilter/filters/internal/cuckoo_stripes.h"
+#include "shardfilter/filters/internal/cuckoo_table.h"
+#include "shardfilter/filters/sizing.h"
+#include "shardfilter/filters/status.h"
 
 namespace shardfilter {
 

@@ -1,9 +1,9 @@
 // DeserializeFilter: the one decoder for any filter type's envelope.
-#include "filters/bloom_filter.h"
-#include "filters/counting_bloom_filter.h"
-#include "filters/cuckoo_filter.h"
-#include "filters/envelope.h"
-#include "filters/filter.h"
+#include "shardfilter/filters/bloom_filter.h"
+#include "shardfilter/filters/counting_bloom_filter.h"
+#include "shardfilter/filters/cuckoo_filter.h"
+#include "shardfilter/filters/envelope.h"
+#include "shardfilter/filters/filter.h"
 
 namespace shardfilter {
 namespace {

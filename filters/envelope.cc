@@ -1,9 +1,9 @@
-#include "filters/envelope.h"
+#include "shardfilter/filters/envelope.h"
 
 #include <cstring>
 
-#include "filters/hash.h"
-#include "filters/internal/coding.h"
+#include "shardfilter/filters/hash.h"
+#include "shardfilter/filters/internal/coding.h"
 
 namespace shardfilter {
 

@@ -21,8 +21,8 @@
 #include <string>
 #include <string_view>
 
-#include "filters/filter.h"
-#include "filters/status.h"
+#include "shardfilter/filters/filter.h"
+#include "shardfilter/filters/status.h"
 
 namespace shardfilter {
 

@@ -1,4 +1,4 @@
-#include "filters/filter.h"
+#include "shardfilter/filters/filter.h"
 
 namespace shardfilter {
 

@@ -21,8 +21,8 @@
 #include <string>
 #include <string_view>
 
-#include "filters/hash.h"
-#include "filters/status.h"
+#include "shardfilter/filters/hash.h"
+#include "shardfilter/filters/status.h"
 
 namespace shardfilter {
 

@@ -1,4 +1,4 @@
-#include "filters/sizing.h"
+#include "shardfilter/filters/sizing.h"
 
 #include <math.h>  // lgamma_r
 

@@ -29,7 +29,7 @@
 
 #include <cstdint>
 
-#include "filters/status.h"
+#include "shardfilter/filters/status.h"
 
 namespace shardfilter {
 

@@ -1,4 +1,4 @@
-#include "filters/status.h"
+#include "shardfilter/filters/status.h"
 
 namespace shardfilter {
 

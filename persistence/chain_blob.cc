@@ -1,7 +1,7 @@
-#include "persistence/chain_blob.h"
+#include "shardfilter/persistence/chain_blob.h"
 
-#include "filters/hash.h"
-#include "filters/internal/coding.h"
+#include "shardfilter/filters/hash.h"
+#include "shardfilter/filters/internal/coding.h"
 
 namespace shardfilter::persistence {
 

@@ -25,7 +25,7 @@
 #include <string_view>
 #include <vector>
 
-#include "filters/status.h"
+#include "shardfilter/filters/status.h"
 
 namespace shardfilter::persistence {
 

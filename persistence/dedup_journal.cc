@@ -1,4 +1,4 @@
-#include "persistence/dedup_journal.h"
+#include "shardfilter/persistence/dedup_journal.h"
 
 #include <unistd.h>
 

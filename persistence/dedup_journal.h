@@ -45,8 +45,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "persistence/dedup_log.h"
-#include "persistence/dedup_table.h"
+#include "shardfilter/persistence/dedup_log.h"
+#include "shardfilter/persistence/dedup_table.h"
 
 namespace shardfilter::persistence {
 

@@ -1,4 +1,4 @@
-#include "persistence/dedup_log.h"
+#include "shardfilter/persistence/dedup_log.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -10,8 +10,8 @@
 #include <cstring>
 #include <filesystem>
 
-#include "filters/hash.h"
-#include "filters/internal/coding.h"
+#include "shardfilter/filters/hash.h"
+#include "shardfilter/filters/internal/coding.h"
 
 namespace shardfilter::persistence {
 

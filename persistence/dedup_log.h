@@ -57,8 +57,8 @@
 #include <string_view>
 #include <vector>
 
-#include "filters/status.h"
-#include "persistence/dedup_table.h"
+#include "shardfilter/filters/status.h"
+#include "shardfilter/persistence/dedup_table.h"
 
 namespace shardfilter::persistence {
 

@@ -1,13 +1,13 @@
-#include "persistence/dedup_table.h"
+#include "shardfilter/persistence/dedup_table.h"
 
 #include <rocksdb/db.h>
 #include <rocksdb/options.h>
 #include <rocksdb/write_batch.h>
 
-#include "filters/internal/coding.h"
-#include "persistence/internal/rocks_status.h"
-#include "persistence/keys.h"
-#include "persistence/values.h"
+#include "shardfilter/filters/internal/coding.h"
+#include "shardfilter/persistence/internal/rocks_status.h"
+#include "shardfilter/persistence/keys.h"
+#include "shardfilter/persistence/values.h"
 
 namespace shardfilter::persistence {
 

@@ -32,7 +32,7 @@
 #include <string_view>
 #include <vector>
 
-#include "filters/status.h"
+#include "shardfilter/filters/status.h"
 
 namespace rocksdb {
 class DB;

@@ -1,4 +1,4 @@
-#include "persistence/keys.h"
+#include "shardfilter/persistence/keys.h"
 
 namespace shardfilter::persistence {
 

@@ -1,6 +1,6 @@
 // Retained hashes: the column family's options and merge operator, the
 // snapshot scan, and the Store's calls on the family.
-#include "persistence/retained_hashes.h"
+#include "shardfilter/persistence/retained_hashes.h"
 
 #include <rocksdb/db.h>
 #include <rocksdb/filter_policy.h>
@@ -9,10 +9,10 @@
 #include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
 
-#include "persistence/internal/hash_memtable.h"
-#include "persistence/internal/rocks_status.h"
-#include "persistence/keys.h"
-#include "persistence/store.h"
+#include "shardfilter/persistence/internal/hash_memtable.h"
+#include "shardfilter/persistence/internal/rocks_status.h"
+#include "shardfilter/persistence/keys.h"
+#include "shardfilter/persistence/store.h"
 
 namespace shardfilter::persistence {
 

@@ -29,7 +29,7 @@
 #include <utility>
 #include <vector>
 
-#include "filters/status.h"
+#include "shardfilter/filters/status.h"
 
 namespace rocksdb {
 class ColumnFamilyOptions;

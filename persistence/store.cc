@@ -1,4 +1,4 @@
-#include "persistence/store.h"
+#include "shardfilter/persistence/store.h"
 
 #include <rocksdb/db.h>
 #include <rocksdb/filter_policy.h>
@@ -9,10 +9,10 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "filters/hash.h"
-#include "persistence/internal/hash_memtable.h"
-#include "persistence/internal/rocks_status.h"
-#include "persistence/keys.h"
+#include "shardfilter/filters/hash.h"
+#include "shardfilter/persistence/internal/hash_memtable.h"
+#include "shardfilter/persistence/internal/rocks_status.h"
+#include "shardfilter/persistence/keys.h"
 
 namespace shardfilter::persistence {
 

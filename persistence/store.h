@@ -24,10 +24,10 @@
 #include <utility>
 #include <vector>
 
-#include "filters/status.h"
-#include "persistence/dedup_table.h"
-#include "persistence/retained_hashes.h"
-#include "persistence/values.h"
+#include "shardfilter/filters/status.h"
+#include "shardfilter/persistence/dedup_table.h"
+#include "shardfilter/persistence/retained_hashes.h"
+#include "shardfilter/persistence/values.h"
 
 namespace rocksdb {
 class DB;

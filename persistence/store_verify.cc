@@ -3,11 +3,11 @@
 
 #include <map>
 
-#include "filters/envelope.h"
-#include "persistence/chain_blob.h"
-#include "persistence/internal/rocks_status.h"
-#include "persistence/keys.h"
-#include "persistence/store.h"
+#include "shardfilter/filters/envelope.h"
+#include "shardfilter/persistence/chain_blob.h"
+#include "shardfilter/persistence/internal/rocks_status.h"
+#include "shardfilter/persistence/keys.h"
+#include "shardfilter/persistence/store.h"
 
 namespace shardfilter::persistence {
 

@@ -1,16 +1,16 @@
-#include "persistence/tiered_table.h"
+#include "shardfilter/persistence/tiered_table.h"
 
 #include <rocksdb/db.h>
 #include <rocksdb/write_batch.h>
 
 #include <memory>
 
-#include "filters/hash.h"
-#include "filters/internal/coding.h"
-#include "persistence/internal/rocks_status.h"
-#include "persistence/keys.h"
-#include "persistence/store.h"
-#include "persistence/values.h"
+#include "shardfilter/filters/hash.h"
+#include "shardfilter/filters/internal/coding.h"
+#include "shardfilter/persistence/internal/rocks_status.h"
+#include "shardfilter/persistence/keys.h"
+#include "shardfilter/persistence/store.h"
+#include "shardfilter/persistence/values.h"
 
 namespace shardfilter::persistence {
 

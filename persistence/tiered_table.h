@@ -32,8 +32,8 @@
 #include <utility>
 #include <vector>
 
-#include "filters/filter.h"
-#include "filters/status.h"
+#include "shardfilter/filters/filter.h"
+#include "shardfilter/filters/status.h"
 
 namespace shardfilter::persistence {
 

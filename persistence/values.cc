@@ -1,9 +1,9 @@
-#include "persistence/values.h"
+#include "shardfilter/persistence/values.h"
 
 #include <cstdio>
 
-#include "filters/hash.h"
-#include "filters/internal/coding.h"
+#include "shardfilter/filters/hash.h"
+#include "shardfilter/filters/internal/coding.h"
 
 namespace shardfilter::persistence {
 

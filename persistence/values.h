@@ -27,8 +27,8 @@
 #include <string_view>
 #include <vector>
 
-#include "filters/filter.h"
-#include "filters/status.h"
+#include "shardfilter/filters/filter.h"
+#include "shardfilter/filters/status.h"
 
 namespace shardfilter::persistence {
 

@@ -2,7 +2,7 @@
 // statistics, union, and the serialized format (round trips, pinned bytes,
 // bad input). Randomized decoder fuzzing is in bloom_fuzz_test.cc; threads
 // in bloom_stress_test.cc.
-#include "filters/bloom_filter.h"
+#include "shardfilter/filters/bloom_filter.h"
 
 #include <gtest/gtest.h>
 
@@ -12,8 +12,8 @@
 #include <tuple>
 #include <vector>
 
-#include "filters/counting_bloom_filter.h"
-#include "filters/envelope.h"
+#include "shardfilter/filters/counting_bloom_filter.h"
+#include "shardfilter/filters/envelope.h"
 #include "test_util.h"
 
 namespace shardfilter {

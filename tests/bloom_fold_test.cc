@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "filters/bloom_filter.h"
+#include "shardfilter/filters/bloom_filter.h"
 
 namespace shardfilter {
 namespace {

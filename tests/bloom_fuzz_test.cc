@@ -11,9 +11,9 @@
 #include <memory>
 #include <string>
 
-#include "filters/bloom_filter.h"
-#include "filters/counting_bloom_filter.h"
-#include "filters/envelope.h"
+#include "shardfilter/filters/bloom_filter.h"
+#include "shardfilter/filters/counting_bloom_filter.h"
+#include "shardfilter/filters/envelope.h"
 #include "test_util.h"
 
 namespace shardfilter {

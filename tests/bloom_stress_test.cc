@@ -11,7 +11,7 @@
 #include <tuple>
 #include <vector>
 
-#include "filters/bloom_filter.h"
+#include "shardfilter/filters/bloom_filter.h"
 #include "test_util.h"
 
 #if defined(__SANITIZE_THREAD__)

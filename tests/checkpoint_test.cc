@@ -6,9 +6,9 @@
 #include <chrono>
 #include <thread>
 
-#include "engine/database.h"
-#include "persistence/keys.h"
-#include "persistence/values.h"
+#include "shardfilter/engine/database.h"
+#include "shardfilter/persistence/keys.h"
+#include "shardfilter/persistence/values.h"
 #include "store_test_util.h"
 
 namespace shardfilter {

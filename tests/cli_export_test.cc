@@ -8,8 +8,8 @@
 #include <string>
 
 #include "cli_test_util.h"
-#include "engine/database.h"
-#include "engine/export.h"
+#include "shardfilter/engine/database.h"
+#include "shardfilter/engine/export.h"
 #include "test_util.h"
 
 namespace shardfilter::testing {

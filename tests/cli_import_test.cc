@@ -11,7 +11,7 @@
 #include <string>
 
 #include "cli_test_util.h"
-#include "engine/database.h"
+#include "shardfilter/engine/database.h"
 #include "test_util.h"
 
 namespace shardfilter::testing {

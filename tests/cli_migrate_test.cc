@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "cli_test_util.h"
-#include "engine/database.h"
+#include "shardfilter/engine/database.h"
 
 namespace shardfilter {
 namespace {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/database.h"
+#include "shardfilter/engine/database.h"
 #include "test_util.h"
 
 namespace shardfilter::tools {

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/database.h"
+#include "shardfilter/engine/database.h"
 #include "tools/cli.h"
 
 namespace shardfilter::testing {

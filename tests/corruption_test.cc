@@ -5,10 +5,10 @@
 
 #include <functional>
 
-#include "engine/database.h"
-#include "filters/hash.h"
-#include "persistence/keys.h"
-#include "persistence/values.h"
+#include "shardfilter/engine/database.h"
+#include "shardfilter/filters/hash.h"
+#include "shardfilter/persistence/keys.h"
+#include "shardfilter/persistence/values.h"
 #include "store_test_util.h"
 
 namespace shardfilter {

@@ -1,7 +1,7 @@
 // Unit tests of CountingBloomFilter: parameters, add/remove against a
 // reference multiset, saturation, NotFound removes, measured FPR, stats and
 // the serialized format. Threads: counting_bloom_stress_test.cc.
-#include "filters/counting_bloom_filter.h"
+#include "shardfilter/filters/counting_bloom_filter.h"
 
 #include <gtest/gtest.h>
 
@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "filters/bloom_filter.h"
-#include "filters/envelope.h"
+#include "shardfilter/filters/bloom_filter.h"
+#include "shardfilter/filters/envelope.h"
 #include "test_util.h"
 
 namespace shardfilter {

@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "filters/counting_bloom_filter.h"
+#include "shardfilter/filters/counting_bloom_filter.h"
 #include "test_util.h"
 
 #if defined(__SANITIZE_THREAD__)

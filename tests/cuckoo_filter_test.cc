@@ -1,7 +1,7 @@
 // Unit tests of CuckooFilter: options, operations against a reference
 // multiset, load reached, fill-to-failure safety, measured FPR, batches,
 // statistics and the serialized form (round trip, pinned bytes, bad input).
-#include "filters/cuckoo_filter.h"
+#include "shardfilter/filters/cuckoo_filter.h"
 
 #include <gtest/gtest.h>
 
@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "filters/envelope.h"
-#include "filters/internal/coding.h"
+#include "shardfilter/filters/envelope.h"
+#include "shardfilter/filters/internal/coding.h"
 #include "test_util.h"
 
 namespace shardfilter {

@@ -7,9 +7,9 @@
 #include <limits>
 #include <string>
 
-#include "filters/cuckoo_filter.h"
-#include "filters/envelope.h"
-#include "filters/internal/coding.h"
+#include "shardfilter/filters/cuckoo_filter.h"
+#include "shardfilter/filters/envelope.h"
+#include "shardfilter/filters/internal/coding.h"
 #include "test_util.h"
 
 namespace shardfilter {

@@ -7,8 +7,8 @@
 
 #include <string>
 
-#include "filters/cuckoo_filter.h"
-#include "filters/envelope.h"
+#include "shardfilter/filters/cuckoo_filter.h"
+#include "shardfilter/filters/envelope.h"
 #include "test_util.h"
 
 namespace shardfilter {

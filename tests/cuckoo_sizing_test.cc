@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "filters/sizing.h"
+#include "shardfilter/filters/sizing.h"
 #include "test_util.h"
 
 namespace shardfilter {

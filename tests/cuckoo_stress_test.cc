@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "filters/cuckoo_filter.h"
+#include "shardfilter/filters/cuckoo_filter.h"
 #include "test_util.h"
 
 namespace shardfilter {

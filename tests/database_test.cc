@@ -1,14 +1,14 @@
 // Database: catalog operations and errors, round trips of every type through
 // checkpoints and journal replay, incremental checkpoints, durability none,
 // read-only opens, drop, garbage collection, background checkpoints.
-#include "engine/database.h"
+#include "shardfilter/engine/database.h"
 
 #include <gtest/gtest.h>
 
 #include <thread>
 
-#include "persistence/keys.h"
-#include "persistence/values.h"
+#include "shardfilter/persistence/keys.h"
+#include "shardfilter/persistence/values.h"
 #include "store_test_util.h"
 
 namespace shardfilter {

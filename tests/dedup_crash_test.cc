@@ -25,7 +25,7 @@
 #include <sstream>
 #include <thread>
 
-#include "engine/dedup_store.h"
+#include "shardfilter/engine/dedup_store.h"
 #include "store_test_util.h"
 
 namespace shardfilter {

@@ -15,8 +15,8 @@
 #include <random>
 #include <set>
 
-#include "engine/dedup_store.h"
-#include "persistence/dedup_log.h"
+#include "shardfilter/engine/dedup_store.h"
+#include "shardfilter/persistence/dedup_log.h"
 #include "store_test_util.h"
 
 namespace shardfilter {

@@ -2,14 +2,14 @@
 // batch forms, every filter type, filters overfilled into chains), reopen,
 // bad input, old stores, corruption and the pinned value format. TTL
 // expiry is in dedup_ttl_test.cc.
-#include "engine/dedup_store.h"
+#include "shardfilter/engine/dedup_store.h"
 
 #include <gtest/gtest.h>
 
 #include <random>
 #include <set>
 
-#include "persistence/dedup_table.h"
+#include "shardfilter/persistence/dedup_table.h"
 #include "store_test_util.h"
 
 namespace shardfilter {

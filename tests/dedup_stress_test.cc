@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/dedup_store.h"
+#include "shardfilter/engine/dedup_store.h"
 #include "store_test_util.h"
 
 #if defined(__SANITIZE_THREAD__)

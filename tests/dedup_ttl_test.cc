@@ -8,7 +8,7 @@
 #include <map>
 #include <random>
 
-#include "engine/dedup_store.h"
+#include "shardfilter/engine/dedup_store.h"
 #include "store_test_util.h"
 
 namespace shardfilter {

@@ -1,4 +1,4 @@
-#include "filters/envelope.h"
+#include "shardfilter/filters/envelope.h"
 
 #include <gtest/gtest.h>
 

@@ -3,8 +3,8 @@
 // that was running; the descriptor stores scalable and expansion strictly.
 #include <gtest/gtest.h>
 
-#include "engine/database.h"
-#include "persistence/values.h"
+#include "shardfilter/engine/database.h"
+#include "shardfilter/persistence/values.h"
 #include "store_test_util.h"
 
 namespace shardfilter {

@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/sharded_filter.h"
+#include "shardfilter/engine/sharded_filter.h"
 #include "test_util.h"
 
 namespace shardfilter {

@@ -7,10 +7,10 @@
 #include <cmath>
 #include <cstdio>
 
-#include "engine/internal/filter_factory.h"
-#include "engine/internal/shard_chain.h"
-#include "engine/sharded_filter.h"
-#include "persistence/chain_blob.h"
+#include "shardfilter/engine/internal/filter_factory.h"
+#include "shardfilter/engine/internal/shard_chain.h"
+#include "shardfilter/engine/sharded_filter.h"
+#include "shardfilter/persistence/chain_blob.h"
 #include "test_util.h"
 
 namespace shardfilter {

@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "persistence/internal/hash_memtable.h"
+#include "shardfilter/persistence/internal/hash_memtable.h"
 #include "store_test_util.h"
 
 namespace shardfilter {

@@ -4,7 +4,7 @@
 // iteration both ways and Seek / SeekForPrev, across flushes and WAL
 // replay. Few buckets, so that chains are long. Concurrent readers during
 // writes: hash_memtable_stress_test.cc.
-#include "persistence/internal/hash_memtable.h"
+#include "shardfilter/persistence/internal/hash_memtable.h"
 
 #include <gtest/gtest.h>
 #include <rocksdb/db.h>

@@ -1,4 +1,4 @@
-#include "filters/hash.h"
+#include "shardfilter/filters/hash.h"
 
 #include <gtest/gtest.h>
 

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/database.h"
+#include "shardfilter/engine/database.h"
 #include "store_test_util.h"
 
 namespace shardfilter {

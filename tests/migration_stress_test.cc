@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/database.h"
+#include "shardfilter/engine/database.h"
 #include "store_test_util.h"
 
 #if defined(__SANITIZE_THREAD__)

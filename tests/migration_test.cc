@@ -1,14 +1,14 @@
 // Online migration (engine/migration.h) and retained hashes: every type
 // pair from retained hashes, folding, what cannot be done (and says why),
 // rollback, forwarding handles, persistence of the result.
-#include "engine/migration.h"
+#include "shardfilter/engine/migration.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "engine/database.h"
+#include "shardfilter/engine/database.h"
 #include "store_test_util.h"
 
 namespace shardfilter {

@@ -2,9 +2,9 @@
 // bytes, and every decoding failure.
 #include <gtest/gtest.h>
 
-#include "filters/hash.h"
-#include "persistence/keys.h"
-#include "persistence/values.h"
+#include "shardfilter/filters/hash.h"
+#include "shardfilter/persistence/keys.h"
+#include "shardfilter/persistence/values.h"
 #include "store_test_util.h"
 
 namespace shardfilter::persistence {

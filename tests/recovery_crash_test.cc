@@ -29,7 +29,7 @@
 #include <random>
 #include <sstream>
 
-#include "engine/database.h"
+#include "shardfilter/engine/database.h"
 #include "store_test_util.h"
 
 namespace shardfilter {

@@ -1,6 +1,6 @@
 // ShardedFilter in memory: shard routing, FPR against an unsharded filter of
 // the same size, batch == single-key results, stats, type errors.
-#include "engine/sharded_filter.h"
+#include "shardfilter/engine/sharded_filter.h"
 
 #include <gtest/gtest.h>
 

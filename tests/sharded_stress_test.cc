@@ -8,7 +8,7 @@
 #include <atomic>
 #include <thread>
 
-#include "engine/database.h"
+#include "shardfilter/engine/database.h"
 #include "store_test_util.h"
 
 namespace shardfilter {

@@ -1,4 +1,4 @@
-#include "filters/sizing.h"
+#include "shardfilter/filters/sizing.h"
 
 #include <gtest/gtest.h>
 

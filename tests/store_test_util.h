@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/database.h"
+#include "shardfilter/engine/database.h"
 #include "test_util.h"
 
 // ASSERT_OK / EXPECT_OK of test_util.h bind a reference to their argument,

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "filters/status.h"
+#include "shardfilter/filters/status.h"
 
 #define ASSERT_OK(expr)                          \
   do {                                           \

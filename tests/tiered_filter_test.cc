@@ -1,7 +1,7 @@
 // TieredFilter: no false negatives, the compound FPR is the product of the
 // levels' (and the levels are independent), the exact level removes every
 // false positive, statistics add up, removes, persistence and errors.
-#include "engine/tiered_filter.h"
+#include "shardfilter/engine/tiered_filter.h"
 
 #include <gtest/gtest.h>
 

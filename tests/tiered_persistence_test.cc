@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/tiered_filter.h"
-#include "persistence/tiered_table.h"
+#include "shardfilter/engine/tiered_filter.h"
+#include "shardfilter/persistence/tiered_table.h"
 #include "store_test_util.h"
 
 namespace shardfilter {

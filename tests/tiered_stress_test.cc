@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/tiered_filter.h"
+#include "shardfilter/engine/tiered_filter.h"
 #include "store_test_util.h"
 
 #if defined(__SANITIZE_THREAD__)

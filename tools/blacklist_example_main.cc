@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/database.h"
-#include "engine/tiered_filter.h"
+#include "shardfilter/engine/database.h"
+#include "shardfilter/engine/tiered_filter.h"
 
 namespace {
 

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "filters/status.h"
+#include "shardfilter/filters/status.h"
 
 namespace shardfilter::tools {
 

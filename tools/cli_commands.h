@@ -10,8 +10,8 @@
 #include <string>
 #include <string_view>
 
-#include "engine/database.h"
-#include "filters/status.h"
+#include "shardfilter/engine/database.h"
+#include "shardfilter/filters/status.h"
 #include "tools/cli_args.h"
 
 namespace shardfilter::tools {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/dedup_store.h"
+#include "shardfilter/engine/dedup_store.h"
 #include "tools/cli.h"
 #include "tools/cli_args.h"
 #include "tools/cli_commands.h"

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/database.h"
+#include "shardfilter/engine/database.h"
 #include "tools/cli.h"
 #include "tools/cli_args.h"
 #include "tools/cli_commands.h"

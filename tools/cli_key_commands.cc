@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/database.h"
+#include "shardfilter/engine/database.h"
 #include "tools/cli.h"
 #include "tools/cli_args.h"
 #include "tools/cli_commands.h"

@@ -16,11 +16,11 @@
 #include <string>
 #include <vector>
 
-#include "engine/database.h"
-#include "engine/export.h"
-#include "engine/migration.h"
-#include "filters/bloom_filter.h"
-#include "filters/hash.h"
+#include "shardfilter/engine/database.h"
+#include "shardfilter/engine/export.h"
+#include "shardfilter/engine/migration.h"
+#include "shardfilter/filters/bloom_filter.h"
+#include "shardfilter/filters/hash.h"
 #include "tools/cli.h"
 #include "tools/cli_args.h"
 #include "tools/cli_commands.h"

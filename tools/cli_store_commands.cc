@@ -6,7 +6,7 @@
 #include <ostream>
 #include <string>
 
-#include "engine/database.h"
+#include "shardfilter/engine/database.h"
 #include "tools/cli.h"
 #include "tools/cli_args.h"
 #include "tools/cli_commands.h"

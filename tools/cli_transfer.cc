@@ -4,7 +4,7 @@
 #include <ostream>
 #include <string>
 
-#include "engine/export.h"
+#include "shardfilter/engine/export.h"
 #include "tools/cli.h"
 #include "tools/cli_args.h"
 #include "tools/cli_commands.h"

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "filters/bloom_filter.h"
-#include "filters/counting_bloom_filter.h"
-#include "filters/cuckoo_filter.h"
+#include "shardfilter/filters/bloom_filter.h"
+#include "shardfilter/filters/counting_bloom_filter.h"
+#include "shardfilter/filters/cuckoo_filter.h"
 
 namespace shardfilter::tools {
 namespace {

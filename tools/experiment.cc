@@ -5,10 +5,10 @@
 #include <cstdio>
 #include <memory>
 
-#include "filters/bloom_filter.h"
-#include "filters/counting_bloom_filter.h"
-#include "filters/cuckoo_filter.h"
-#include "filters/sizing.h"
+#include "shardfilter/filters/bloom_filter.h"
+#include "shardfilter/filters/counting_bloom_filter.h"
+#include "shardfilter/filters/cuckoo_filter.h"
+#include "shardfilter/filters/sizing.h"
 
 namespace shardfilter::tools {
 namespace {

@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "filters/filter.h"
-#include "filters/status.h"
+#include "shardfilter/filters/filter.h"
+#include "shardfilter/filters/status.h"
 
 namespace shardfilter::tools {
 

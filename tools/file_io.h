@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "filters/status.h"
+#include "shardfilter/filters/status.h"
 
 namespace shardfilter::tools {
 

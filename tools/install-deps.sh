@@ -3,7 +3,7 @@
 # are missing. Needs root (or sudo) only when something is missing.
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config librocksdb-dev libtbb-dev libxxhash-dev
-      libgtest-dev libgmock-dev libbenchmark-dev gnuplot-nox)
+      libgtest-dev libgmock-dev libbenchmark-dev gnuplot-nox ninja-build)
 missing=()
 for p in "${pkgs[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

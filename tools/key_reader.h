@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "filters/status.h"
+#include "shardfilter/filters/status.h"
 #include "tools/cli_args.h"
 
 namespace shardfilter::tools {

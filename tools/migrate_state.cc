@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "filters/hash.h"
+#include "shardfilter/filters/hash.h"
 
 namespace shardfilter::tools {
 

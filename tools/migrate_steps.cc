@@ -8,8 +8,8 @@
 #include <tuple>
 #include <vector>
 
-#include "filters/bloom_filter.h"
-#include "filters/hash.h"
+#include "shardfilter/filters/bloom_filter.h"
+#include "shardfilter/filters/hash.h"
 #include "tools/cli_args.h"
 #include "tools/key_reader.h"
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/database.h"
+#include "shardfilter/engine/database.h"
 #include "tools/cli_commands.h"
 #include "tools/progress.h"
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/internal/shard.h"
-#include "engine/sharded_filter.h"
+#include "shardfilter/engine/internal/shard.h"
+#include "shardfilter/engine/sharded_filter.h"
 
 namespace shardfilter::internal {
 

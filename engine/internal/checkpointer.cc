@@ -1,15 +1,15 @@
-#include "engine/internal/checkpointer.h"
+#include "shardfilter/engine/internal/checkpointer.h"
 
 #include <atomic>
 #include <chrono>
 #include <shared_mutex>
 #include <string>
 
-#include "engine/internal/access.h"
-#include "engine/internal/filter_factory.h"
-#include "engine/internal/parallel.h"
-#include "engine/internal/shard.h"
-#include "engine/internal/shard_chain.h"
+#include "shardfilter/engine/internal/access.h"
+#include "shardfilter/engine/internal/filter_factory.h"
+#include "shardfilter/engine/internal/parallel.h"
+#include "shardfilter/engine/internal/shard.h"
+#include "shardfilter/engine/internal/shard_chain.h"
 
 namespace shardfilter::internal {
 

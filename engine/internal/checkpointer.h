@@ -22,9 +22,9 @@
 #include <mutex>
 #include <string_view>
 
-#include "engine/database.h"
-#include "engine/sharded_filter.h"
-#include "persistence/store.h"
+#include "shardfilter/engine/database.h"
+#include "shardfilter/engine/sharded_filter.h"
+#include "shardfilter/persistence/store.h"
 
 namespace shardfilter::internal {
 

@@ -22,11 +22,11 @@
 #include <thread>
 #include <vector>
 
-#include "engine/database.h"
-#include "engine/internal/checkpointer.h"
-#include "engine/internal/journal_sink.h"
-#include "engine/internal/migration.h"
-#include "persistence/store.h"
+#include "shardfilter/engine/database.h"
+#include "shardfilter/engine/internal/checkpointer.h"
+#include "shardfilter/engine/internal/journal_sink.h"
+#include "shardfilter/engine/internal/migration.h"
+#include "shardfilter/persistence/store.h"
 
 namespace shardfilter::internal {
 

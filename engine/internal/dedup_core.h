@@ -35,10 +35,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/dedup_store.h"
-#include "engine/internal/dedup_ring.h"
-#include "persistence/dedup_journal.h"
-#include "persistence/dedup_table.h"
+#include "shardfilter/engine/dedup_store.h"
+#include "shardfilter/engine/internal/dedup_ring.h"
+#include "shardfilter/persistence/dedup_journal.h"
+#include "shardfilter/persistence/dedup_table.h"
 
 namespace shardfilter::internal {
 

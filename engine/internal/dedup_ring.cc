@@ -1,4 +1,4 @@
-#include "engine/internal/dedup_ring.h"
+#include "shardfilter/engine/internal/dedup_ring.h"
 
 namespace shardfilter::internal {
 

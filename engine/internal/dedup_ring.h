@@ -28,8 +28,8 @@
 #include <span>
 #include <vector>
 
-#include "engine/dedup_store.h"
-#include "engine/sharded_filter.h"
+#include "shardfilter/engine/dedup_store.h"
+#include "shardfilter/engine/sharded_filter.h"
 
 namespace shardfilter::internal {
 

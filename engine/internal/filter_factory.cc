@@ -1,13 +1,13 @@
-#include "engine/internal/filter_factory.h"
+#include "shardfilter/engine/internal/filter_factory.h"
 
 #include <bit>
 #include <cmath>
 #include <string>
 
-#include "filters/bloom_filter.h"
-#include "filters/counting_bloom_filter.h"
-#include "filters/cuckoo_filter.h"
-#include "filters/sizing.h"
+#include "shardfilter/filters/bloom_filter.h"
+#include "shardfilter/filters/counting_bloom_filter.h"
+#include "shardfilter/filters/cuckoo_filter.h"
+#include "shardfilter/filters/sizing.h"
 
 namespace shardfilter::internal {
 

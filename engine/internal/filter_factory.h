@@ -6,8 +6,8 @@
 #include <memory>
 #include <string_view>
 
-#include "engine/sharded_filter.h"
-#include "persistence/values.h"
+#include "shardfilter/engine/sharded_filter.h"
+#include "shardfilter/persistence/values.h"
 
 namespace shardfilter::internal {
 

@@ -7,7 +7,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "persistence/store.h"
+#include "shardfilter/persistence/store.h"
 
 namespace shardfilter::internal {
 

@@ -35,9 +35,9 @@
 #include <thread>
 #include <vector>
 
-#include "engine/internal/checkpointer.h"
-#include "engine/migration.h"
-#include "engine/sharded_filter.h"
+#include "shardfilter/engine/internal/checkpointer.h"
+#include "shardfilter/engine/migration.h"
+#include "shardfilter/engine/sharded_filter.h"
 
 namespace shardfilter::internal {
 

@@ -3,13 +3,13 @@
 #include <chrono>
 #include <shared_mutex>
 
-#include "engine/internal/access.h"
-#include "engine/internal/database_impl.h"
-#include "engine/internal/filter_factory.h"
-#include "engine/internal/migration.h"
-#include "engine/internal/shard_chain.h"
-#include "filters/bloom_filter.h"
-#include "persistence/values.h"
+#include "shardfilter/engine/internal/access.h"
+#include "shardfilter/engine/internal/database_impl.h"
+#include "shardfilter/engine/internal/filter_factory.h"
+#include "shardfilter/engine/internal/migration.h"
+#include "shardfilter/engine/internal/shard_chain.h"
+#include "shardfilter/filters/bloom_filter.h"
+#include "shardfilter/persistence/values.h"
 
 namespace shardfilter::internal {
 

@@ -50,7 +50,7 @@
 #include <shared_mutex>
 #include <thread>
 
-#include "filters/filter.h"
+#include "shardfilter/filters/filter.h"
 
 namespace shardfilter::internal {
 

@@ -1,9 +1,9 @@
-#include "engine/internal/shard_chain.h"
+#include "shardfilter/engine/internal/shard_chain.h"
 
 #include <mutex>
 
-#include "engine/internal/filter_factory.h"
-#include "persistence/chain_blob.h"
+#include "shardfilter/engine/internal/filter_factory.h"
+#include "shardfilter/persistence/chain_blob.h"
 
 namespace shardfilter::internal {
 

@@ -36,8 +36,8 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/internal/shard.h"
-#include "engine/sharded_filter.h"
+#include "shardfilter/engine/internal/shard.h"
+#include "shardfilter/engine/sharded_filter.h"
 
 namespace shardfilter::internal {
 

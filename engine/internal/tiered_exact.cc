@@ -2,10 +2,10 @@
 #include <shared_mutex>
 #include <unordered_map>
 
-#include "engine/internal/database_impl.h"
-#include "engine/internal/filter_factory.h"
-#include "engine/internal/tiered_internal.h"
-#include "persistence/tiered_table.h"
+#include "shardfilter/engine/internal/database_impl.h"
+#include "shardfilter/engine/internal/filter_factory.h"
+#include "shardfilter/engine/internal/tiered_internal.h"
+#include "shardfilter/persistence/tiered_table.h"
 
 namespace shardfilter::internal {
 

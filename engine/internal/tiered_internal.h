@@ -19,9 +19,9 @@
 #include <utility>
 #include <vector>
 
-#include "engine/database.h"
-#include "engine/tiered_filter.h"
-#include "persistence/store.h"
+#include "shardfilter/engine/database.h"
+#include "shardfilter/engine/tiered_filter.h"
+#include "shardfilter/persistence/store.h"
 
 namespace shardfilter::internal {
 

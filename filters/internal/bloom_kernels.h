@@ -30,9 +30,9 @@
 #include <span>
 #include <utility>
 
-#include "filters/hash.h"
-#include "filters/internal/prefetch.h"
-#include "filters/sizing.h"
+#include "shardfilter/filters/hash.h"
+#include "shardfilter/filters/internal/prefetch.h"
+#include "shardfilter/filters/sizing.h"
 
 namespace shardfilter::internal {
 

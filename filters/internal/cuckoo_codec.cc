@@ -14,9 +14,9 @@
 #include <cmath>
 #include <string>
 
-#include "filters/cuckoo_filter.h"
-#include "filters/envelope.h"
-#include "filters/internal/coding.h"
+#include "shardfilter/filters/cuckoo_filter.h"
+#include "shardfilter/filters/envelope.h"
+#include "shardfilter/filters/internal/coding.h"
 
 namespace shardfilter {
 namespace {

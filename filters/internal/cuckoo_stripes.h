@@ -21,7 +21,7 @@
 #include <thread>
 #include <utility>
 
-#include "filters/internal/prefetch.h"
+#include "shardfilter/filters/internal/prefetch.h"
 
 namespace shardfilter::internal {
 

@@ -37,7 +37,7 @@
 #include <memory>
 #include <new>
 
-#include "filters/internal/prefetch.h"
+#include "shardfilter/filters/internal/prefetch.h"
 
 #if defined(__linux__)
 #include <sys/mman.h>

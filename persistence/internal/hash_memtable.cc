@@ -1,4 +1,4 @@
-#include "persistence/internal/hash_memtable.h"
+#include "shardfilter/persistence/internal/hash_memtable.h"
 
 #include <rocksdb/memtablerep.h>
 #include <rocksdb/version.h>
@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "filters/hash.h"
+#include "shardfilter/filters/hash.h"
 
 namespace shardfilter::persistence::internal {
 
