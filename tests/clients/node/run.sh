@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Runs the Node.js client suite (clients.test.mjs: node-redis and ioredis,
+# RESP2 and RESP3) against a host it starts on a free loopback port:
+#   run.sh server BUILD_DIR   shardfilter-server over a fresh store
+#   run.sh module BUILD_DIR   redis-server --loadmodule shardfilter.so
+# Installs the clients from the npm registry (package-lock.json pins them)
+# when node_modules is missing. Stops what it started, whatever happens.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+host=${1:?usage: run.sh server|module BUILD_DIR}
+build=$(cd "${2:?usage: run.sh server|module BUILD_DIR}" && pwd)
+
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  echo "run.sh: node and npm are required" >&2
+  exit 1
+fi
+if [ ! -d "$here/node_modules/ioredis" ] || [ ! -d "$here/node_modules/redis" ]; then
+  (cd "$here" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+work=$(mktemp -d)
+pid=""
+cleanup() {
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+case "$host" in
+  server)
+    "$build/tools/shardfilter-server" --db "$work/db" --port "$port" --bind 127.0.0.1 \
+      >"$work/host.log" 2>&1 &
+    pid=$! ;;
+  module)
+    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+      --dir "$work" --loadmodule "$build/tools/shardfilter.so" >"$work/host.log" 2>&1 &
+    pid=$! ;;
+  *) echo "run.sh: host must be server or module" >&2; exit 2 ;;
+esac
+
+for _ in $(seq 100); do
+  if redis-cli -p "$port" ping >/dev/null 2>&1; then break; fi
+  if ! kill -0 "$pid" 2>/dev/null; then cat "$work/host.log" >&2; exit 1; fi
+  sleep 0.1
+done
+
+status=0
+(cd "$here" && SF_PORT=$port node --test clients.test.mjs) || status=$?
+if [ $status -ne 0 ]; then
+  echo "--- $host log ---" >&2
+  tail -50 "$work/host.log" >&2
+fi
+exit $status
