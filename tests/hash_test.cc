@@ -1,6 +1,7 @@
 #include "shardfilter/filters/hash.h"
 
 #include <gtest/gtest.h>
+#include <xxhash.h>
 
 #include <set>
 #include <string>
