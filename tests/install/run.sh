@@ -56,7 +56,9 @@ libdir=$(dirname "$(find "$prefix" -name 'libshardfilter.so.*.*.*' | head -1)")
 for lib in libshardfilter libshardfilter_filters; do
   [ -f "$libdir/$lib.a" ] || fail "no $lib.a"
   soname=$(readelf -d "$libdir/$lib.so" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
-  [ -n "$soname" ] && [ -e "$libdir/$soname" ] || fail "$lib.so: no SONAME link"
+  if [ -z "$soname" ] || [ ! -e "$libdir/$soname" ]; then
+    fail "$lib.so: no SONAME or no link named after it"
+  fi
   echo "   $lib.so SONAME $soname"
 done
 # Only public headers: no persistence/, no engine/internal/.
