@@ -17,14 +17,7 @@
 #include <cstdint>
 #include <string_view>
 
-// Inlined for speed on short keys. On AVX-512 machines, GCC 12 warns
-// (falsely) inside xxHash's AVX-512 long-input kernel; the AVX2 kernel
-// computes the same hash values and is as fast for the key sizes filters see.
-#if defined(__AVX512F__) && !defined(XXH_VECTOR)
-#define XXH_VECTOR 2 /* XXH_AVX2 */
-#endif
-#define XXH_INLINE_ALL
-#include <xxhash.h>
+#include "shardfilter/filters/detail/xxh3_short.h"
 
 namespace shardfilter {
 
@@ -36,22 +29,24 @@ inline constexpr uint64_t kDefaultSeed = 0x5348415244464C54ULL;  // "SHARDFLT"
 // and endianness (XXH3 is specified on bytes). Pinned by tests/hash_test.cc.
 //
 // Keys of up to 16 bytes (ids, 8-byte integers) take XXH3's short-input
-// kernel directly: it is what XXH3_64bits_withSeed runs for them (same
-// secret, same seed handling, so the same values), but inlined. GCC does not
-// inline XXH3_64bits_withSeed itself (its long-input path is large), and the
-// call costs a third of a cached filter query. Golden values pin both paths.
-// The short kernel is flattened: xxHash declares its final mixer
-// (XXH3_rrmxmx, 8-byte keys) plain `static`, and GCC 12 calls it out of
-// line, ~20 more instructions per hash that crowd out the misses a
-// DRAM-bound loop could overlap (cuckoo query at 5e7 items).
+// kernel inline (filters/detail/xxh3_short.h, our own implementation of
+// the XXH3 specification: same values, pinned by tests/hash_test.cc against
+// xxHash), so that neither <xxhash.h> nor its macros reach a user's
+// translation unit. Longer keys call xxHash out of line (filters/hash.cc):
+// its long-input path is large and GCC does not inline it anyway.
+// The short kernel is flattened so that its finalizers stay inline in a
+// caller's loop (an out-of-line mixer costs ~20 instructions per hash that
+// crowd out the misses a DRAM-bound loop could overlap).
 [[gnu::flatten]] inline uint64_t HashShortKey(std::string_view key,
                                               uint64_t seed) {
-  return XXH3_len_0to16_64b(reinterpret_cast<const xxh_u8*>(key.data()),
-                            key.size(), XXH3_kSecret, seed);
+  return detail::Xxh3Len0to16(
+      reinterpret_cast<const unsigned char*>(key.data()), key.size(), seed);
 }
+// XXH3-64 of any key (used for keys over 16 bytes).
+uint64_t HashLongKey(std::string_view key, uint64_t seed);
 inline uint64_t HashKey(std::string_view key, uint64_t seed) {
   if (key.size() <= 16) return HashShortKey(key, seed);
-  return XXH3_64bits_withSeed(key.data(), key.size(), seed);
+  return HashLongKey(key, seed);
 }
 
 // HashKey(key, seed) for one fixed seed, with the seed's share of XXH3's
@@ -66,11 +61,7 @@ inline uint64_t HashKey(std::string_view key, uint64_t seed) {
 class KeyHasher {
  public:
   explicit KeyHasher(uint64_t seed = kDefaultSeed)
-      : seed_(seed),
-        bitflip_4to8_(
-            (XXH_readLE64(XXH3_kSecret + 8) ^ XXH_readLE64(XXH3_kSecret + 16)) -
-            (seed ^ (uint64_t{XXH_swap32(static_cast<xxh_u32>(seed))} << 32))) {
-  }
+      : seed_(seed), bitflip_4to8_(detail::Xxh3Bitflip4to8(seed)) {}
   uint64_t seed() const { return seed_; }
   uint64_t operator()(std::string_view key) const {
     if (key.size() - 4 <= 4) return Hash4to8(key);  // 4..8 bytes
@@ -78,23 +69,14 @@ class KeyHasher {
   }
 
  private:
-  // XXH3's 4..8-byte kernel (XXH3_len_4to8_64b) with the seed-derived
-  // bitflip precomputed, and its final mixer (XXH3_rrmxmx, constants from
-  // the XXH3 specification) written out: xxHash declares the mixer plain
-  // `static`, and once this function is inlined into a caller's loop
-  // (-O3), GCC 12 called the mixer out of line whatever attribute this
-  // function carried (measured: 53 ns -> 66 ns per query at 5e7).
+  // XXH3's 4..8-byte kernel with the seed-derived bitflip precomputed;
+  // every function it calls is inline (detail::Xxh3Rrmxmx is constexpr), so
+  // it stays one straight run of instructions in a caller's loop
+  // (measured: an out-of-line mixer took a 5e7 cuckoo query 53 -> 66 ns).
   uint64_t Hash4to8(std::string_view key) const {
-    const char* p = key.data();
-    const uint64_t in1 = XXH_readLE32(p);
-    const uint64_t in2 = XXH_readLE32(p + key.size() - 4);
-    constexpr uint64_t kPrimeMx2 = 0x9FB21C651E98DF25ULL;
-    uint64_t h = (in2 + (in1 << 32)) ^ bitflip_4to8_;
-    h ^= std::rotl(h, 49) ^ std::rotl(h, 24);
-    h *= kPrimeMx2;
-    h ^= (h >> 35) + key.size();
-    h *= kPrimeMx2;
-    return h ^ (h >> 28);
+    return detail::Xxh3Len4to8(
+        reinterpret_cast<const unsigned char*>(key.data()), key.size(),
+        bitflip_4to8_);
   }
 
   uint64_t seed_;
@@ -125,10 +107,9 @@ inline constexpr uint32_t FastRange32(uint32_t x, uint32_t n) {
   return static_cast<uint32_t>((static_cast<uint64_t>(x) * n) >> 32);
 }
 
-// Checksum used by every stored encoding: XXH3-64 with seed 0.
-inline uint64_t Checksum64(const void* data, size_t len) {
-  return XXH3_64bits(data, len);
-}
+// Checksum used by every stored encoding: XXH3-64 with seed 0
+// (filters/hash.cc).
+uint64_t Checksum64(const void* data, size_t len);
 
 }  // namespace shardfilter
 

@@ -2,6 +2,7 @@
 
 #include <rocksdb/db.h>
 #include <rocksdb/write_batch.h>
+#include <xxhash.h>
 
 #include <memory>
 

@@ -224,5 +224,17 @@ TEST(EscapeTest, Json) {
   EXPECT_EQ(JsonString("\n\xc3"), "\"\\\\n\\\\xc3\"");
 }
 
+TEST(ClosestWordTest, SuggestsOnlyNearWords) {
+  const std::vector<std::string_view> names = {"create", "list", "exists",
+                                               "migrate", "import"};
+  EXPECT_EQ(ClosestWord("crate", names), "create");   // a missing letter
+  EXPECT_EQ(ClosestWord("craete", names), "create");  // a swap
+  EXPECT_EQ(ClosestWord("lsit", names), "list");
+  EXPECT_EQ(ClosestWord("exist", names), "exists");
+  EXPECT_EQ(ClosestWord("frobnicate", names), "");
+  EXPECT_EQ(ClosestWord("ls", names), "");  // too short to guess
+  EXPECT_EQ(ClosestWord("", names), "");
+}
+
 }  // namespace
 }  // namespace shardfilter::tools

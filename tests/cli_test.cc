@@ -398,7 +398,9 @@ TEST_F(CliTest, UsageErrorsExitTwoAndChangeNothing) {
     std::string message;
   } cases[] = {
       {{}, "no command given"},
-      {{"frobnicate"}, "unknown command 'frobnicate'"},
+      {{"frobnicate"}, "unknown command 'frobnicate' (see"},
+      {{"crate", "f"}, "unknown command 'crate'; did you mean create?"},
+      {{"lsit"}, "did you mean list?"},
       {{"create"}, "'create' needs a filter NAME"},
       {kCreate, "create needs --fpp"},
       {{"create", "f", "--fpp", "0.1", "--capacity", "5"}, "needs --type"},
@@ -461,6 +463,26 @@ TEST_F(CliTest, UsageErrorsExitTwoAndChangeNothing) {
     EXPECT_NE(r.err.find("--help"), std::string::npos) << r.err;
     EXPECT_EQ(r.out, "") << what;
     EXPECT_FALSE(std::filesystem::exists(db_)) << what;
+  }
+}
+
+// A file as the store is a usage error naming it (was RocksDB's "IO error:
+// ... Not a directory", exit 1), and the file is left alone.
+TEST_F(CliTest, DbThatIsAFileIsAUsageError) {
+  for (const char* path : {"/etc/passwd", "/dev/null"}) {
+    for (std::vector<std::string> args :
+         {std::vector<std::string>{"list"},
+          {"create", "f", "--type", "bloom", "--capacity", "9", "--fpp",
+           "0.1"}}) {
+      args.push_back("--db");
+      args.push_back(path);
+      CliResult r = RunRaw(args);
+      EXPECT_EQ(r.code, kExitUsage) << path << ": " << r.err;
+      EXPECT_NE(
+          r.err.find(std::string("--db '") + path + "' is not a directory"),
+          std::string::npos)
+          << r.err;
+    }
   }
 }
 

@@ -4,6 +4,7 @@
 #include "tools/cli.h"
 
 #include <exception>
+#include <filesystem>
 #include <limits>
 #include <ostream>
 #include <string>
@@ -427,8 +428,14 @@ int Run(int argc, const char* const* argv, std::istream& in, std::ostream& out,
   if (!args.command.empty()) {
     cmd = FindCommand(args.command);
     if (cmd == nullptr) {
-      return UsageError(
-          err, "unknown command " + Quoted(args.command) + SeeHelp(""));
+      std::vector<std::string_view> names;
+      for (const Command& c : Commands()) names.push_back(c.name);
+      const std::string_view near = ClosestWord(args.command, names);
+      return UsageError(err, "unknown command " + Quoted(args.command) +
+                                 (near.empty() ? std::string()
+                                               : "; did you mean " +
+                                                     std::string(near) + "?") +
+                                 SeeHelp(""));
     }
   }
   if (args.Has("help")) {
@@ -465,6 +472,13 @@ int Run(int argc, const char* const* argv, std::istream& in, std::ostream& out,
   if (const std::string* db = args.Get("db")) {
     if (db->empty())
       return UsageError(err, "--db needs a directory" + SeeHelp(""));
+    // A file given as the store: say so, rather than RocksDB's "Not a
+    // directory" from deep inside an open.
+    if (std::error_code ec; std::filesystem::exists(*db, ec) &&
+                            !std::filesystem::is_directory(*db, ec)) {
+      return UsageError(
+          err, "--db " + Quoted(*db) + " is not a directory" + SeeHelp(""));
+    }
     db_path = *db;
   }
   CommandContext ctx{args, db_path, in, out, err};

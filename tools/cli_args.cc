@@ -1,10 +1,12 @@
 #include "tools/cli_args.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <optional>
 #include <string>
 #include <system_error>
+#include <vector>
 
 namespace shardfilter::tools {
 namespace {
@@ -298,6 +300,39 @@ std::string EscapeBytes(std::string_view bytes) {
     }
   }
   return out;
+}
+
+std::string_view ClosestWord(std::string_view word,
+                             std::span<const std::string_view> candidates) {
+  // Optimal string alignment distance, three rows of the usual table.
+  auto distance = [](std::string_view a, std::string_view b) {
+    std::vector<size_t> prev2(b.size() + 1), prev(b.size() + 1),
+        cur(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+      cur[0] = i;
+      for (size_t j = 1; j <= b.size(); ++j) {
+        const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+        cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost});
+        if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+          cur[j] = std::min(cur[j], prev2[j - 2] + 1);
+        }
+      }
+      prev2.swap(prev);
+      prev.swap(cur);
+    }
+    return prev[b.size()];
+  };
+  std::string_view best;
+  size_t best_distance = 3;
+  for (std::string_view c : candidates) {
+    const size_t d = distance(word, c);
+    if (d < best_distance && 2 * d < word.size()) {
+      best = c;
+      best_distance = d;
+    }
+  }
+  return best;
 }
 
 std::string Quoted(std::string_view bytes) {

@@ -73,6 +73,13 @@ struct ParsedArgs {
 Result<ParsedArgs> ParseArgs(std::span<const std::string_view> args,
                              std::span<const FlagDef> known);
 
+// The candidate closest to `word` by edit distance (insertions, deletions,
+// substitutions and swaps of adjacent characters), if that distance is at
+// most 2 and less than half of word's length; otherwise empty. For "did you
+// mean ...?" hints: ClosestWord("crate", {"create", ...}) is "create".
+std::string_view ClosestWord(std::string_view word,
+                             std::span<const std::string_view> candidates);
+
 // --- Output --------------------------------------------------------------
 
 // Bytes made printable on one line: printable ASCII (0x20..0x7e) other than

@@ -1,0 +1,104 @@
+# Install rules, the exported CMake package, pkg-config files and the Debian
+# package (cmake/ShardfilterPackage.cmake). Included by the top-level
+# CMakeLists.txt when SHARDFILTER_INSTALL is ON.
+#
+# What a user sees (docs/design.md "Public and internal"):
+#   include/shardfilter/filters/*.h          the in-memory filters (API)
+#   include/shardfilter/filters/detail/*.h   inline hot path, ours (not API)
+#   include/shardfilter/filters/internal/*.h what the filter headers' inline
+#                                            paths include (not API)
+#   include/shardfilter/engine/*.h           sharded filters, Database, ...
+# Not installed: persistence/ (internal to the library), engine/internal/,
+# the tools' headers. tests/install/run.sh compiles every installed header on
+# its own against the prefix alone.
+include(CMakePackageConfigHelpers)
+
+if(SHARDFILTER_NATIVE)
+  # Inline functions of the installed headers are compiled into the library
+  # too; built for this CPU, the linker could keep that copy in a user's
+  # program and run it on another machine (SIGILL). Refuse, clearly.
+  install(CODE "message(FATAL_ERROR \"shardfilter: this tree is built with \
+SHARDFILTER_NATIVE=ON (-march=native); installed libraries must be portable. \
+Reconfigure with -DSHARDFILTER_NATIVE=OFF to install or package.\")")
+endif()
+
+set(SF_PUBLIC_HEADERS_filters
+  filters/bloom_filter.h filters/counting_bloom_filter.h
+  filters/cuckoo_filter.h filters/envelope.h filters/filter.h filters/hash.h
+  filters/sizing.h filters/status.h)
+set(SF_PUBLIC_HEADERS_filters_detail filters/detail/xxh3_short.h)
+# Included by bloom_filter.h, counting_bloom_filter.h and cuckoo_filter.h for
+# their inline query paths.
+set(SF_PUBLIC_HEADERS_filters_internal
+  filters/internal/atomic_table.h filters/internal/bloom_kernels.h
+  filters/internal/cuckoo_stripes.h filters/internal/cuckoo_table.h
+  filters/internal/prefetch.h)
+set(SF_PUBLIC_HEADERS_engine
+  engine/database.h engine/dedup_store.h engine/export.h engine/migration.h
+  engine/sharded_filter.h engine/tiered_filter.h)
+foreach(group filters filters_detail filters_internal engine)
+  string(REPLACE "_" "/" dir ${group})
+  install(FILES ${SF_PUBLIC_HEADERS_${group}}
+          DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/shardfilter/${dir}
+          COMPONENT dev)
+endforeach()
+
+set(SF_INSTALL_TARGETS shardfilter_filters_static shardfilter_static)
+if(SHARDFILTER_BUILD_SHARED)
+  list(APPEND SF_INSTALL_TARGETS shardfilter_filters_shared shardfilter_shared)
+endif()
+install(TARGETS ${SF_INSTALL_TARGETS} EXPORT shardfilterTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT lib
+          NAMELINK_COMPONENT dev
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT lib
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+
+set(SF_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/shardfilter)
+install(EXPORT shardfilterTargets NAMESPACE shardfilter::
+        DESTINATION ${SF_CMAKE_DIR} COMPONENT dev)
+configure_package_config_file(
+  ${PROJECT_SOURCE_DIR}/cmake/shardfilterConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/shardfilterConfig.cmake
+  INSTALL_DESTINATION ${SF_CMAKE_DIR})
+# 0.x: a minor release may change the ABI, so only the same minor matches.
+write_basic_package_version_file(
+  ${PROJECT_BINARY_DIR}/shardfilterConfigVersion.cmake
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/shardfilterConfig.cmake
+              ${PROJECT_BINARY_DIR}/shardfilterConfigVersion.cmake
+              ${PROJECT_SOURCE_DIR}/cmake/FindXXHash.cmake
+        DESTINATION ${SF_CMAKE_DIR} COMPONENT dev)
+
+# pkg-config: shardfilter (the engine) and shardfilter-filters.
+foreach(pc shardfilter shardfilter-filters)
+  configure_file(${PROJECT_SOURCE_DIR}/cmake/${pc}.pc.in
+                 ${PROJECT_BINARY_DIR}/${pc}.pc @ONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/${pc}.pc
+          DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)
+endforeach()
+
+# Programs. The CLI and the server link the static libraries.
+if(TARGET shardfilter)
+  install(TARGETS shardfilter RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+          COMPONENT bin)
+endif()
+if(TARGET shardfilter-server)
+  install(TARGETS shardfilter-server
+          RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT bin)
+  install(FILES ${PROJECT_SOURCE_DIR}/packaging/shardfilter-server.service
+          DESTINATION lib/systemd/system COMPONENT bin)
+  install(FILES ${PROJECT_SOURCE_DIR}/packaging/server.conf
+          DESTINATION ${CMAKE_INSTALL_FULL_SYSCONFDIR}/shardfilter
+          COMPONENT bin)
+endif()
+# The Redis module (shardfilter.so), whatever its target is called.
+foreach(module shardfilter-module shardfilter_module)
+  if(TARGET ${module})
+    install(TARGETS ${module} LIBRARY DESTINATION lib/redis/modules
+            COMPONENT bin)
+    break()
+  endif()
+endforeach()
+
+include(ShardfilterPackage)
