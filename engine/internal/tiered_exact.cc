@@ -158,7 +158,7 @@ persistence::Store* TieredAccess::store(Database& db) {
 }
 
 bool TieredAccess::closed(const Database& db) {
-  std::lock_guard lock(db.impl_->mu);
+  MutexLock lock(db.impl_->mu);
   return db.impl_->closed;
 }
 
