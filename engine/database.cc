@@ -38,7 +38,7 @@ namespace internal {
 
 Result<OpenFilter> DatabaseImpl::Find(std::string_view name) const {
   SF_RETURN_IF_ERROR(CheckName(name));
-  std::lock_guard lock(mu);
+  internal::MutexLock lock(mu);
   if (closed) return Status::NotSupported("the database is closed");
   auto it = filters.find(name);
   if (it == filters.end()) {
@@ -54,7 +54,7 @@ Status DatabaseImpl::CheckpointFilters(const std::vector<OpenFilter>& which,
   }
   Status first;
   for (const OpenFilter& of : which) {
-    std::lock_guard lock(of.state->mu);
+    internal::MutexLock lock(of.state->mu);
     if (of.state->dropped || of.state->migrating) continue;
     Status s = CheckpointFilter(store.get(), *of.filter, of.state.get(),
                                 options.chunk_bytes, stats);
@@ -75,7 +75,7 @@ void DatabaseImpl::BackgroundLoop() {
     lock.unlock();
     std::vector<OpenFilter> all;
     {
-      std::lock_guard g(mu);
+      internal::MutexLock g(mu);
       for (const auto& [name, of] : filters) all.push_back(of);
     }
     CheckpointStats stats;
@@ -123,8 +123,9 @@ Result<std::unique_ptr<Database>> Database::Open(
     }
     ShardedFilterAccess::Attach(*f, impl->journal.get(), options.read_only,
                                 options.durability_override);
-    auto state = std::make_shared<FilterState>();
-    state->committed = std::move(entry.descriptor);
+    auto state = std::make_shared<FilterState>(std::move(entry.descriptor));
+    // Not shared yet; the lock (uncontended) keeps the analysis exact.
+    internal::MutexLock lock(impl->mu);
     impl->filters.emplace(
         entry.name, OpenFilter{std::shared_ptr<ShardedFilter>(std::move(f)),
                                std::move(state)});
@@ -140,7 +141,7 @@ Status Database::Close() {
   if (!impl_) return Status::OK();
   DatabaseImpl& d = *impl_;
   {
-    std::lock_guard lock(d.mu);
+    internal::MutexLock lock(d.mu);
     if (d.closed) return Status::OK();
   }
   d.StopMigrations();  // before the final checkpoint: they roll back
@@ -155,7 +156,7 @@ Status Database::Close() {
   Status result;
   std::vector<OpenFilter> all;
   {
-    std::lock_guard lock(d.mu);
+    internal::MutexLock lock(d.mu);
     for (const auto& [name, of] : d.filters) all.push_back(of);
   }
   if (!d.options.read_only && d.options.checkpoint_on_close) {
@@ -163,7 +164,7 @@ Status Database::Close() {
     result = d.CheckpointFilters(all, &stats);
   }
   {
-    std::lock_guard lock(d.mu);
+    internal::MutexLock lock(d.mu);
     d.closed = true;
     for (const auto& [name, of] : d.filters) {
       ShardedFilterAccess::Detach(*of.filter, internal::kClosed);  // D2
@@ -185,7 +186,7 @@ Result<std::shared_ptr<ShardedFilter>> Database::Create(
   SF_ASSIGN_OR_RETURN(
       FilterSpec resolved,
       internal::ResolveSpec(spec, d.options.default_durability));
-  std::lock_guard lock(d.mu);
+  internal::MutexLock lock(d.mu);
   if (d.closed) return Status::NotSupported("the database is closed");
   if (d.filters.count(name) != 0) {
     return Status::AlreadyExists(DescribeName(name) + " already exists");
@@ -195,9 +196,9 @@ Result<std::shared_ptr<ShardedFilter>> Database::Create(
     SF_ASSIGN_OR_RETURN(auto f, internal::MakeShardFilter(resolved));
     shards.push_back(std::move(f));
   }
-  auto state = std::make_shared<FilterState>();
-  state->committed = internal::DescriptorFromSpec(resolved);
-  SF_RETURN_IF_ERROR(d.store->CreateFilter(name, state->committed));
+  persistence::FilterDescriptor desc = internal::DescriptorFromSpec(resolved);
+  SF_RETURN_IF_ERROR(d.store->CreateFilter(name, desc));
+  auto state = std::make_shared<FilterState>(std::move(desc));
   std::shared_ptr<ShardedFilter> f =
       ShardedFilterAccess::Make(std::string(name), resolved, std::move(shards));
   ShardedFilterAccess::Attach(*f, d.journal.get(), false,
@@ -224,7 +225,7 @@ Result<std::shared_ptr<ShardedFilter>> Database::Get(std::string_view name,
 }
 
 std::vector<std::string> Database::List() const {
-  std::lock_guard lock(impl_->mu);
+  internal::MutexLock lock(impl_->mu);
   std::vector<std::string> out;
   for (const auto& [name, of] : impl_->filters) out.push_back(name);
   return out;
@@ -249,7 +250,7 @@ Status Database::Drop(std::string_view name) {
     return Status::NotSupported("drop " + DescribeName(name) +
                                 ": the store is open read-only");
   }
-  std::lock_guard lock(d.mu);  // lock order 1
+  internal::MutexLock lock(d.mu);  // lock order 1
   if (d.closed) return Status::NotSupported("the database is closed");
   auto it = d.filters.find(name);
   if (it == d.filters.end()) {
@@ -259,7 +260,7 @@ Status Database::Drop(std::string_view name) {
   if (auto m = d.migrations.find(name); m != d.migrations.end()) {
     m->second->abort.store(true);  // it rolls back at its next step
   }
-  std::lock_guard state_lock(of.state->mu);  // lock order 2
+  internal::MutexLock state_lock(of.state->mu);  // lock order 2
   SF_RETURN_IF_ERROR(d.store->DropFilter(name));
   of.state->dropped = true;
   ShardedFilterAccess::Detach(*of.filter, internal::kDropped);  // order 3
@@ -277,7 +278,7 @@ Result<CheckpointStats> Database::Checkpoint(std::string_view name) {
 Result<CheckpointStats> Database::CheckpointAll() {
   std::vector<OpenFilter> all;
   {
-    std::lock_guard lock(impl_->mu);
+    internal::MutexLock lock(impl_->mu);
     if (impl_->closed) return Status::NotSupported("the database is closed");
     for (const auto& [name, of] : impl_->filters) all.push_back(of);
   }
@@ -288,7 +289,7 @@ Result<CheckpointStats> Database::CheckpointAll() {
 
 Result<VerifyReport> Database::Verify() const {
   {
-    std::lock_guard lock(impl_->mu);
+    internal::MutexLock lock(impl_->mu);
     if (impl_->closed) return Status::NotSupported("the database is closed");
   }
   persistence::StoreVerifyReport r;

@@ -81,14 +81,14 @@ Result<std::unique_ptr<DedupStore>> DedupStore::Open(
   }
   // One instance per set and Database: its journal has one writer.
   {
-    std::lock_guard lock(impl.mu);
+    internal::MutexLock lock(impl.mu);
     if (!impl.open_dedup_sets.emplace(name).second) {
       return Status::Busy("dedup set \"" + std::string(name) +
                           "\" is already open on this database");
     }
   }
   auto release = [&impl, set = std::string(name)] {
-    std::lock_guard lock(impl.mu);
+    internal::MutexLock lock(impl.mu);
     impl.open_dedup_sets.erase(set);
   };
   struct Releaser {
@@ -174,7 +174,7 @@ Status DedupStore::Drop(Database& db, std::string_view name) {
     return Status::NotSupported("dropping dedup set: the store is read-only");
   }
   {
-    std::lock_guard lock(db.impl_->mu);
+    internal::MutexLock lock(db.impl_->mu);
     if (db.impl_->open_dedup_sets.count(name) != 0) {
       return Status::Busy("dropping dedup set \"" + std::string(name) +
                           "\": it is open; close it first");

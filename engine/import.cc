@@ -117,7 +117,7 @@ Status ImportFilter(Database& db, std::string_view name, std::string_view bytes,
   SF_ASSIGN_OR_RETURN(auto chains, DecodeShards(*resolved, parsed.shards));
 
   internal::DatabaseImpl& d = internal::ImportAccess::impl(db);
-  std::lock_guard lock(d.mu);  // lock order 1: no Create/Drop meanwhile
+  internal::MutexLock lock(d.mu);  // lock order 1: no Create/Drop meanwhile
   if (d.closed) return Status::NotSupported("the database is closed");
   if (d.filters.count(name) != 0) {
     return Status::AlreadyExists(persistence::DescribeName(name) +
@@ -156,8 +156,7 @@ Status ImportFilter(Database& db, std::string_view name, std::string_view bytes,
   }
   ShardedFilterAccess::Attach(*f, d.journal.get(), false,
                               d.options.durability_override);
-  auto state = std::make_shared<internal::FilterState>();
-  state->committed = desc;
+  auto state = std::make_shared<internal::FilterState>(desc);
   d.filters.emplace(std::string(name),
                     internal::OpenFilter{std::move(f), std::move(state)});
   return Status::OK();

@@ -92,7 +92,7 @@ void Migration::Wait() {
 void DatabaseImpl::StopMigrations() {
   std::vector<std::shared_ptr<Migration>> all;
   {
-    std::lock_guard lock(mu);
+    internal::MutexLock lock(mu);
     for (auto& [name, m] : migrations) all.push_back(m);
   }
   for (auto& m : all) m->abort.store(true);
@@ -196,7 +196,7 @@ Status Database::StartMigration(std::string_view name, const FilterSpec& spec,
   if (source == MigrationSource::kFold && !fold.ok()) {
     return fold.WithContext(who + "fold");
   }
-  std::lock_guard lock(d.mu);
+  internal::MutexLock lock(d.mu);
   if (d.closed) return Status::NotSupported("the database is closed");
   auto it = d.filters.find(name);
   if (it == d.filters.end() || it->second.filter != of.filter) {
@@ -223,7 +223,7 @@ namespace {
 // The running or last migration of `name`, or NotFound.
 Result<std::shared_ptr<Migration>> FindMigration(DatabaseImpl& d,
                                                  std::string_view name) {
-  std::lock_guard lock(d.mu);
+  internal::MutexLock lock(d.mu);
   auto it = d.migrations.find(name);
   if (it == d.migrations.end()) {
     return Status::NotFound("no migration of " + DescribeName(name) +

@@ -110,7 +110,7 @@ Status Database::ReplaceFilter(std::string_view name,
         "same seed");
   }
   ShardedFilterAccess::SetRetainHashes(*built, keep_retained_hashes);
-  std::lock_guard catalog(d.mu);  // M5: catalog, state, shard locks
+  internal::MutexLock catalog(d.mu);  // M5: catalog, state, shard locks
   auto it = d.filters.find(name);
   if (d.closed || it == d.filters.end() || it->second.filter != of.filter) {
     return Status::NotFound(DescribeName(name) + " does not exist");
@@ -120,7 +120,7 @@ Status Database::ReplaceFilter(std::string_view name,
     return Status::Busy("replace " + DescribeName(name) +
                         ": a migration of it is running");
   }
-  std::lock_guard state(of.state->mu);
+  internal::MutexLock state(of.state->mu);
   auto locks = ShardedFilterAccess::LockAll(*of.filter);
   return internal::InstallTarget(d, std::string(name), of, std::move(built));
 }

@@ -5,6 +5,7 @@
 #include <rocksdb/write_batch.h>
 
 #include "shardfilter/filters/internal/coding.h"
+#include "shardfilter/filters/internal/tsan.h"
 #include "shardfilter/persistence/internal/rocks_status.h"
 #include "shardfilter/persistence/keys.h"
 #include "shardfilter/persistence/values.h"
@@ -264,7 +265,13 @@ Status DedupTable::Write(DedupBatch* batch, DedupWriteMode mode) {
   rocksdb::WriteOptions wo;
   wo.disableWAL = !mode.wal;
   wo.sync = mode.wal && mode.sync;
-  return FromRocks(db_->Write(wo, batch->batch_.get()), "writing dedup set");
+  rocksdb::Status s;
+  {
+    // RocksDB's group commit: as in Store::Write (persistence/store.cc).
+    ::shardfilter::internal::TsanIgnoreAccesses rocksdb_group_commit;
+    s = db_->Write(wo, batch->batch_.get());
+  }
+  return FromRocks(s, "writing dedup set");
 }
 
 Status DedupTable::Flush() {

@@ -128,6 +128,14 @@ Result<FilterDescriptor> DecodeDescriptor(std::string_view value,
                               std::to_string(expansion) +
                               " is outside [1, 16]");
   }
+  // A NaN or out-of-range rate would only be refused later, by the spec
+  // check at open, as InvalidArgument: stored bytes that are not a valid
+  // filter are Corruption here (found by tests/fuzz/descriptor_fuzz.cc).
+  if (!(d.fpp > 0.0) || !(d.fpp < 1.0)) {
+    return Status::Corruption(what + ": fpp " + std::to_string(d.fpp) +
+                              " is outside (0, 1)");
+  }
+  if (d.capacity == 0) return Status::Corruption(what + ": capacity 0");
   if (shard_count == 0 || shard_count > 256 ||
       (shard_count & (shard_count - 1)) != 0) {
     return Status::Corruption(what + ": bad shard count " +

@@ -42,7 +42,9 @@ using StressCase = std::tuple<BloomLayout, int>;
 class BloomStressTest : public ::testing::TestWithParam<StressCase> {};
 
 TEST_P(BloomStressTest, ConcurrentAddsAndQueriesLoseNothing) {
-  auto [layout, threads] = GetParam();
+  // Not a structured binding: clang 14 cannot capture one in a lambda.
+  const BloomLayout layout = std::get<0>(GetParam());
+  const int threads = std::get<1>(GetParam());
   BloomOptions o;
   o.capacity = kPerThread * threads;
   o.layout = layout;

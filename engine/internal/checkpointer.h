@@ -24,19 +24,25 @@
 
 #include "shardfilter/engine/database.h"
 #include "shardfilter/engine/sharded_filter.h"
+#include "shardfilter/filters/internal/thread_annotations.h"
 #include "shardfilter/persistence/store.h"
 
 namespace shardfilter::internal {
 
 // The persistent side of one open filter.
 struct FilterState {
-  std::mutex mu;  // one checkpoint / drop of this filter at a time
-  persistence::FilterDescriptor committed;  // GUARDED_BY(mu)
-  bool dropped = false;                     // GUARDED_BY(mu)
+  FilterState() = default;
+  // A state not shared yet: the constructor needs no lock.
+  explicit FilterState(persistence::FilterDescriptor d)
+      : committed(std::move(d)) {}
+  // One checkpoint / drop of this filter at a time (lock order 2).
+  Mutex mu;
+  persistence::FilterDescriptor committed SF_GUARDED_BY(mu);
+  bool dropped SF_GUARDED_BY(mu) = false;
   // A migration is writing its target's chunks (engine/internal/
   // migration_run.cc): checkpoints skip the filter meanwhile, so that no
   // two writers produce chunks of one generation.
-  bool migrating = false;  // GUARDED_BY(mu)
+  bool migrating SF_GUARDED_BY(mu) = false;
 };
 
 // Checkpoints the dirty shards of `f`. REQUIRES: state->mu held. Adds to
@@ -44,7 +50,7 @@ struct FilterState {
 // stays committed.
 Status CheckpointFilter(persistence::Store* store, ShardedFilter& f,
                         FilterState* state, uint32_t chunk_bytes,
-                        CheckpointStats* stats);
+                        CheckpointStats* stats) SF_REQUIRES(state->mu);
 
 // Rebuilds a filter from its descriptor: loads and checks each shard's
 // committed blob (or builds an empty shard for generation 0), then replays

@@ -26,6 +26,7 @@
 #include "shardfilter/engine/internal/checkpointer.h"
 #include "shardfilter/engine/internal/journal_sink.h"
 #include "shardfilter/engine/internal/migration.h"
+#include "shardfilter/filters/internal/thread_annotations.h"
 #include "shardfilter/persistence/store.h"
 
 namespace shardfilter::internal {
@@ -41,15 +42,17 @@ class DatabaseImpl {
   std::unique_ptr<persistence::Store> store;
   std::unique_ptr<JournalSink> journal;
 
-  mutable std::mutex mu;                                   // D1
-  std::map<std::string, OpenFilter, std::less<>> filters;  // GUARDED_BY(mu)
-  bool closed = false;                                     // GUARDED_BY(mu)
+  // The catalog mutex (D1; lock order 1 of engine/database.h). Checked by
+  // clang's -Wthread-safety (filters/internal/thread_annotations.h).
+  mutable Mutex mu;
+  std::map<std::string, OpenFilter, std::less<>> filters SF_GUARDED_BY(mu);
+  bool closed SF_GUARDED_BY(mu) = false;
   // The running or last migration of each name (engine/migration.cc).
-  std::map<std::string, std::shared_ptr<Migration>, std::less<>>
-      migrations;  // GUARDED_BY(mu)
+  std::map<std::string, std::shared_ptr<Migration>, std::less<>> migrations
+      SF_GUARDED_BY(mu);
   // Dedup sets open on this Database (engine/dedup_open.cc): a set is open
   // at most once, because its journal file has one writer.
-  std::set<std::string, std::less<>> open_dedup_sets;  // GUARDED_BY(mu)
+  std::set<std::string, std::less<>> open_dedup_sets SF_GUARDED_BY(mu);
 
   // Counters (relaxed atomics: statistics only).
   std::atomic<uint64_t> checkpoints{0};
@@ -100,7 +103,8 @@ Status InstallTarget(DatabaseImpl& d, const std::string& name,
                      std::unique_ptr<ShardedFilter> built,
                      const PrewrittenTarget* pre = nullptr,
                      persistence::JournalBatch* tail = nullptr,
-                     const std::vector<uint64_t>& tail_seq = {});
+                     const std::vector<uint64_t>& tail_seq = {})
+    SF_REQUIRES(d.mu, source.state->mu);
 
 // The migration thread's body (engine/internal/migration_run.cc).
 void RunMigration(DatabaseImpl& d, Migration& m, const std::string& name);

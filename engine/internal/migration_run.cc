@@ -137,7 +137,8 @@ Result<PrewrittenTarget> Prewrite(DatabaseImpl& d, const std::string& name,
 // The switch (step 3): the rest of the queue, journalled for the target,
 // then the install. REQUIRES: as InstallTarget.
 Status Switch(DatabaseImpl& d, Migration& m, const std::string& name,
-              const PrewrittenTarget& pre) {
+              const PrewrittenTarget& pre)
+    SF_REQUIRES(d.mu, m.source_state->mu) {
   TailJournal tail(m.target->shard_count());
   SF_RETURN_IF_ERROR(Drain(m, &tail).status());
   persistence::JournalBatch batch;
@@ -147,8 +148,10 @@ Status Switch(DatabaseImpl& d, Migration& m, const std::string& name,
       batch.Add(name, t, ++last_seq[t], e.op, e.hashes);
     }
   }
-  return InstallTarget(d, name, OpenFilter{m.source, m.source_state},
-                       std::move(m.target), &pre, &batch, last_seq);
+  const OpenFilter source{m.source, m.source_state};
+  source.state->mu.AssertHeld();  // it is m.source_state->mu, held (above)
+  return InstallTarget(d, name, source, std::move(m.target), &pre, &batch,
+                       last_seq);
 }
 
 }  // namespace
@@ -200,8 +203,7 @@ Status InstallTarget(DatabaseImpl& d, const std::string& name,
   ShardedFilterAccess::Attach(target, d.journal.get(), false,
                               d.options.durability_override);
   std::shared_ptr<ShardedFilter> live(std::move(built));
-  auto state = std::make_shared<FilterState>();
-  state->committed = std::move(next);
+  auto state = std::make_shared<FilterState>(std::move(next));
   d.filters[name] = OpenFilter{live, std::move(state)};
   source.state->dropped = true;  // no checkpoint of the source any more
   ShardedFilterAccess::SetForward(*source.filter, live);  // M4
@@ -217,7 +219,7 @@ void RunMigration(DatabaseImpl& d, Migration& m, const std::string& name) {
   // caller holds its locks and detaches itself.
   auto fail = [&](Status s) {
     if (held_checkpoints) {
-      std::lock_guard state(m.source_state->mu);
+      MutexLock state(m.source_state->mu);
       m.source_state->migrating = false;
     }
     if (attached) {
@@ -312,7 +314,7 @@ void RunMigration(DatabaseImpl& d, Migration& m, const std::string& name) {
   // the source are held off meanwhile (they would write chunks too).
   uint64_t generation = 0;
   {
-    std::lock_guard state(m.source_state->mu);
+    MutexLock state(m.source_state->mu);
     if (!m.source_state->dropped) {
       m.source_state->migrating = true;
       held_checkpoints = true;
@@ -325,13 +327,13 @@ void RunMigration(DatabaseImpl& d, Migration& m, const std::string& name) {
   // 6. The switch (M5: catalog mutex, state mutex, shard locks).
   m.SetPhase(MigrationPhase::kSwitching);
   {
-    std::lock_guard catalog(d.mu);
+    MutexLock catalog(d.mu);
     auto it = d.filters.find(name);
     if (d.closed || it == d.filters.end() || it->second.filter != m.source) {
       return fail(
           Status::Aborted("the filter was dropped or the store closed"));
     }
-    std::lock_guard state(m.source_state->mu);
+    MutexLock state(m.source_state->mu);
     const auto t0 = Clock::now();
     auto locks = ShardedFilterAccess::LockAll(src);
     Status s = m.abort.load() ? Status::Aborted("migration aborted")

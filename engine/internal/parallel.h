@@ -15,24 +15,21 @@
 
 #include <cstddef>
 
-#if defined(__SANITIZE_THREAD__)
-extern "C" void __tsan_acquire(void* addr);
-extern "C" void __tsan_release(void* addr);
-#endif
+#include "shardfilter/filters/internal/tsan.h"
 
 namespace shardfilter::internal {
 
 template <typename Fn>
 void ParallelFor(size_t n, Fn&& fn) {
-#if defined(__SANITIZE_THREAD__)
+#if SHARDFILTER_TSAN
   char tag = 0;
-  __tsan_release(&tag);  // fork: caller's writes -> every body
+  TsanRelease(&tag);  // fork: caller's writes -> every body
   tbb::parallel_for(size_t{0}, n, [&](size_t i) {
-    __tsan_acquire(&tag);
+    TsanAcquire(&tag);
     fn(i);
-    __tsan_release(&tag);  // join: every body -> caller
+    TsanRelease(&tag);  // join: every body -> caller
   });
-  __tsan_acquire(&tag);
+  TsanAcquire(&tag);
 #else
   tbb::parallel_for(size_t{0}, n, [&](size_t i) { fn(i); });
 #endif

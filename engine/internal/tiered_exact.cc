@@ -1,10 +1,9 @@
-#include <mutex>
-#include <shared_mutex>
 #include <unordered_map>
 
 #include "shardfilter/engine/internal/database_impl.h"
 #include "shardfilter/engine/internal/filter_factory.h"
 #include "shardfilter/engine/internal/tiered_internal.h"
+#include "shardfilter/filters/internal/thread_annotations.h"
 #include "shardfilter/persistence/tiered_table.h"
 
 namespace shardfilter::internal {
@@ -17,7 +16,7 @@ class MemoryExactLevel final : public ExactLevel {
  public:
   Result<uint32_t> Get(std::string_view key) const override {
     const Stripe& s = stripes_[StripeOf(key)];
-    std::shared_lock lock(s.mu);
+    ReaderLock lock(s.mu);
     auto it = s.map.find(key);
     return it == s.map.end() ? 0u : it->second;
   }
@@ -31,7 +30,7 @@ class MemoryExactLevel final : public ExactLevel {
       std::span<const std::pair<std::string_view, uint32_t>> entries) override {
     for (const auto& [key, count] : entries) {
       Stripe& s = stripes_[StripeOf(key)];
-      std::unique_lock lock(s.mu);
+      WriterLock lock(s.mu);
       if (count == 0) {
         auto it = s.map.find(key);
         if (it != s.map.end()) s.map.erase(it);
@@ -48,9 +47,9 @@ class MemoryExactLevel final : public ExactLevel {
     size_t operator()(std::string_view s) const { return HashKey(s, 1); }
   };
   struct alignas(64) Stripe {
-    mutable std::shared_mutex mu;
-    std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>>
-        map;  // GUARDED_BY(mu)
+    mutable SharedMutex mu;
+    std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>> map
+        SF_GUARDED_BY(mu);
   };
   static uint32_t StripeOf(std::string_view key) {
     return static_cast<uint32_t>(HashKey(key, 0) >> 58);
@@ -158,7 +157,7 @@ persistence::Store* TieredAccess::store(Database& db) {
 }
 
 bool TieredAccess::closed(const Database& db) {
-  std::lock_guard lock(db.impl_->mu);
+  MutexLock lock(db.impl_->mu);
   return db.impl_->closed;
 }
 

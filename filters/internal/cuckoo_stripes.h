@@ -22,6 +22,7 @@
 #include <utility>
 
 #include "shardfilter/filters/internal/prefetch.h"
+#include "shardfilter/filters/internal/tsan.h"
 
 namespace shardfilter::internal {
 
@@ -83,8 +84,11 @@ class CuckooStripes {
   // between buckets a and b bumps versions_[min(StripeOf(a), StripeOf(b))]
   // only: the one word a reader of a key with buckets {a, b} checks. ---
   // Readers: PairVersions (below).
+  // Under TSan, which does not model fences, both fences are empty and the
+  // table's loads are acquires, a move's stores releases instead
+  // (CuckooTable::kLoadOrder).
   static void ReadFence() {
-    std::atomic_thread_fence(std::memory_order_acquire);
+    if constexpr (!kTsan) std::atomic_thread_fence(std::memory_order_acquire);
   }
 
   // Writer, REQUIRES: holds stripe s. Only lock holders write versions_[s],
@@ -96,9 +100,14 @@ class CuckooStripes {
   // Orders the odd versions before the data writes that follow (for a
   // reader that sees a data write and then fences, invariant 5).
   static void MoveFence() {
-    std::atomic_thread_fence(std::memory_order_release);
+    if constexpr (kTsan) {
+      TsanOpenReleaseWindow();  // the move's table stores are releases
+    } else {
+      std::atomic_thread_fence(std::memory_order_release);
+    }
   }
   void MoveEnd(uint64_t s) {
+    TsanCloseReleaseWindow();
     const uint64_t v = versions_[s].load(std::memory_order_relaxed);
     versions_[s].store(v + 1, std::memory_order_release);
   }

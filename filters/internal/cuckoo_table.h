@@ -17,7 +17,8 @@
 // written by the holder of one stripe.
 //
 // Thread safety (the filter's locking protocol relies on it):
-//  - Every access to the words is atomic: readers use relaxed loads;
+//  - Every access to the words is atomic: readers use relaxed loads
+//    (acquire under TSan, see kLoadOrder);
 //    writers, holding the stripe of the bucket's group (hence of every
 //    bucket sharing the word), use a relaxed load and a relaxed store: no
 //    other thread writes the word meanwhile, so nothing is lost, and no
@@ -38,6 +39,7 @@
 #include <new>
 
 #include "shardfilter/filters/internal/prefetch.h"
+#include "shardfilter/filters/internal/tsan.h"
 
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -49,6 +51,18 @@ class CuckooTable {
  public:
   // Buckets per lock group (see the file comment).
   static constexpr uint64_t kGroupBuckets = 8;
+  // Orders of the table's loads and stores. Relaxed: the seqlock's fences
+  // (CuckooStripes::ReadFence / MoveFence) order them. TSan does not model
+  // atomic_thread_fence, so under TSan both fences are empty and instead
+  // every table load is an acquire (as a relaxed load followed by the
+  // reader's acquire fence is) and the stores of a move, after its
+  // MoveFence, are releases (TsanStoreOrder, filters/internal/tsan.h): the
+  // same guarantee (a reader that sees a word a move wrote also sees the
+  // move's odd version when it re-checks, invariant 5 of cuckoo_filter.h),
+  // in a form TSan checks, and no stronger than the fences.
+  static constexpr std::memory_order kLoadOrder =
+      kTsan ? std::memory_order_acquire : std::memory_order_relaxed;
+  static std::memory_order StoreOrder() { return TsanStoreOrder(); }
 
   CuckooTable() = default;
   CuckooTable(const CuckooTable&) = delete;
@@ -110,13 +124,9 @@ class CuckooTable {
   uint64_t data_words() const { return data_words_; }
   uint64_t bytes() const { return (data_words_ + 1) * 8; }
 
-  uint64_t LoadWord(uint64_t w) const {
-    return words_[w].load(std::memory_order_relaxed);
-  }
+  uint64_t LoadWord(uint64_t w) const { return words_[w].load(kLoadOrder); }
   // Only while no other thread touches the table (Deserialize).
-  void StoreWord(uint64_t w, uint64_t v) {
-    words_[w].store(v, std::memory_order_relaxed);
-  }
+  void StoreWord(uint64_t w, uint64_t v) { words_[w].store(v, StoreOrder()); }
 
   // Up to 64 bits starting at bit `off`: two relaxed loads, no branch.
   // (hi << 1) << (63 - s) is hi << (64 - s) without the undefined shift by
@@ -124,8 +134,8 @@ class CuckooTable {
   uint64_t LoadBits(uint64_t off, uint64_t mask) const {
     const uint64_t w = off >> 6;
     const unsigned s = off & 63;
-    const uint64_t lo = words_[w].load(std::memory_order_relaxed) >> s;
-    const uint64_t hi = words_[w + 1].load(std::memory_order_relaxed);
+    const uint64_t lo = words_[w].load(kLoadOrder) >> s;
+    const uint64_t hi = words_[w + 1].load(kLoadOrder);
     return (lo | ((hi << 1) << (63 - s))) & mask;
   }
 
@@ -231,19 +241,18 @@ class CuckooTable {
     const uint64_t off = i * kBits + start;
     const uint64_t w = off >> 6;
     const unsigned s = off & 63;
-    const uint64_t lo = words_[w].load(std::memory_order_relaxed);
+    const uint64_t lo = words_[w].load(kLoadOrder);
     const uint64_t delta = uint64_t{from ^ to} << s;
     if (s + kF <= 64) {
       if (((lo >> s) & kSlotMask) != from) return false;
-      words_[w].store(lo ^ delta, std::memory_order_relaxed);
+      words_[w].store(lo ^ delta, StoreOrder());
       return true;
     }
     // The slot straddles words w and w + 1 (same lock group, see top).
-    const uint64_t hi = words_[w + 1].load(std::memory_order_relaxed);
+    const uint64_t hi = words_[w + 1].load(kLoadOrder);
     if ((((lo >> s) | (hi << (64 - s))) & kSlotMask) != from) return false;
-    words_[w].store(lo ^ delta, std::memory_order_relaxed);
-    words_[w + 1].store(hi ^ (uint64_t{from ^ to} >> (64 - s)),
-                        std::memory_order_relaxed);
+    words_[w].store(lo ^ delta, StoreOrder());
+    words_[w + 1].store(hi ^ (uint64_t{from ^ to} >> (64 - s)), StoreOrder());
     return true;
   }
 
@@ -364,7 +373,7 @@ class CuckooTable {
       return LoadBits(off, ~uint64_t{0});
     }
   }
-#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+#if defined(__x86_64__) && !SHARDFILTER_TSAN
   static constexpr bool kAsmUnalignedLoad = true;
 #else
   static constexpr bool kAsmUnalignedLoad = false;
@@ -432,8 +441,7 @@ class CuckooTable {
     if (s + group_bits_ > 64) XorWord(w + 1, (delta >> 1) >> (63 - s));
   }
   void XorWord(uint64_t w, uint64_t bits) {
-    words_[w].store(words_[w].load(std::memory_order_relaxed) ^ bits,
-                    std::memory_order_relaxed);
+    words_[w].store(words_[w].load(kLoadOrder) ^ bits, StoreOrder());
   }
 
   uint64_t buckets_ = 0;
