@@ -12,6 +12,7 @@
 #include "shardfilter/filters/hash.h"
 #include "shardfilter/persistence/internal/hash_memtable.h"
 #include "shardfilter/persistence/internal/rocks_status.h"
+#include "shardfilter/persistence/internal/store_dir.h"
 #include "shardfilter/persistence/keys.h"
 
 namespace shardfilter::persistence {
@@ -55,6 +56,41 @@ rocksdb::ColumnFamilyOptions DedupCfOptions() {
   return o;
 }
 
+// True when `names` (the families of an existing RocksDB directory) are
+// some of ours and the default family is empty: the first open crashed
+// while creating the families. A MANIFEST that lists only "default"
+// because it is truncated fails the read-only open: Corruption.
+Result<bool> IsHalfCreated(const std::string& path,
+                           const std::vector<std::string>& names) {
+  for (const std::string& n : names) {
+    if (n != rocksdb::kDefaultColumnFamilyName && n != kCatalogCf &&
+        n != kShardsCf && n != kJournalCf) {
+      return false;
+    }
+  }
+  std::vector<rocksdb::ColumnFamilyDescriptor> cfs;
+  for (const std::string& n : names)
+    cfs.emplace_back(n, rocksdb::ColumnFamilyOptions());
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status s = rocksdb::DB::OpenForReadOnly(rocksdb::DBOptions(), path,
+                                                   cfs, &handles, &raw);
+  if (!s.ok()) {
+    return Status::Corruption("store \"" + path + "\" does not open (" +
+                              s.ToString() + "); the store was not opened");
+  }
+  std::unique_ptr<rocksdb::DB> db(raw);
+  bool empty = true;
+  for (auto* h : handles) {
+    std::unique_ptr<rocksdb::Iterator> it(
+        db->NewIterator(rocksdb::ReadOptions(), h));
+    it->SeekToFirst();
+    empty &= !it->Valid();
+    db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
+  }
+  return empty;
+}
+
 std::string ShardWhat(std::string_view name, uint32_t shard) {
   return DescribeName(name) + " shard " + std::to_string(shard);
 }
@@ -80,14 +116,18 @@ Result<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) {
   if (options.path.empty()) {
     return Status::InvalidArgument("store path is empty");
   }
-  std::error_code ec;
-  bool exists = std::filesystem::exists(options.path + "/CURRENT", ec);
+  // DESIGN.md invariant 6: RocksDB creates a store only where there was
+  // none (a missing or empty directory); a damaged one is Corruption and
+  // is left as it is (persistence/internal/store_dir.h).
+  bool is_new = false;
+  SF_RETURN_IF_ERROR(internal::InspectStoreDir(options.path, &is_new));
+  const bool exists = !is_new;
   if (!exists && (options.read_only || !options.create_if_missing)) {
     return Status::NotFound("no shardfilter store at \"" + options.path + "\"");
   }
   rocksdb::DBOptions db_options;
-  db_options.create_if_missing = options.create_if_missing;
-  db_options.create_missing_column_families = options.create_if_missing;
+  db_options.create_if_missing = !exists;
+  db_options.create_missing_column_families = !exists;
   db_options.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
   db_options.keep_log_file_num = 2;
   // The dedup family's memtable takes one writer at a time (group commit
@@ -106,16 +146,24 @@ Result<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) {
     std::vector<std::string> names;
     rocksdb::Status s =
         rocksdb::DB::ListColumnFamilies(db_options, options.path, &names);
-    if (!s.ok())
-      return FromRocks(s, "listing column families of " + options.path);
+    if (!s.ok()) {
+      return Status::Corruption("store \"" + options.path +
+                                "\": its MANIFEST does not read (" +
+                                s.ToString() + "); the store was not opened");
+    }
+    bool complete = true;
     for (const char* want : {kCatalogCf, kShardsCf, kJournalCf}) {
-      bool found = false;
-      for (const std::string& n : names) found |= (n == want);
-      if (!found && options.read_only) {
+      complete &= std::find(names.begin(), names.end(), want) != names.end();
+    }
+    if (!complete) {
+      SF_ASSIGN_OR_RETURN(bool half, IsHalfCreated(options.path, names));
+      if (!half || options.read_only) {
         return Status::InvalidArgument("\"" + options.path +
-                                       "\" is not a shardfilter store (no \"" +
-                                       want + "\" column family)");
+                                       "\" is not a shardfilter store (no "
+                                       "\"catalog\" column family)");
       }
+      // A crash while RocksDB created our families one by one: finish.
+      db_options.create_missing_column_families = true;
     }
     for (const std::string& n : names) {
       has_dedup |= (n == kDedupCf);
@@ -153,6 +201,15 @@ Result<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) {
     // A crash between the two CreateColumnFamily calls of Dedup(true):
     // hand the one back so that Dedup(true) can create both afresh.
     store->half_dedup_ = handles[dedup_index];
+  }
+  if (!options.read_only) {
+    // The log RocksDB writes from now on: a later open that finds neither
+    // it nor a newer one knows the log was lost (store_dir.h).
+    std::unique_ptr<rocksdb::LogFile> wal;
+    SF_RETURN_IF_ERROR(FromRocks(db->GetCurrentWalFile(&wal),
+                                 "opening store " + options.path));
+    SF_RETURN_IF_ERROR(
+        internal::WriteWalMarker(options.path, wal->LogNumber()));
   }
   return store;
 }
