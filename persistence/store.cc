@@ -11,6 +11,7 @@
 
 #include "shardfilter/filters/hash.h"
 #include "shardfilter/persistence/internal/hash_memtable.h"
+#include "shardfilter/persistence/internal/info_log.h"
 #include "shardfilter/persistence/internal/rocks_status.h"
 #include "shardfilter/persistence/internal/store_dir.h"
 #include "shardfilter/persistence/keys.h"
@@ -73,8 +74,11 @@ Result<bool> IsHalfCreated(const std::string& path,
     cfs.emplace_back(n, rocksdb::ColumnFamilyOptions());
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
-  rocksdb::Status s = rocksdb::DB::OpenForReadOnly(rocksdb::DBOptions(), path,
-                                                   cfs, &handles, &raw);
+  rocksdb::DBOptions o;
+  o.info_log = std::make_shared<internal::StoreInfoLog>(
+      "", rocksdb::InfoLogLevel::WARN_LEVEL);
+  rocksdb::Status s =
+      rocksdb::DB::OpenForReadOnly(o, path, cfs, &handles, &raw);
   if (!s.ok()) {
     return Status::Corruption("store \"" + path + "\" does not open (" +
                               s.ToString() + "); the store was not opened");
@@ -89,6 +93,33 @@ Result<bool> IsHalfCreated(const std::string& path,
     db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
   }
   return empty;
+}
+
+// The error of a failed DB::Open. For Corruption, the warning RocksDB
+// logged about the damaged file (a WAL record that fails its checksum is
+// only named there) is added.
+Status OpenFailure(const rocksdb::Status& s, const std::string& path,
+                   const internal::StoreInfoLog& log) {
+  Status st = FromRocks(s, "opening store " + path);
+  if (!s.IsCorruption()) return st;
+  std::string detail;
+  // The first warning that names a log or the MANIFEST: RocksDB reports
+  // the bad record first, then what it dropped because of it.
+  for (const std::string& line : log.Recent()) {
+    if (detail.empty() && (line.find(".log") != std::string::npos ||
+                           line.find("MANIFEST") != std::string::npos)) {
+      detail = line;
+    }
+  }
+  std::string msg = st.message();
+  if (detail.find(".log: dropping") != std::string::npos) {
+    msg += " (a damaged record inside the write-ahead log: " + detail + ")";
+  } else if (!detail.empty()) {
+    msg += " (" + detail + ")";
+  }
+  return Status::Corruption(msg +
+                            "; the store was not opened and nothing was "
+                            "changed");
 }
 
 std::string ShardWhat(std::string_view name, uint32_t shard) {
@@ -126,10 +157,30 @@ Result<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) {
     return Status::NotFound("no shardfilter store at \"" + options.path + "\"");
   }
   rocksdb::DBOptions db_options;
+  // Our info log: RocksDB's aborts the process after a failed LOG write
+  // (a full disk); a read-only open logs to memory only.
+  if (!exists) {
+    std::error_code mkdir_ec;
+    std::filesystem::create_directories(options.path, mkdir_ec);
+  }
+  auto info_log = std::make_shared<internal::StoreInfoLog>(
+      options.read_only ? "" : options.path + "/LOG",
+      rocksdb::InfoLogLevel::WARN_LEVEL);
+  db_options.info_log = info_log;
   db_options.create_if_missing = !exists;
   db_options.create_missing_column_families = !exists;
   db_options.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
   db_options.keep_log_file_num = 2;
+  // Damage inside the write-ahead log fails the open (Corruption) instead
+  // of ending the replay quietly before it (RocksDB's default,
+  // kPointInTimeRecovery, drops every acknowledged write after the bad
+  // record). Only an incomplete last record, what a crash or power loss
+  // leaves, ends the log quietly (docs/format-store.md, "Power loss").
+  db_options.wal_recovery_mode =
+      rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords;
+  // Closed logs' sizes go into the MANIFEST: a missing or shortened one
+  // fails the open.
+  db_options.track_and_verify_wals_in_manifest = true;
   // The dedup family's memtable takes one writer at a time (group commit
   // still batches writers; the leader inserts their entries serially).
   db_options.allow_concurrent_memtable_write = false;
@@ -184,7 +235,7 @@ Result<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) {
           ? rocksdb::DB::OpenForReadOnly(db_options, options.path, cfs,
                                          &handles, &db)
           : rocksdb::DB::Open(db_options, options.path, cfs, &handles, &db);
-  if (!s.ok()) return FromRocks(s, "opening store " + options.path);
+  if (!s.ok()) return OpenFailure(s, options.path, *info_log);
   std::unique_ptr<Store> store(new Store());
   store->db_ = db;
   store->default_cf_ = handles[0];
