@@ -14,11 +14,20 @@
 #include "shardfilter/persistence/internal/info_log.h"
 #include "shardfilter/persistence/internal/rocks_status.h"
 #include "shardfilter/persistence/internal/store_dir.h"
+#include "shardfilter/persistence/internal/test_env.h"
 #include "shardfilter/persistence/keys.h"
 
 namespace shardfilter::persistence {
 
 using internal::FromRocks;
+
+namespace internal {
+namespace {
+std::atomic<rocksdb::Env*> g_test_env{nullptr};
+}  // namespace
+void SetStoreEnvForTesting(rocksdb::Env* env) { g_test_env.store(env); }
+rocksdb::Env* StoreEnvForTesting() { return g_test_env.load(); }
+}  // namespace internal
 
 namespace {
 
@@ -167,6 +176,7 @@ Result<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) {
       options.read_only ? "" : options.path + "/LOG",
       rocksdb::InfoLogLevel::WARN_LEVEL);
   db_options.info_log = info_log;
+  if (rocksdb::Env* env = internal::StoreEnvForTesting()) db_options.env = env;
   db_options.create_if_missing = !exists;
   db_options.create_missing_column_families = !exists;
   db_options.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
@@ -315,7 +325,20 @@ Status Store::Write(rocksdb::WriteBatch* batch, bool sync,
   }
   rocksdb::WriteOptions wo;
   wo.sync = sync;
-  return FromRocks(db_->Write(wo, batch), what);
+  // A failed write (full disk, EIO) leaves RocksDB in a background-error
+  // state that fails every later write. The failed write is not
+  // acknowledged; the next one first calls Resume(), which flushes the
+  // memtables into SSTs and a fresh WAL (the failed record's tail stays in
+  // an obsolete log) once space is back. While the disk is still full it
+  // fails, and so does that write: nothing is applied without its journal.
+  if (needs_resume_.load(std::memory_order_acquire)) {
+    if (db_->Resume().ok()) needs_resume_.store(false);
+  }
+  rocksdb::Status s = db_->Write(wo, batch);
+  if (!s.ok() && (s.IsIOError() || s.IsNoSpace())) {
+    needs_resume_.store(true, std::memory_order_release);
+  }
+  return FromRocks(s, what);
 }
 
 Result<std::vector<CatalogEntry>> Store::LoadCatalog() const {

@@ -202,6 +202,8 @@ class Store {
   // One dedup family without the other (crash while creating them).
   rocksdb::ColumnFamilyHandle* half_dedup_ = nullptr;  // GUARDED_BY(dedup_mu_)
   bool read_only_ = false;
+  // A write failed with an I/O error: the next one calls DB::Resume first.
+  std::atomic<bool> needs_resume_{false};
   std::string path_;
 };
 
