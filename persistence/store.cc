@@ -327,10 +327,12 @@ Status Store::Write(rocksdb::WriteBatch* batch, bool sync,
   wo.sync = sync;
   // A failed write (full disk, EIO) leaves RocksDB in a background-error
   // state that fails every later write. The failed write is not
-  // acknowledged; the next one first calls Resume(), which flushes the
-  // memtables into SSTs and a fresh WAL (the failed record's tail stays in
-  // an obsolete log) once space is back. While the disk is still full it
-  // fails, and so does that write: nothing is applied without its journal.
+  // acknowledged (and nothing is applied without its journal). The next
+  // write first calls Resume(), which flushes the memtables into SSTs and a
+  // fresh WAL (the failed record's tail stays in an obsolete log); for a
+  // full disk RocksDB's SstFileManager also retries by itself once space is
+  // back. An EIO on the WAL is fatal in RocksDB 7.8 (Resume returns it):
+  // writes keep failing cleanly until the store is reopened.
   if (needs_resume_.load(std::memory_order_acquire)) {
     if (db_->Resume().ok()) needs_resume_.store(false);
   }
