@@ -5,6 +5,7 @@
 #include "shardfilter/engine/internal/access.h"
 #include "shardfilter/engine/internal/database_impl.h"
 #include "shardfilter/engine/internal/filter_factory.h"
+#include "shardfilter/persistence/dedup_journal.h"
 #include "shardfilter/persistence/dedup_log.h"
 #include "shardfilter/persistence/values.h"
 
@@ -315,7 +316,16 @@ Result<VerifyReport> Database::Verify() const {
     const std::string path =
         persistence::DedupLogPath(impl_->store->path(), set);
     auto log = persistence::DedupLog::OpenExisting(path, set);
-    if (log.status().IsNotFound()) continue;
+    if (log.status().IsNotFound()) {
+      auto marked = (*table)->HasJournalMarker(set);
+      if (!marked.ok()) {
+        out.problems.push_back(marked.status().ToString());
+      } else if (*marked) {
+        out.problems.push_back(
+            persistence::DedupJournal::MissingJournal(path, set).ToString());
+      }
+      continue;
+    }
     std::vector<persistence::DedupLogRecord> records;
     Status s = log.ok() ? (*log)->ReadAll(&records) : log.status();
     if (!s.ok()) {

@@ -28,7 +28,11 @@ Result<uint64_t> DedupJournal::Replay(DedupTable* table,
                                       const std::string& path,
                                       std::string_view set) {
   auto log = DedupLog::OpenExisting(path, set);
-  if (log.status().IsNotFound()) return uint64_t{0};
+  SF_ASSIGN_OR_RETURN(const bool marked, table->HasJournalMarker(set));
+  if (log.status().IsNotFound()) {
+    if (marked) return MissingJournal(path, set);
+    return uint64_t{0};
+  }
   SF_RETURN_IF_ERROR(log.status());
   std::vector<DedupLogRecord> records;
   SF_RETURN_IF_ERROR((*log)->ReadAll(&records));
@@ -38,13 +42,26 @@ Result<uint64_t> DedupJournal::Replay(DedupTable* table,
     AddOps(set, rec.ops, &batch);
     n += rec.ops.size();
   }
-  if (n > 0) {
+  // The records and the marker's removal in one synced write, then the
+  // file: a crash between them leaves a file without a marker, which the
+  // next open replays again (idempotent).
+  if (marked) batch.DeleteJournalMarker(set);
+  if (batch.count() > 0) {
     SF_RETURN_IF_ERROR(table->Write(&batch, {.wal = true, .sync = true})
                            .WithContext("replaying the dedup journal"));
   }
   log->reset();
   SF_RETURN_IF_ERROR(Remove(path));
   return n;
+}
+
+Status DedupJournal::MissingJournal(const std::string& path,
+                                    std::string_view set) {
+  return Status::Corruption(
+      "dedup journal " + path + " of set \"" + std::string(set) +
+      "\" is missing: the set was open in durability journal and its "
+      "acknowledged writes since the last move into RocksDB are in that "
+      "file; nothing was changed");
 }
 
 Status DedupJournal::Remove(const std::string& path) {
@@ -64,6 +81,7 @@ Result<std::unique_ptr<DedupJournal>> DedupJournal::Create(
     uint64_t region_bytes) {
   std::unique_ptr<DedupJournal> j(new DedupJournal(table, set));
   SF_ASSIGN_OR_RETURN(j->log_, DedupLog::Create(path, set, region_bytes));
+  SF_RETURN_IF_ERROR(table->PutJournalMarker(set));  // after the file exists
   return j;
 }
 
@@ -71,7 +89,11 @@ Result<std::unique_ptr<DedupJournal>> DedupJournal::OpenReadOnly(
     DedupTable* table, const std::string& path, std::string_view set) {
   std::unique_ptr<DedupJournal> j(new DedupJournal(table, set));
   auto log = DedupLog::OpenExisting(path, set);
-  if (log.status().IsNotFound()) return j;
+  if (log.status().IsNotFound()) {
+    SF_ASSIGN_OR_RETURN(const bool marked, table->HasJournalMarker(set));
+    if (marked) return MissingJournal(path, set);
+    return j;
+  }
   SF_RETURN_IF_ERROR(log.status());
   std::vector<DedupLogRecord> records;
   SF_RETURN_IF_ERROR((*log)->ReadAll(&records));

@@ -58,12 +58,16 @@ class DedupJournal {
  public:
   // Moves the records left in the set's log (if any) into the table in one
   // synced write and removes the file. Returns the ops moved. The table
-  // must be writable. Corruption when the log is damaged (nothing moved).
+  // must be writable. Corruption when the log is damaged or missing while
+  // the set's journal marker is present (nothing moved).
   static Result<uint64_t> Replay(DedupTable* table, const std::string& path,
                                  std::string_view set);
   // Removes the set's log without reading it (for a set created new: any
   // file there is debris).
   static Status Remove(const std::string& path);
+  // The Corruption of a log file that is gone while the set's journal
+  // marker says it holds records (DedupTable::PutJournalMarker).
+  static Status MissingJournal(const std::string& path, std::string_view set);
 
   // A writable journal over a fresh log of two regions of `region_bytes`.
   static Result<std::unique_ptr<DedupJournal>> Create(DedupTable* table,

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <bit>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -25,10 +27,13 @@ using shardfilter::internal::PutU8;
 
 constexpr char kFileMagic[8] = {'S', 'F', 'D', 'L', 'O', 'G', '0', '1'};
 constexpr char kRegionMagic[8] = {'S', 'F', 'D', 'L', 'R', 'E', 'G', '1'};
-constexpr uint32_t kVersion = 1;
-constexpr size_t kRecordHeader = 8;                  // u32 length | u32 check
-constexpr size_t kBodyHeader = 8 + 8 + 4;            // gen | seq | op count
-constexpr size_t kOpHeader = 1 + 1 + 8 + 8 + 4;      // kind .. key length
+// Version 2 (written): records are published by their commit word, stored
+// last. Version 1 (read only): u32 length | u32 check of the body.
+constexpr uint32_t kVersion = 2;
+constexpr size_t kRecordHeaderV1 = 8;            // u32 length | u32 check
+constexpr size_t kRecordHeader = 16;             // u64 commit word | u64 check
+constexpr size_t kBodyHeader = 8 + 8 + 4;        // gen | seq | op count
+constexpr size_t kOpHeader = 1 + 1 + 8 + 8 + 4;  // kind .. key length
 constexpr uint64_t kCheckSeed = 0x5f64656475706c67;  // "_dedupl g"
 
 uint64_t Check(const char* p, size_t n) {
@@ -44,6 +49,38 @@ void StoreU64(char* p, uint64_t v) {
 
 Status Errno(const std::string& what, const std::string& path) {
   return Status::IOError(what + " " + path + ": " + std::strerror(errno));
+}
+
+static_assert(std::endian::native == std::endian::little,
+              "the commit word is stored with a native 64-bit store");
+
+uint64_t Round8(uint64_t n) { return (n + 7) & ~uint64_t{7}; }
+
+// A version-2 record's commit word: body length L in the low half, ~L in
+// the high half. Zero means "not published"; one flipped bit (or any
+// damage short of 32 bits) cannot turn a published word into zero or into
+// another well-formed word.
+uint64_t CommitWord(uint32_t body) {
+  return body | (static_cast<uint64_t>(~body) << 32);
+}
+bool WellFormed(uint64_t commit) {
+  return static_cast<uint32_t>(commit >> 32) ==
+         static_cast<uint32_t>(~static_cast<uint32_t>(commit));
+}
+// The check covers the commit word (so the length) and the body.
+uint64_t RecordCheck(uint64_t commit, const char* body, size_t n) {
+  return HashKey(std::string_view(body, n), kCheckSeed ^ commit);
+}
+// The commit word at p (8-byte aligned inside the mapping). Acquire pairs
+// with Append's release store: a reader that sees the word sees the body.
+uint64_t LoadCommit(const char* p) {
+  return std::atomic_ref<uint64_t>(
+             *reinterpret_cast<uint64_t*>(const_cast<char*>(p)))
+      .load(std::memory_order_acquire);
+}
+void StoreCommit(char* p, uint64_t v) {
+  std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(p))
+      .store(v, std::memory_order_release);
 }
 
 bool AllZero(const char* p, size_t n) {
@@ -120,7 +157,7 @@ std::string DedupLogPath(std::string_view store_path, std::string_view set) {
 size_t DedupLogRecordBytes(const std::vector<DedupOp>& ops) {
   size_t n = kRecordHeader + kBodyHeader;
   for (const DedupOp& op : ops) n += kOpHeader + op.key.size();
-  return n;
+  return Round8(n);
 }
 
 Result<std::unique_ptr<DedupLog>> DedupLog::Create(const std::string& path,
@@ -234,10 +271,10 @@ Result<std::unique_ptr<DedupLog>> DedupLog::OpenExisting(
   if (!r.ReadU64(&check) || check != Check(log->base_, covered)) {
     return fail("header checksum mismatch");
   }
-  if (version != kVersion) {
+  if (version != 1 && version != kVersion) {
     return Status::NotSupported(
         "dedup journal " + path + ": version " + std::to_string(version) +
-        " (this build reads " + std::to_string(kVersion) + ")");
+        " (this build reads 1 and " + std::to_string(kVersion) + ")");
   }
   if (region < kMinDedupLogRegion || region > kMaxDedupLogRegion ||
       region % 4096 != 0 || reserved != 0) {
@@ -246,6 +283,7 @@ Result<std::unique_ptr<DedupLog>> DedupLog::OpenExisting(
   if (size < kFileHeader + 2 * region) return fail("truncated file");
   if (name != set) return fail("belongs to another set");
   log->region_bytes_ = region;
+  log->version_ = version;
   log->from_earlier_boot_ = boot != CurrentBootId();
   for (int i = 0; i < 2; ++i) {
     const char* h = log->Region(i);
@@ -270,22 +308,61 @@ void DedupLog::WriteRegionHeader(int r, uint64_t gen) {
 }
 
 Status DedupLog::Read(int r, std::vector<DedupLogRecord>* out) const {
+  if (version_ == 1) return ReadV1(r, out);
   const char* data = Region(r) + kRegionHeader;
   const uint64_t cap = capacity();
   std::vector<DedupLogRecord> got;
   uint64_t at = 0;
   while (at + kRecordHeader <= cap) {
+    const uint64_t commit = LoadCommit(data + at);
+    // Not published: the end. Append stores the commit word last, so the
+    // record a kill interrupted is never published (never acknowledged).
+    if (commit == 0) break;
+    const uint64_t len = static_cast<uint32_t>(commit);
+    const bool fits = WellFormed(commit) && len <= cap - at - kRecordHeader;
+    const char* body = data + at + kRecordHeader;
+    DedupLogRecord rec;
+    uint64_t gen = 0;
+    if (fits && LoadLE(data + at + 8, 8) == RecordCheck(commit, body, len) &&
+        DecodeBody(std::string_view(body, len), &gen, &rec)) {
+      if (gen != gen_[r]) break;  // stale (a Clear was interrupted): the end
+      got.push_back(std::move(rec));
+      at += Round8(kRecordHeader + len);
+      continue;
+    }
+    // Written before a reboot: the write-back kept pages in any order, and
+    // what survived ends here (the boot id rule, see dedup_log.h).
+    if (from_earlier_boot_) break;
+    // Within one boot a published record is whole: a bad one is damage,
+    // wherever it is (also the last one, with zeros after it).
+    return Status::Corruption(
+        "dedup journal " + path_ + ": region " + std::to_string(r) +
+        ", record at byte " + std::to_string(at) +
+        " was published but fails its check (damage, not a torn write)");
+  }
+  for (auto& rec : got) out->push_back(std::move(rec));
+  return Status::OK();
+}
+
+// Version 1: a record without a commit word; a bad one followed by zeros
+// only is taken for the torn tail (the rule version 2 replaced).
+Status DedupLog::ReadV1(int r, std::vector<DedupLogRecord>* out) const {
+  const char* data = Region(r) + kRegionHeader;
+  const uint64_t cap = capacity();
+  std::vector<DedupLogRecord> got;
+  uint64_t at = 0;
+  while (at + kRecordHeaderV1 <= cap) {
     const uint64_t len = LoadLE(data + at, 4);
     const uint32_t check = static_cast<uint32_t>(LoadLE(data + at + 4, 4));
     if (len == 0 && check == 0) break;  // the end: zeros from here
     DedupLogRecord rec;
     uint64_t gen = 0;
-    const bool fits = len <= cap - at - kRecordHeader;
-    const char* body = data + at + kRecordHeader;
+    const bool fits = len <= cap - at - kRecordHeaderV1;
+    const char* body = data + at + kRecordHeaderV1;
     if (fits && static_cast<uint32_t>(Check(body, len)) == check &&
         DecodeBody(std::string_view(body, len), &gen, &rec) && gen == gen_[r]) {
       got.push_back(std::move(rec));
-      at += kRecordHeader + len;
+      at += kRecordHeaderV1 + len;
       continue;
     }
     if (fits && gen != 0 && gen != gen_[r]) break;  // stale: the end
@@ -293,7 +370,8 @@ Status DedupLog::Read(int r, std::vector<DedupLogRecord>* out) const {
     if (from_earlier_boot_) break;
     // Torn (the copy a kill interrupted) or damaged: torn only when zeros
     // follow.
-    const uint64_t tail = fits ? at + kRecordHeader + len : at + kRecordHeader;
+    const uint64_t tail =
+        fits ? at + kRecordHeaderV1 + len : at + kRecordHeaderV1;
     if (!AllZero(data + tail, cap - tail)) {
       return Status::Corruption("dedup journal " + path_ + ": region " +
                                 std::to_string(r) + ", record at byte " +
@@ -334,9 +412,14 @@ void DedupLog::Append(uint64_t seq, const std::vector<DedupOp>& ops) {
     p += kOpHeader + op.key.size();
   }
   const size_t body = static_cast<size_t>(p - rec) - kRecordHeader;
-  StoreU32(rec + 4, static_cast<uint32_t>(Check(rec + kRecordHeader, body)));
-  StoreU32(rec, static_cast<uint32_t>(body));
-  used_[active_] += kRecordHeader + body;
+  const size_t total = Round8(kRecordHeader + body);
+  std::memset(p, 0, total - kRecordHeader - body);  // padding
+  // Body and check first, the commit word last (release): a kill at any
+  // instruction leaves either no record (word still 0) or a whole one.
+  const uint64_t commit = CommitWord(static_cast<uint32_t>(body));
+  StoreU64(rec + 8, RecordCheck(commit, rec + kRecordHeader, body));
+  StoreCommit(rec, commit);
+  used_[active_] += total;
 }
 
 int DedupLog::Swap() {
@@ -346,8 +429,18 @@ int DedupLog::Swap() {
 }
 
 void DedupLog::Clear(int r) {
+  // Generation first (every record becomes stale), then every commit word
+  // in order (a kill meanwhile leaves a region that ends at its first
+  // record), then the rest: no interleaving leaves a half-zeroed record
+  // that is still published.
   WriteRegionHeader(r, ++gen_[r]);
-  std::memset(Region(r) + kRegionHeader, 0, used_[r]);
+  char* data = Region(r) + kRegionHeader;
+  for (uint64_t at = 0; at < used_[r];) {
+    const uint64_t len = static_cast<uint32_t>(LoadCommit(data + at));
+    StoreCommit(data + at, 0);
+    at += Round8(kRecordHeader + len);
+  }
+  std::memset(data, 0, used_[r]);
   used_[r] = 0;
 }
 

@@ -9,32 +9,44 @@
 //
 // File layout (all integers little-endian):
 //
-//   [0, 4096)        file header: "SFDLOG01" | u32 version (1) |
-//                    u32 reserved (0) | u64 region bytes R |
+//   [0, 4096)        file header: "SFDLOG01" | u32 version (2; 1 is still
+//                    read) | u32 reserved (0) | u64 region bytes R |
 //                    u32 name length | set name |
 //                    u32 boot id length | boot id | u64 XXH3 of the bytes
 //                    before
 //   [4096 + r*R, +R) region r (r = 0, 1):
 //     [0, 64)        region header: "SFDLREG1" | u64 generation |
 //                    u64 XXH3 of the 16 bytes before | zeros
-//     [64, R)        records, back to back, then zeros:
-//                    u32 body length | u32 low 32 bits of XXH3(body) | body
+//     [64, R)        records, back to back (each 8-byte aligned), then
+//                    zeros. Version 2:
+//                    u64 commit word (body length L | ~L << 32) |
+//                    u64 XXH3(body, seed kCheckSeed ^ commit word) | body |
+//                    zeros to a multiple of 8
+//                    Version 1: u32 L | u32 low 32 bits of XXH3(body) | body
 //                    body = u64 generation | u64 seq | u32 op count | ops
 //                    op   = u8 kind (1 put, 2 delete) | u8 flags (bit 0:
 //                           with time index) | u64 insert ms | u64 bucket |
 //                           u32 key length | key
 //
+// Publication (version 2): Append writes the body, the padding and the
+// check, then the commit word with one aligned 8-byte release store. A
+// kill stops the process between two instructions, so every interleaving
+// leaves either an unpublished record (commit word 0: the end of the
+// region, never acknowledged) or a whole one. A published record that
+// fails its check is therefore damage, even when it is the last one and
+// zeros follow it: Corruption. (Version 1 stored the check before the
+// length and could not tell a torn last record from a damaged one; its
+// files are still read with its old rule: a bad record followed by zeros
+// only is the torn tail.) The commit word holds L and ~L, so no damage
+// short of 32 flipped bits turns a published word into 0.
+//
 // A record belongs to its region while its generation equals the region
 // header's. Clearing a region (after its records reached RocksDB) bumps the
-// header's generation first, then zeroes the used bytes, so a crash in
-// between leaves only stale records. Reading a region stops at the first
-// record that is not valid: a torn record (the copy a kill interrupted,
-// never acknowledged) is followed by zeros only; a bad record followed by
-// anything else is damage and reads as Corruption.
+// header's generation first, then zeroes every commit word in order, then
+// the rest, so a crash in between leaves only stale or unpublished records.
 //
 // Seqs grow across both regions; a record's ops apply in order, records in
-// seq order. Appends are serialized by the caller (one writer at a time, so
-// at most the last record can be torn).
+// seq order. Appends are serialized by the caller (one writer at a time).
 //
 // After a reboot: the header names the boot (Linux boot_id) that wrote the
 // file, and is made durable (msync + fsync of file and directory) when the
@@ -44,7 +56,11 @@
 // differs from the current one a bad record is the end of what survived,
 // not damage: the valid prefix is replayed and the rest is dropped (the
 // acknowledged work a power loss may lose in this mode). Within one boot
-// the page cache is exact, and a bad record followed by data is Corruption.
+// the page cache is exact, and a bad published record is Corruption.
+//
+// A deleted file is noticed by the set's journal marker in RocksDB
+// (persistence/dedup_table.h, HasJournalMarker): persistence/dedup_journal.h
+// keeps it while a file holds or may hold acknowledged records.
 //
 // Thread safety: none; persistence/dedup_journal.h serializes access.
 #ifndef SHARDFILTER_PERSISTENCE_DEDUP_LOG_H_
@@ -120,6 +136,8 @@ class DedupLog {
   // The valid records of region r, in order; Corruption for damage (see
   // the top). Appends nothing to *out on error.
   Status Read(int r, std::vector<DedupLogRecord>* out) const;
+  // The file's format version (1: read only; 2: written).
+  uint32_t version() const { return version_; }
   // Both regions' records, in seq order.
   Status ReadAll(std::vector<DedupLogRecord>* out) const;
 
@@ -146,12 +164,14 @@ class DedupLog {
     return base_ + kFileHeader + static_cast<uint64_t>(r) * region_bytes_;
   }
   void WriteRegionHeader(int r, uint64_t gen);
+  Status ReadV1(int r, std::vector<DedupLogRecord>* out) const;
 
   std::string path_;
   char* base_ = nullptr;
   size_t size_ = 0;
   uint64_t region_bytes_ = 0;
   bool writable_ = false;
+  uint32_t version_ = 2;
   bool from_earlier_boot_ = false;
   int active_ = 0;
   uint64_t gen_[2] = {0, 0};   // the regions' generations

@@ -18,6 +18,7 @@ namespace {
 
 constexpr char kMetaTag = 0x00;
 constexpr char kEntryTag = 0x01;
+constexpr char kJournalTag = 0x02;
 // The format version of a compact entry (no TTL: insert time and bucket 0,
 // no payload). Older builds read it as a version from the future
 // (NotSupported), never as a wrong entry.
@@ -33,6 +34,12 @@ std::string SetWhat(std::string_view set) {
 std::string DedupMetaKey(std::string_view set) {
   std::string k = NamePrefix(set);
   k.push_back(kMetaTag);
+  return k;
+}
+
+std::string DedupJournalMarkerKey(std::string_view set) {
+  std::string k = NamePrefix(set);
+  k.push_back(kJournalTag);
   return k;
 }
 
@@ -161,6 +168,11 @@ void DedupBatch::DeleteIndexRange(std::string_view set, uint64_t begin,
       .PermitUncheckedError();
 }
 
+void DedupBatch::DeleteJournalMarker(std::string_view set) {
+  batch_->Delete(table_.dedup_cf_, DedupJournalMarkerKey(set))
+      .PermitUncheckedError();
+}
+
 size_t DedupBatch::count() const { return batch_->Count(); }
 
 DedupTable::DedupTable(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* dedup,
@@ -189,6 +201,27 @@ Status DedupTable::PutMeta(std::string_view set, const DedupMeta& m) {
   b.batch_->Put(dedup_cf_, DedupMetaKey(set), EncodeDedupMeta(m))
       .PermitUncheckedError();
   return Write(&b, {.wal = true, .sync = true});
+}
+
+Status DedupTable::PutJournalMarker(std::string_view set) {
+  DedupBatch b(*this);
+  b.batch_
+      ->Put(dedup_cf_, DedupJournalMarkerKey(set),
+            FrameValue(ValueKind::kDedupJournalMarker, {}))
+      .PermitUncheckedError();
+  return Write(&b, {.wal = true, .sync = true});
+}
+
+Result<bool> DedupTable::HasJournalMarker(std::string_view set) const {
+  std::string value;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), dedup_cf_,
+                               DedupJournalMarkerKey(set), &value);
+  if (s.IsNotFound()) return false;
+  const std::string what = SetWhat(set) + " journal marker";
+  SF_RETURN_IF_ERROR(FromRocks(s, "reading " + what));
+  SF_RETURN_IF_ERROR(
+      UnframeValue(value, ValueKind::kDedupJournalMarker, what).status());
+  return true;
 }
 
 Status DedupTable::DropSet(std::string_view set) {

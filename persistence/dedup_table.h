@@ -63,7 +63,8 @@ struct DedupMeta {
 // Key and value encodings (exposed for the format tests).
 std::string DedupMetaKey(std::string_view set);
 std::string DedupEntryKey(std::string_view set, std::string_view key);
-std::string DedupEntryPrefix(std::string_view set);  // ... | 0x01
+std::string DedupEntryPrefix(std::string_view set);       // ... | 0x01
+std::string DedupJournalMarkerKey(std::string_view set);  // ... | 0x02
 std::string DedupTimeKey(std::string_view set, uint64_t bucket,
                          std::string_view key);
 std::string EncodeDedupEntry(const DedupEntry& e);
@@ -94,6 +95,8 @@ class DedupBatch {
               bool with_index);
   // Deletes the time-index keys of buckets [begin, end).
   void DeleteIndexRange(std::string_view set, uint64_t begin, uint64_t end);
+  // Deletes the set's journal marker (DedupTable::PutJournalMarker).
+  void DeleteJournalMarker(std::string_view set);
   size_t count() const;
 
  private:
@@ -117,7 +120,15 @@ class DedupTable {
   Result<std::optional<DedupMeta>> GetMeta(std::string_view set) const;
   // Synced write of the meta value.
   Status PutMeta(std::string_view set, const DedupMeta& m);
-  // Every value of the set (entries, meta, time index) in one synced write.
+  // The journal marker: present while the set's journal file
+  // (persistence/dedup_log.h) holds or may hold acknowledged records, so
+  // that a deleted file is Corruption, not an empty journal. Put (synced)
+  // once the file exists; deleted in the write that moves the file's
+  // records into RocksDB before the file is removed.
+  Status PutJournalMarker(std::string_view set);
+  Result<bool> HasJournalMarker(std::string_view set) const;
+  // Every value of the set (entries, meta, time index, journal marker) in
+  // one synced write.
   Status DropSet(std::string_view set);
   // Names of the sets that have a meta value, in byte order.
   Result<std::vector<std::string>> ListSets() const;

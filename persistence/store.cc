@@ -12,12 +12,23 @@
 #include "shardfilter/filters/hash.h"
 #include "shardfilter/filters/internal/tsan.h"
 #include "shardfilter/persistence/internal/hash_memtable.h"
+#include "shardfilter/persistence/internal/info_log.h"
 #include "shardfilter/persistence/internal/rocks_status.h"
+#include "shardfilter/persistence/internal/store_dir.h"
+#include "shardfilter/persistence/internal/test_env.h"
 #include "shardfilter/persistence/keys.h"
 
 namespace shardfilter::persistence {
 
 using internal::FromRocks;
+
+namespace internal {
+namespace {
+std::atomic<rocksdb::Env*> g_test_env{nullptr};
+}  // namespace
+void SetStoreEnvForTesting(rocksdb::Env* env) { g_test_env.store(env); }
+rocksdb::Env* StoreEnvForTesting() { return g_test_env.load(); }
+}  // namespace internal
 
 namespace {
 
@@ -56,6 +67,71 @@ rocksdb::ColumnFamilyOptions DedupCfOptions() {
   return o;
 }
 
+// True when `names` (the families of an existing RocksDB directory) are
+// some of ours and the default family is empty: the first open crashed
+// while creating the families. A MANIFEST that lists only "default"
+// because it is truncated fails the read-only open: Corruption.
+Result<bool> IsHalfCreated(const std::string& path,
+                           const std::vector<std::string>& names) {
+  for (const std::string& n : names) {
+    if (n != rocksdb::kDefaultColumnFamilyName && n != kCatalogCf &&
+        n != kShardsCf && n != kJournalCf) {
+      return false;
+    }
+  }
+  std::vector<rocksdb::ColumnFamilyDescriptor> cfs;
+  for (const std::string& n : names)
+    cfs.emplace_back(n, rocksdb::ColumnFamilyOptions());
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* raw = nullptr;
+  rocksdb::DBOptions o;
+  o.info_log = std::make_shared<internal::StoreInfoLog>(
+      "", rocksdb::InfoLogLevel::WARN_LEVEL);
+  rocksdb::Status s =
+      rocksdb::DB::OpenForReadOnly(o, path, cfs, &handles, &raw);
+  if (!s.ok()) {
+    return Status::Corruption("store \"" + path + "\" does not open (" +
+                              s.ToString() + "); the store was not opened");
+  }
+  std::unique_ptr<rocksdb::DB> db(raw);
+  bool empty = true;
+  for (auto* h : handles) {
+    std::unique_ptr<rocksdb::Iterator> it(
+        db->NewIterator(rocksdb::ReadOptions(), h));
+    it->SeekToFirst();
+    empty &= !it->Valid();
+    db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
+  }
+  return empty;
+}
+
+// The error of a failed DB::Open. For Corruption, the warning RocksDB
+// logged about the damaged file (a WAL record that fails its checksum is
+// only named there) is added.
+Status OpenFailure(const rocksdb::Status& s, const std::string& path,
+                   const internal::StoreInfoLog& log) {
+  Status st = FromRocks(s, "opening store " + path);
+  if (!s.IsCorruption()) return st;
+  std::string detail;
+  // The first warning that names a log or the MANIFEST: RocksDB reports
+  // the bad record first, then what it dropped because of it.
+  for (const std::string& line : log.Recent()) {
+    if (detail.empty() && (line.find(".log") != std::string::npos ||
+                           line.find("MANIFEST") != std::string::npos)) {
+      detail = line;
+    }
+  }
+  std::string msg = st.message();
+  if (detail.find(".log: dropping") != std::string::npos) {
+    msg += " (a damaged record inside the write-ahead log: " + detail + ")";
+  } else if (!detail.empty()) {
+    msg += " (" + detail + ")";
+  }
+  return Status::Corruption(msg +
+                            "; the store was not opened and nothing was "
+                            "changed");
+}
+
 std::string ShardWhat(std::string_view name, uint32_t shard) {
   return DescribeName(name) + " shard " + std::to_string(shard);
 }
@@ -81,16 +157,41 @@ Result<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) {
   if (options.path.empty()) {
     return Status::InvalidArgument("store path is empty");
   }
-  std::error_code ec;
-  bool exists = std::filesystem::exists(options.path + "/CURRENT", ec);
+  // DESIGN.md invariant 6: RocksDB creates a store only where there was
+  // none (a missing or empty directory); a damaged one is Corruption and
+  // is left as it is (persistence/internal/store_dir.h).
+  bool is_new = false;
+  SF_RETURN_IF_ERROR(internal::InspectStoreDir(options.path, &is_new));
+  const bool exists = !is_new;
   if (!exists && (options.read_only || !options.create_if_missing)) {
     return Status::NotFound("no shardfilter store at \"" + options.path + "\"");
   }
   rocksdb::DBOptions db_options;
-  db_options.create_if_missing = options.create_if_missing;
-  db_options.create_missing_column_families = options.create_if_missing;
+  // Our info log: RocksDB's aborts the process after a failed LOG write
+  // (a full disk); a read-only open logs to memory only.
+  if (!exists) {
+    std::error_code mkdir_ec;
+    std::filesystem::create_directories(options.path, mkdir_ec);
+  }
+  auto info_log = std::make_shared<internal::StoreInfoLog>(
+      options.read_only ? "" : options.path + "/LOG",
+      rocksdb::InfoLogLevel::WARN_LEVEL);
+  db_options.info_log = info_log;
+  if (rocksdb::Env* env = internal::StoreEnvForTesting()) db_options.env = env;
+  db_options.create_if_missing = !exists;
+  db_options.create_missing_column_families = !exists;
   db_options.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
   db_options.keep_log_file_num = 2;
+  // Damage inside the write-ahead log fails the open (Corruption) instead
+  // of ending the replay quietly before it (RocksDB's default,
+  // kPointInTimeRecovery, drops every acknowledged write after the bad
+  // record). Only an incomplete last record, what a crash or power loss
+  // leaves, ends the log quietly (docs/format-store.md, "Power loss").
+  db_options.wal_recovery_mode =
+      rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords;
+  // Closed logs' sizes go into the MANIFEST: a missing or shortened one
+  // fails the open.
+  db_options.track_and_verify_wals_in_manifest = true;
   // The dedup family's memtable takes one writer at a time (group commit
   // still batches writers; the leader inserts their entries serially).
   db_options.allow_concurrent_memtable_write = false;
@@ -107,16 +208,24 @@ Result<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) {
     std::vector<std::string> names;
     rocksdb::Status s =
         rocksdb::DB::ListColumnFamilies(db_options, options.path, &names);
-    if (!s.ok())
-      return FromRocks(s, "listing column families of " + options.path);
+    if (!s.ok()) {
+      return Status::Corruption("store \"" + options.path +
+                                "\": its MANIFEST does not read (" +
+                                s.ToString() + "); the store was not opened");
+    }
+    bool complete = true;
     for (const char* want : {kCatalogCf, kShardsCf, kJournalCf}) {
-      bool found = false;
-      for (const std::string& n : names) found |= (n == want);
-      if (!found && options.read_only) {
+      complete &= std::find(names.begin(), names.end(), want) != names.end();
+    }
+    if (!complete) {
+      SF_ASSIGN_OR_RETURN(bool half, IsHalfCreated(options.path, names));
+      if (!half || options.read_only) {
         return Status::InvalidArgument("\"" + options.path +
-                                       "\" is not a shardfilter store (no \"" +
-                                       want + "\" column family)");
+                                       "\" is not a shardfilter store (no "
+                                       "\"catalog\" column family)");
       }
+      // A crash while RocksDB created our families one by one: finish.
+      db_options.create_missing_column_families = true;
     }
     for (const std::string& n : names) {
       has_dedup |= (n == kDedupCf);
@@ -137,7 +246,7 @@ Result<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) {
           ? rocksdb::DB::OpenForReadOnly(db_options, options.path, cfs,
                                          &handles, &db)
           : rocksdb::DB::Open(db_options, options.path, cfs, &handles, &db);
-  if (!s.ok()) return FromRocks(s, "opening store " + options.path);
+  if (!s.ok()) return OpenFailure(s, options.path, *info_log);
   std::unique_ptr<Store> store(new Store());
   store->db_ = db;
   store->default_cf_ = handles[0];
@@ -154,6 +263,15 @@ Result<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) {
     // A crash between the two CreateColumnFamily calls of Dedup(true):
     // hand the one back so that Dedup(true) can create both afresh.
     store->half_dedup_ = handles[dedup_index];
+  }
+  if (!options.read_only) {
+    // The log RocksDB writes from now on: a later open that finds neither
+    // it nor a newer one knows the log was lost (store_dir.h).
+    std::unique_ptr<rocksdb::LogFile> wal;
+    SF_RETURN_IF_ERROR(FromRocks(db->GetCurrentWalFile(&wal),
+                                 "opening store " + options.path));
+    SF_RETURN_IF_ERROR(
+        internal::WriteWalMarker(options.path, wal->LogNumber()));
   }
   return store;
 }
@@ -208,6 +326,17 @@ Status Store::Write(rocksdb::WriteBatch* batch, bool sync,
   }
   rocksdb::WriteOptions wo;
   wo.sync = sync;
+  // A failed write (full disk, EIO) leaves RocksDB in a background-error
+  // state that fails every later write. The failed write is not
+  // acknowledged (and nothing is applied without its journal). The next
+  // write first calls Resume(), which flushes the memtables into SSTs and a
+  // fresh WAL (the failed record's tail stays in an obsolete log); for a
+  // full disk RocksDB's SstFileManager also retries by itself once space is
+  // back. An EIO on the WAL is fatal in RocksDB 7.8 (Resume returns it):
+  // writes keep failing cleanly until the store is reopened.
+  if (needs_resume_.load(std::memory_order_acquire)) {
+    if (db_->Resume().ok()) needs_resume_.store(false);
+  }
   rocksdb::Status s;
   {
     // RocksDB (uninstrumented) runs group commit: one writer, the leader,
@@ -218,6 +347,9 @@ Status Store::Write(rocksdb::WriteBatch* batch, bool sync,
     // ours before and after it, and every other access, still are.
     ::shardfilter::internal::TsanIgnoreAccesses rocksdb_group_commit;
     s = db_->Write(wo, batch);
+  }
+  if (!s.ok() && (s.IsIOError() || s.IsNoSpace())) {
+    needs_resume_.store(true, std::memory_order_release);
   }
   return FromRocks(s, what);
 }

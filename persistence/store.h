@@ -83,10 +83,14 @@ struct StoreVerifyReport {
 
 class Store {
  public:
-  // Opens or creates the directory with the three column families.
-  // NotFound when missing and !create_if_missing (or read_only);
-  // InvalidArgument when the directory is a RocksDB without our column
-  // families; IOError / Busy (lock held) from RocksDB.
+  // Opens or creates the directory with the three column families. A store
+  // is created only in a missing or empty directory (docs/format-store.md,
+  // "Opening a directory"): NotFound when there is none and
+  // !create_if_missing (or read_only); InvalidArgument for a non-empty
+  // directory that is not a store or a RocksDB without our column
+  // families; Corruption naming the missing or damaged file (CURRENT,
+  // MANIFEST, write-ahead log) for a store that does not open, which is
+  // then left untouched; IOError / Busy (lock held) from RocksDB.
   static Result<std::unique_ptr<Store>> Open(const StoreOptions& options);
   ~Store();  // closes RocksDB
 
@@ -198,6 +202,8 @@ class Store {
   // One dedup family without the other (crash while creating them).
   rocksdb::ColumnFamilyHandle* half_dedup_ = nullptr;  // GUARDED_BY(dedup_mu_)
   bool read_only_ = false;
+  // A write failed with an I/O error: the next one calls DB::Resume first.
+  std::atomic<bool> needs_resume_{false};
   std::string path_;
 };
 

@@ -43,6 +43,8 @@ enum class ValueKind : uint8_t {
   kDedupEntry = 4,
   kDedupMeta = 5,
   kDedupIndex = 6,
+  // A dedup set's journal file exists (persistence/dedup_table.h).
+  kDedupJournalMarker = 7,
 };
 
 // One shard's committed checkpoint. generation 0 = never checkpointed: the

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -109,18 +110,23 @@ TEST_F(DedupLogTest, FitsCountsWholeRecords) {
   EXPECT_EQ(got->size(), n);
 }
 
+// Bytes of the version-2 record at `at` (commit word low half = length).
+size_t RecordSpan(const std::string& bytes, size_t at) {
+  uint32_t len = 0;
+  std::memcpy(&len, bytes.data() + at, 4);
+  return (16 + len + 7) & ~size_t{7};
+}
+
 TEST_F(DedupLogTest, TornTailIsIgnored) {
   Write({{Put("a")}, {Put("b")}, {Put("c")}});
   std::string bytes = ReadFile(Path());
-  // A fourth record whose copy a kill cut short: its length and the first
-  // bytes of its body, no checksum yet, zeros after.
+  // A fourth record whose copy a kill cut short: the first bytes of its
+  // body and its check, but no commit word yet (Append stores it last).
   size_t at = RecordsAt(0);
-  for (int i = 0; i < 3; ++i) {
-    at += 8 + static_cast<uint32_t>(static_cast<unsigned char>(bytes[at]));
-  }
-  bytes[at] = 40;
-  bytes[at + 8] = 1;
-  bytes[at + 9] = 0x2a;
+  for (int i = 0; i < 3; ++i) at += RecordSpan(bytes, at);
+  bytes[at + 8] = 0x5a;
+  bytes[at + 16] = 1;
+  bytes[at + 17] = 0x2a;
   WriteFile(Path(), bytes);
   auto got = Read();
   SF_ASSERT_OK(got.status());
@@ -176,9 +182,8 @@ TEST_F(DedupLogTest, AfterARebootABadRecordEndsTheLog) {
   persistence::SetBootIdForTesting("boot-a");
   Write({{Put("a")}, {Put("b")}, {Put("c")}});
   std::string bytes = ReadFile(Path());
-  const size_t second =
-      RecordsAt(0) + 8 + static_cast<unsigned char>(bytes[RecordsAt(0)]);
-  bytes[second + 8 + 20] ^= 0x10;  // record 2's body: record 3 follows
+  const size_t second = RecordsAt(0) + RecordSpan(bytes, RecordsAt(0));
+  bytes[second + 16 + 20] ^= 0x10;  // record 2's body: record 3 follows
   WriteFile(Path(), bytes);
   EXPECT_TRUE(Read().status().IsCorruption());  // same boot: damage
   persistence::SetBootIdForTesting("boot-b");   // the machine restarted

@@ -114,6 +114,15 @@ int RunMigrate(CommandContext& ctx) {
   if (e.empty()) e = ChooseSource(r);
   if (!e.empty()) return Finish(r, UsageError(ctx.err, "migrate: " + e));
 
+  // A target store is opened (created when missing) before anything is
+  // written there, so that its state file lands in a store: the store
+  // check refuses a non-empty directory that is not one.
+  if (!r.opt.to_db.empty()) {
+    CommandContext other{ctx.args, r.opt.to_db, ctx.in, ctx.out, ctx.err};
+    auto tdb = OpenStore(other, OpenMode::kWriteOrCreate);
+    Status s = tdb.ok() ? (*tdb)->Close() : tdb.status();
+    if (!s.ok()) return Finish(r, ReportError(ctx.err, s));
+  }
   // Resume a saved state, or start afresh. The clock includes building the
   // target (a fold is all build).
   const auto t0 = std::chrono::steady_clock::now();

@@ -236,6 +236,13 @@ int RunCheckpoint(CommandContext& ctx) {
 
 int RunVerify(CommandContext& ctx) {
   auto db = OpenStore(ctx, OpenMode::kReadOnly);
+  if (!db.ok() && db.status().IsCorruption()) {
+    // A store that does not open is what verify is for: one problem.
+    ctx.out << "problems 1\nproblem: " << db.status().ToString() << "\n";
+    ctx.err << "shardfilter: verify found 1 problem: the store does not "
+               "open\n";
+    return kExitFailed;
+  }
   if (!db.ok()) return ReportError(ctx.err, db.status());
   Result<VerifyReport> report = (*db)->Verify();
   if (!report.ok()) {

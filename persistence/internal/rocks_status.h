@@ -16,6 +16,11 @@ namespace shardfilter::persistence::internal {
 inline Status FromRocks(const rocksdb::Status& s, std::string_view what) {
   if (s.ok()) return Status::OK();
   std::string msg = std::string(what) + ": " + s.ToString();
+  if (s.IsNoSpace()) {
+    msg +=
+        " (the disk is full: free space and retry; nothing acknowledged "
+        "was lost)";
+  }
   if (s.IsNotFound()) return Status::NotFound(msg);
   if (s.IsCorruption()) return Status::Corruption(msg);
   if (s.IsInvalidArgument()) return Status::InvalidArgument(msg);
