@@ -109,33 +109,36 @@ Status DetachedError(uint8_t state) {
 // The single-key mutation path (Shard invariants S2, S3): under the shard's
 // lock shared, apply; on success take a sequence and journal it; release;
 // return (the acknowledgement).
-Status ShardedFilter::AddHash(uint64_t hash) {
-  if (ShardedFilter* f = Forward()) return f->AddHash(hash);
+Result<AddOutcome> ShardedFilter::InsertHash(uint64_t hash) {
+  if (ShardedFilter* f = Forward()) return f->InsertHash(hash);
   SF_RETURN_IF_ERROR(CheckWritable());
   uint32_t index = LocalShardOf(hash);
   Shard& s = shards_[index];
   auto lock = internal::LockShared(s);  // S2, S5
   if (ShardedFilter* f = Forward()) {   // switched while we waited
     lock.unlock();
-    return f->AddHash(hash);
+    return f->InsertHash(hash);
   }
   if (uint8_t d = detached_.load(std::memory_order_relaxed)) {
     return DetachedError(d);
   }
   uint64_t seq;
+  AddOutcome outcome = AddOutcome::kAdded;
   if (NeedsOrder(spec_.type)) {
     std::lock_guard order(s.order_mu);
-    SF_RETURN_IF_ERROR(internal::ChainAdd(spec_, s, hash));
+    SF_RETURN_IF_ERROR(internal::ChainAdd(spec_, s, hash, &outcome));
     seq = s.last_seq.fetch_add(1, std::memory_order_relaxed) + 1;
     RecordForMigration(index, hash, false);
   } else {
-    SF_RETURN_IF_ERROR(internal::ChainAdd(spec_, s, hash));
+    // A Bloom key already present is still journalled below (AddOutcome):
+    // the bits it found may be those of an add not yet durable.
+    SF_RETURN_IF_ERROR(internal::ChainAdd(spec_, s, hash, &outcome));
     seq = s.last_seq.fetch_add(1, std::memory_order_relaxed) + 1;
     RecordForMigration(index, hash, false);
   }
   s.dirty.store(true, std::memory_order_relaxed);
   if (journal_ == nullptr || durability_ == Durability::kNone) {
-    return Status::OK();
+    return outcome;
   }
   JournalBatch batch;
   batch.Add(name_, index, seq, JournalOp::kAdd, {&hash, 1});
@@ -151,7 +154,8 @@ Status ShardedFilter::AddHash(uint64_t hash) {
       RecordForMigration(index, hash, true);
     }
   }
-  return st;
+  if (!st.ok()) return st;
+  return outcome;
 }
 
 void ShardedFilter::RecordForMigration(uint32_t shard, uint64_t hash,

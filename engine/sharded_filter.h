@@ -130,6 +130,21 @@ struct FilterSpec {
   bool retain_hashes = false;
 };
 
+// What an add did, when it did not fail (a failure, e.g. Full, is a
+// Status). Values are stable: the server's BF.ADD answers 1 for kAdded and
+// 0 for kAlreadyPresent.
+enum class AddOutcome : uint8_t {
+  // The item was added: Bloom, it set at least one new bit; counting and
+  // cuckoo (multisets), a copy was added (always this outcome).
+  kAdded = 1,
+  // Bloom only: every bit of the key was set already (the key, or keys that
+  // cover its bits, were added before). Nothing changed in the filter, no
+  // capacity was used and the filter did not grow. Under journal / sync the
+  // add is still journalled before it is acknowledged: the bits it found
+  // may belong to an add whose journal write has not completed yet.
+  kAlreadyPresent = 0,
+};
+
 // One shard's figures.
 struct ShardStats {
   uint32_t shard = 0;
@@ -202,7 +217,13 @@ class ShardedFilter {
   // after the filter was dropped; IOError when the journal write failed
   // (the in-memory change is then undone where the type can undo it).
   Status Add(std::string_view key) { return AddHash(Hash(key)); }
-  Status AddHash(uint64_t hash);
+  Status AddHash(uint64_t hash) { return InsertHash(hash).status(); }
+  // As Add, reporting the outcome: kAdded, kAlreadyPresent (Bloom: no new
+  // bit; nothing changed, no capacity used), or the error (Full, ...).
+  Result<AddOutcome> Insert(std::string_view key) {
+    return InsertHash(Hash(key));
+  }
+  Result<AddOutcome> InsertHash(uint64_t hash);
   // Removes one copy. NotSupported for a plain Bloom filter; NotFound when the
   // key is definitely absent (nothing changed, nothing journalled).
   Status Remove(std::string_view key) { return RemoveHash(Hash(key)); }
@@ -223,11 +244,16 @@ class ShardedFilter {
   // journal entries of one call go to RocksDB in one WriteBatch (one sync).
   // Unlike Filter::AddHashes, every item is attempted: the result is OK when
   // all succeeded, else the first failure in input order. `per_item`
-  // (optional) receives one Status per input item, in input order.
+  // (optional) receives one Status per input item, in input order;
+  // `outcomes` (optional, adds only) one AddOutcome per item, meaningful
+  // where per_item is OK (a Bloom key found present, or repeated within
+  // the batch, is kAlreadyPresent after its first add).
   Status AddHashes(std::span<const uint64_t> hashes,
-                   std::vector<Status>* per_item = nullptr);
+                   std::vector<Status>* per_item = nullptr,
+                   std::vector<AddOutcome>* outcomes = nullptr);
   Status AddKeys(std::span<const std::string_view> keys,
-                 std::vector<Status>* per_item = nullptr);
+                 std::vector<Status>* per_item = nullptr,
+                 std::vector<AddOutcome>* outcomes = nullptr);
   // As AddHashes, for removes (NotSupported for Bloom, before anything runs).
   Status RemoveHashes(std::span<const uint64_t> hashes,
                       std::vector<Status>* per_item = nullptr);
@@ -271,7 +297,8 @@ class ShardedFilter {
   void RecordForMigration(uint32_t shard, uint64_t hash, bool remove);
   // Applies one op kind to a batch; shared by the four batch calls.
   Status RunBatch(bool remove, std::span<const uint64_t> hashes,
-                  std::vector<Status>* per_item);
+                  std::vector<Status>* per_item,
+                  std::vector<AddOutcome>* outcomes = nullptr);
   Status CheckWritable() const;
 
   std::string name_;

@@ -40,6 +40,11 @@
 //      link's fill with a CAS that never exceeds the link's capacity, so a
 //      link never holds more adds than it was sized for, even when Bloom
 //      adds (which skip `order_mu`) race.
+//  S8. Bloom: fill[i] counts distinct keys as far as the chain can tell. An
+//      add of a key some link already reports present reserves nothing and
+//      changes nothing (it is "already present"), and an add of the newest
+//      link that sets no new bit gives its reservation back, so repeated
+//      keys never use capacity nor make the chain grow.
 #ifndef SHARDFILTER_ENGINE_INTERNAL_SHARD_H_
 #define SHARDFILTER_ENGINE_INTERNAL_SHARD_H_
 

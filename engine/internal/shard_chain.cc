@@ -3,6 +3,7 @@
 #include <mutex>
 
 #include "shardfilter/engine/internal/filter_factory.h"
+#include "shardfilter/filters/bloom_filter.h"
 #include "shardfilter/persistence/chain_blob.h"
 
 namespace shardfilter::internal {
@@ -78,12 +79,31 @@ void InstallChain(Shard& s, LoadedChain chain) {
   s.link_count.store(n, std::memory_order_release);  // S1
 }
 
-Status ChainAdd(const FilterSpec& spec, Shard& s, uint64_t hash) {
+Status ChainAdd(const FilterSpec& spec, Shard& s, uint64_t hash,
+                AddOutcome* outcome) {
+  AddOutcome unused;
+  if (outcome == nullptr) outcome = &unused;
+  *outcome = AddOutcome::kAdded;
+  const bool bloom = spec.type == FilterType::kBloom;
+  // S8: a Bloom key present in any link is a no-op (checked before any
+  // reservation, so that it uses no capacity and never grows the chain).
+  if (bloom && ChainMayContain(s, hash)) {
+    *outcome = AddOutcome::kAlreadyPresent;
+    return Status::OK();
+  }
   for (;;) {
     const uint32_t n = s.links_visible();
     Filter& newest = *s.links[n - 1];
     Status full;
     if (Reserve(s.fill[n - 1], newest.capacity())) {
+      if (bloom) {
+        // The type is fixed by the spec (DecodeLinkFilter checks it).
+        if (!static_cast<BloomFilter&>(newest).AddHashInline(hash)) {
+          Release(s.fill[n - 1]);  // S8: a racing add of the key won
+          *outcome = AddOutcome::kAlreadyPresent;
+        }
+        return Status::OK();
+      }
       Status st = newest.AddHash(hash);
       if (st.ok()) return st;
       Release(s.fill[n - 1]);

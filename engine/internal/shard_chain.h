@@ -55,7 +55,13 @@ void InstallChain(Shard& s, LoadedChain chain);
 // filters (S3). Full when the filter is non-scaling and the shard full, the
 // chain has kMaxLinks links, or the next link cannot be built (rate or
 // memory bound): nothing changed then.
-Status ChainAdd(const FilterSpec& spec, Shard& s, uint64_t hash);
+// Bloom (S8): a key that some link already reports present is
+// kAlreadyPresent (*outcome, optional): no link changes, no fill is
+// reserved, the chain never grows for it; so is an add of the newest link
+// that set no new bit (a racing add of the same key won), whose
+// reservation is given back. Counting and cuckoo: always kAdded.
+Status ChainAdd(const FilterSpec& spec, Shard& s, uint64_t hash,
+                AddOutcome* outcome = nullptr);
 // As ChainAdd's REQUIRES. NotFound when no link may hold the key;
 // NotSupported (nothing changed) when more than one may.
 Status ChainRemove(Shard& s, uint64_t hash);

@@ -1,0 +1,64 @@
+// The CLI's side of issue 14 (resource limits and honest counting): what
+// `add` reports for keys already present, copy bounds, the memory budget.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "cli_test_util.h"
+#include "shardfilter/engine/database.h"
+
+namespace shardfilter {
+namespace {
+
+class CliLimitsTest : public testing::CliDirTest {
+ protected:
+  testing::CliRun Sf(std::vector<std::string> args,
+                     const std::string& in = "") {
+    args.insert(args.begin(), {"--db", Path("db")});
+    return Run(args, in);
+  }
+  static std::string Lines(const std::string& key, int n) {
+    std::string s;
+    for (int i = 0; i < n; ++i) s += key + "\n";
+    return s;
+  }
+  static std::string Field(const std::string& info, const std::string& row) {
+    size_t at = info.find("\n" + row + " ");
+    if (at == std::string::npos) return "";
+    at = info.find_first_not_of(' ', at + row.size() + 1);
+    return info.substr(at, info.find('\n', at) - at);
+  }
+};
+
+// Case 1: 3,000 adds of one key into a non-scaling Bloom filter of
+// capacity 1,000: before, 1,000 succeeded and 2,000 failed with Full.
+TEST_F(CliLimitsTest, BloomRepeatedKeyIsAlreadyPresentNotFull) {
+  ASSERT_EQ(Sf({"create", "b", "--type", "bloom", "--capacity", "1000", "--fpp",
+                "0.01", "--nonscaling"})
+                .code,
+            0);
+  auto r = Sf({"add", "b"}, Lines("same", 3000));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("3000 keys, 1 added, 0 failed, 2999 already present"),
+            std::string::npos)
+      << r.err;
+  auto info = Sf({"info", "b"});
+  EXPECT_EQ(Field(info.out, "items"), "1") << info.out;
+}
+
+TEST_F(CliLimitsTest, BloomReAddingAFileKeepsOneLink) {
+  ASSERT_EQ(Sf({"create", "s", "--type", "bloom", "--capacity", "10000",
+                "--fpp", "0.01"})
+                .code,
+            0);
+  std::string keys;
+  for (int i = 0; i < 10000; ++i) keys += std::to_string(i) + "\n";
+  for (int round = 0; round < 6; ++round) {
+    ASSERT_EQ(Sf({"add", "s", "--quiet"}, keys).code, 0);
+  }
+  auto info = Sf({"info", "s"});
+  EXPECT_EQ(Field(info.out, "current_capacity"), "10000") << info.out;
+}
+
+}  // namespace
+}  // namespace shardfilter
