@@ -60,5 +60,26 @@ TEST_F(CliLimitsTest, BloomReAddingAFileKeepsOneLink) {
   EXPECT_EQ(Field(info.out, "current_capacity"), "10000") << info.out;
 }
 
+// Case 2: before, 41 copies grew the filter to 6.3M capacity and 64 MiB,
+// and 81 copies tried to allocate 51 GB (OOM-killed).
+TEST_F(CliLimitsTest, CuckooCopiesAreBoundedAndNeverGrow) {
+  ASSERT_EQ(Sf({"create", "cu", "--type", "cuckoo", "--capacity", "100000",
+                "--fpp", "0.001"})
+                .code,
+            0);
+  const std::string before = Sf({"info", "cu"}).out;
+  auto r = Sf({"add", "cu"}, Lines("same", 81));
+  EXPECT_EQ(r.code, 1) << r.err;  // some keys failed
+  EXPECT_NE(r.err.find("81 keys, 7 added, 74 failed (Full)"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("key #8 'same': Full: the key already holds 7 copies"),
+            std::string::npos)
+      << r.err;
+  const std::string after = Sf({"info", "cu"}).out;
+  EXPECT_EQ(Field(after, "current_capacity"), "100000") << after;
+  EXPECT_EQ(Field(after, "bytes"), Field(before, "bytes"));
+  EXPECT_EQ(Field(after, "items"), "7");
+}
+
 }  // namespace
 }  // namespace shardfilter

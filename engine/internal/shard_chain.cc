@@ -4,6 +4,7 @@
 
 #include "shardfilter/engine/internal/filter_factory.h"
 #include "shardfilter/filters/bloom_filter.h"
+#include "shardfilter/filters/cuckoo_filter.h"
 #include "shardfilter/persistence/chain_blob.h"
 
 namespace shardfilter::internal {
@@ -68,6 +69,31 @@ Status Grow(const FilterSpec& spec, Shard& s, uint32_t n, Status full) {
   return Status::OK();
 }
 
+// The most copies of one key a chain keeps (DESIGN.md invariant 8: copies
+// are bounded and never grow a filter). Cuckoo: 2b - 1 for buckets of b
+// slots, so a key's own copies never fill its bucket pair and starve the
+// displacement search (8 copies of a key in an 8-slot pair made every
+// later copy report Full and append a link twice as large: 81 copies asked
+// for 51 GB). Counting: 15, where its 4-bit counters saturate (a copy past
+// it would not be counted anyway).
+uint32_t MaxCopies(const Filter& link) {
+  if (link.type() == FilterType::kCuckoo) {
+    return 2 * static_cast<const CuckooFilter&>(link).bucket_size() - 1;
+  }
+  return kMaxCountingCopies;
+}
+
+Status TooManyCopies(const Filter& link, uint32_t held) {
+  return Status::Full(
+      "the key already holds " + std::to_string(held) + " copies, the most " +
+      (link.type() == FilterType::kCuckoo
+           ? std::string("a cuckoo filter keeps of one key (2 x bucket size "
+                         "- 1)")
+           : std::string("a counting filter can count (its counters stop at "
+                         "15)")) +
+      "; nothing was added");
+}
+
 }  // namespace
 
 void InstallChain(Shard& s, LoadedChain chain) {
@@ -91,6 +117,13 @@ Status ChainAdd(const FilterSpec& spec, Shard& s, uint64_t hash,
     *outcome = AddOutcome::kAlreadyPresent;
     return Status::OK();
   }
+  if (!bloom) {
+    // Invariant 8: a multiset keeps at most MaxCopies of one key; the
+    // count is exact under order_mu (S3), which the caller holds.
+    const uint32_t held = ChainCount(s, hash);
+    const Filter& newest = *s.links[s.links_visible() - 1];
+    if (held >= MaxCopies(newest)) return TooManyCopies(newest, held);
+  }
   for (;;) {
     const uint32_t n = s.links_visible();
     Filter& newest = *s.links[n - 1];
@@ -108,6 +141,13 @@ Status ChainAdd(const FilterSpec& spec, Shard& s, uint64_t hash,
       if (st.ok()) return st;
       Release(s.fill[n - 1]);
       if (!st.IsFull()) return st;
+      // A cuckoo pair at least half full of the key's own copies is not a
+      // full table: copies never grow the chain (invariant 8).
+      if (const uint32_t own = newest.CountHash(hash);
+          newest.type() == FilterType::kCuckoo &&
+          own >= static_cast<const CuckooFilter&>(newest).bucket_size()) {
+        return TooManyCopies(newest, ChainCount(s, hash));
+      }
       full = std::move(st);  // a cuckoo table with no room: grow
     } else {
       full = Status::Full("the shard holds its capacity of " +
