@@ -39,6 +39,7 @@
 #include <string_view>
 #include <vector>
 
+#include "shardfilter/engine/memory_budget.h"
 #include "shardfilter/engine/migration.h"
 #include "shardfilter/engine/sharded_filter.h"
 #include "shardfilter/filters/status.h"
@@ -81,6 +82,15 @@ struct DatabaseOptions {
   // Size of checkpoint chunks, in [4096, kMaxChunkBytes]. Smaller chunks
   // only serve tests of multi-chunk shards.
   uint32_t chunk_bytes = kMaxChunkBytes;
+  // The memory budget of this Database's filters (engine/memory_budget.h),
+  // checked before every table is allocated: Create, growth, migration
+  // targets, imports, folds and the filters loaded by Open. Over it, the
+  // call fails with ResourceExhausted naming the bytes needed and the
+  // budget, and nothing changes (Open fails naming the filter). May be
+  // shared with other Databases and standalone filters. Null (default):
+  // MemoryBudget::Default(), kDefaultBudgetShare of the lower of physical
+  // memory and the process's cgroup limit.
+  std::shared_ptr<MemoryBudget> memory_budget;
 };
 
 // What one Checkpoint call did. Counters are for this call only.

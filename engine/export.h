@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "shardfilter/engine/database.h"
+#include "shardfilter/engine/memory_budget.h"
 #include "shardfilter/engine/sharded_filter.h"
 #include "shardfilter/filters/status.h"
 
@@ -59,8 +60,10 @@ Result<ParsedExport> ParseExport(std::string_view bytes);
 
 // A standalone filter holding exactly the exported state (spec durability
 // as exported). Errors as ImportFilter's.
+// Its tables are charged to `budget` (null: MemoryBudget::Default())
+// before anything is decoded: ResourceExhausted when they do not fit.
 Result<std::unique_ptr<ShardedFilter>> LoadExportedFilter(
-    std::string_view bytes);
+    std::string_view bytes, std::shared_ptr<MemoryBudget> budget = nullptr);
 
 // Creates filter `name` in `db` holding exactly the exported state (every
 // shard Equals the exported one), durably: one synced commit, so a crash

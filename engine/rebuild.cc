@@ -57,8 +57,17 @@ Result<std::unique_ptr<ShardedFilter>> Database::FoldedCopy(
                                    ">= 2 that divides the capacity " +
                                    std::to_string(from.capacity));
   }
-  auto out = ShardedFilterAccess::MakeEmpty("", target);
+  auto account = impl_->NewAccount();
   auto locks = ShardedFilterAccess::LockAll(src);  // one instant's state
+  // Invariant 8: every folded table against the budget before any fold.
+  uint64_t need = 0;
+  for (uint32_t i = 0; i < src.shard_count(); ++i) {
+    const auto& link = static_cast<const BloomFilter&>(
+        *ShardedFilterAccess::shard(src, i).links[0]);
+    need += link.num_bytes() / factor;  // not Stats(): a scan, under locks
+  }
+  SF_RETURN_IF_ERROR(account->Charge(need, "fold " + DescribeName(name)));
+  auto out = ShardedFilterAccess::MakeEmpty("", target, std::move(account));
   for (uint32_t i = 0; i < src.shard_count(); ++i) {
     internal::Shard& sh = ShardedFilterAccess::shard(src, i);
     const std::string what =

@@ -9,6 +9,7 @@
 #include "shardfilter/engine/internal/access.h"
 #include "shardfilter/engine/internal/filter_factory.h"
 #include "shardfilter/engine/internal/journal_sink.h"
+#include "shardfilter/engine/internal/memory_account.h"
 #include "shardfilter/engine/internal/migration.h"
 #include "shardfilter/engine/internal/shard.h"
 #include "shardfilter/engine/internal/shard_chain.h"
@@ -61,19 +62,23 @@ ShardedFilter::~ShardedFilter() = default;
 
 Result<std::unique_ptr<ShardedFilter>> ShardedFilter::Create(
     const FilterSpec& spec) {
+  return Create(spec, nullptr);
+}
+
+Result<std::unique_ptr<ShardedFilter>> ShardedFilter::Create(
+    const FilterSpec& spec, std::shared_ptr<MemoryBudget> budget) {
   if (spec.retain_hashes) {
     return Status::InvalidArgument(
         "retain_hashes needs a Database (a standalone filter keeps nothing)");
   }
   SF_ASSIGN_OR_RETURN(FilterSpec resolved,
                       internal::ResolveSpec(spec, Durability::kNone));
-  std::vector<std::unique_ptr<Filter>> filters;
-  filters.reserve(resolved.shards);
-  for (uint32_t i = 0; i < resolved.shards; ++i) {
-    SF_ASSIGN_OR_RETURN(auto f, internal::MakeShardFilter(resolved));
-    filters.push_back(std::move(f));
-  }
-  return internal::ShardedFilterAccess::Make("", resolved, std::move(filters));
+  auto account = std::make_shared<internal::MemoryAccount>(std::move(budget));
+  SF_ASSIGN_OR_RETURN(
+      auto filters,
+      internal::MakeShardFilters(resolved, *account, "creating the filter"));
+  return internal::ShardedFilterAccess::Make("", resolved, std::move(filters),
+                                             std::move(account));
 }
 
 const Filter& ShardedFilter::shard_filter(uint32_t shard, uint32_t link) const {
@@ -276,10 +281,21 @@ bool ShardedFilter::Equals(const ShardedFilter& other) const {
 
 namespace internal {
 
+void ShardedFilterAccess::SetAccount(ShardedFilter& f,
+                                     std::shared_ptr<MemoryAccount> account) {
+  if (account == nullptr) account = std::make_shared<MemoryAccount>(nullptr);
+  for (uint32_t i = 0; i < f.shard_count_; ++i) {
+    f.shards_[i].account = account.get();
+  }
+  f.account_ = std::move(account);
+}
+
 std::unique_ptr<ShardedFilter> ShardedFilterAccess::Make(
     std::string name, const FilterSpec& spec,
-    std::vector<std::unique_ptr<Filter>> filters) {
+    std::vector<std::unique_ptr<Filter>> filters,
+    std::shared_ptr<MemoryAccount> account) {
   std::unique_ptr<ShardedFilter> f(new ShardedFilter(std::move(name), spec));
+  SetAccount(*f, std::move(account));
   for (uint32_t i = 0; i < spec.shards; ++i) {
     LoadedChain chain;
     chain.links.push_back(std::move(filters[i]));
@@ -290,9 +306,11 @@ std::unique_ptr<ShardedFilter> ShardedFilterAccess::Make(
 }
 
 std::unique_ptr<ShardedFilter> ShardedFilterAccess::MakeEmpty(
-    std::string name, const FilterSpec& spec) {
-  return std::unique_ptr<ShardedFilter>(
-      new ShardedFilter(std::move(name), spec));
+    std::string name, const FilterSpec& spec,
+    std::shared_ptr<MemoryAccount> account) {
+  std::unique_ptr<ShardedFilter> f(new ShardedFilter(std::move(name), spec));
+  SetAccount(*f, std::move(account));
+  return f;
 }
 
 void ShardedFilterAccess::Detach(ShardedFilter& f, uint8_t state) {

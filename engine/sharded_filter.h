@@ -39,7 +39,10 @@
 
 namespace shardfilter {
 
+class MemoryBudget;
+
 namespace internal {
+class MemoryAccount;
 struct Shard;
 class JournalSink;
 class Migration;
@@ -177,6 +180,13 @@ class ShardedFilter {
   // of two or > 256, fpp outside (0, 1), capacity 0, ...), and whatever the
   // filter type's Create reports.
   static Result<std::unique_ptr<ShardedFilter>> Create(const FilterSpec& spec);
+  // As Create, with the filter's tables (and every link it grows) charged
+  // to `budget` (engine/memory_budget.h; null: MemoryBudget::Default()):
+  // ResourceExhausted, allocating nothing, when they do not fit, and an add
+  // that would grow the filter past it fails with ResourceExhausted. The
+  // bytes go back to the budget when the filter is destroyed.
+  static Result<std::unique_ptr<ShardedFilter>> Create(
+      const FilterSpec& spec, std::shared_ptr<MemoryBudget> budget);
 
   ~ShardedFilter();
   ShardedFilter(const ShardedFilter&) = delete;
@@ -306,6 +316,9 @@ class ShardedFilter {
   uint32_t shard_count_ = 1;
   uint32_t shard_shift_ = 64;  // 64 - log2(S); 64 means one shard
   std::unique_ptr<internal::Shard[]> shards_;
+  // What this filter holds of its memory budget (each shard points to it
+  // for growth); set before the filter is shared.
+  std::shared_ptr<internal::MemoryAccount> account_;
   // Set by Database: where journal entries go (null: standalone or
   // durability none). Not owned; outlives this filter's use by Database.
   internal::JournalSink* journal_ = nullptr;

@@ -81,5 +81,41 @@ TEST_F(CliLimitsTest, CuckooCopiesAreBoundedAndNeverGrow) {
   EXPECT_EQ(Field(after, "items"), "7");
 }
 
+// Case 3 at the CLI: a create past the memory budget is refused (exit 3)
+// before anything is allocated, and changes nothing.
+TEST_F(CliLimitsTest, CreatePastTheMemoryBudgetIsRefused) {
+  auto r = Sf({"create", "huge", "--type", "bloom", "--capacity", "1e11",
+               "--fpp", "0.01", "--memory-budget", "4G"});
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_NE(r.err.find("ResourceExhausted: creating filter"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("memory budget of 4294967296 bytes"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(Sf({"list"}).out, "");
+  // With the default budget (half of this machine's memory) too.
+  r = Sf({"create", "huge", "--type", "cuckoo", "--capacity", "1e11", "--fpp",
+          "0.01"});
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_NE(r.err.find("ResourceExhausted"), std::string::npos) << r.err;
+  r = Sf({"create", "x", "--type", "bloom", "--capacity", "10", "--fpp", "0.01",
+          "--memory-budget", "lots"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--memory-budget"), std::string::npos) << r.err;
+}
+
+TEST_F(CliLimitsTest, AddStopsGrowingAtTheMemoryBudget) {
+  ASSERT_EQ(Sf({"create", "s", "--type", "bloom", "--capacity", "10000",
+                "--fpp", "0.01", "--shards", "1"})
+                .code,
+            0);
+  std::string keys;
+  for (int i = 0; i < 200000; ++i) keys += std::to_string(i) + "\n";
+  auto r = Sf({"add", "s", "--memory-budget", "64k"}, keys);
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_NE(r.err.find("ResourceExhausted: growing a shard's chain"),
+            std::string::npos)
+      << r.err;
+}
+
 }  // namespace
 }  // namespace shardfilter

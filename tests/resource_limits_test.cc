@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "shardfilter/engine/database.h"
+#include "shardfilter/engine/export.h"
+#include "shardfilter/engine/memory_budget.h"
 #include "shardfilter/engine/sharded_filter.h"
 #include "store_test_util.h"
 #include "test_util.h"
@@ -188,6 +190,136 @@ TEST(RepeatedKeyTest, CuckooFullOfOtherKeysStillGrows) {
   ASSERT_TRUE(f.ok());
   for (uint64_t i = 0; i < 5000; ++i) ASSERT_OK((*f)->Add(Key(3, i)));
   EXPECT_GT((*f)->shard_links(0), 1u);
+}
+
+// Case 3: the memory budget is checked before any allocation. Before,
+// `create --capacity 1e11` allocated and zeroed ~147 GB and was OOM-killed.
+TEST(MemoryBudgetTest, HugeCreateIsRefusedWithoutAllocating) {
+  for (FilterType type :
+       {FilterType::kBloom, FilterType::kCountingBloom, FilterType::kCuckoo}) {
+    auto budget = std::make_shared<MemoryBudget>(uint64_t{1} << 30);  // 1 GiB
+    FilterSpec spec;
+    spec.type = type;
+    spec.capacity = 100'000'000'000;
+    auto f = ShardedFilter::Create(spec, budget);
+    ASSERT_FALSE(f.ok()) << FilterTypeName(type);
+    EXPECT_EQ(f.status().code(), StatusCode::kResourceExhausted)
+        << f.status().ToString();
+    EXPECT_NE(f.status().message().find("memory budget of 1073741824 bytes"),
+              std::string::npos)
+        << f.status().ToString();
+    EXPECT_EQ(budget->used(), 0u);
+  }
+}
+
+TEST(MemoryBudgetTest, FilterChargesItsTablesAndGivesThemBack) {
+  auto budget = std::make_shared<MemoryBudget>(uint64_t{1} << 30);
+  FilterSpec spec;
+  spec.type = FilterType::kCuckoo;
+  spec.capacity = 1'000'000;
+  {
+    auto f = ShardedFilter::Create(spec, budget);
+    ASSERT_TRUE(f.ok());
+    EXPECT_EQ(budget->used(), (*f)->Stats().total.bytes);
+  }
+  EXPECT_EQ(budget->used(), 0u);
+}
+
+// Distinct keys into a scalable filter with a small budget: growth stops
+// with ResourceExhausted, memory stays under the budget, and every key
+// acknowledged before is still present.
+TEST(MemoryBudgetTest, GrowthStopsAtTheBudgetAndLosesNoKey) {
+  for (FilterType type :
+       {FilterType::kBloom, FilterType::kCountingBloom, FilterType::kCuckoo}) {
+    FilterSpec spec;
+    spec.type = type;
+    spec.capacity = 10'000;
+    spec.shards = 1;
+    auto probe = ShardedFilter::Create(spec);
+    ASSERT_TRUE(probe.ok());
+    const uint64_t first = (*probe)->Stats().total.bytes;
+    // Room for link 0 and link 1 (2x), not link 2 (4x).
+    auto budget = std::make_shared<MemoryBudget>(first * 4);
+    auto f = ShardedFilter::Create(spec, budget);
+    ASSERT_TRUE(f.ok());
+    uint64_t acked = 0;
+    Status last;
+    for (uint64_t i = 0; i < 1'000'000; ++i) {
+      last = (*f)->Add(Key(4, i));
+      if (!last.ok()) break;
+      ++acked;
+    }
+    EXPECT_EQ(last.code(), StatusCode::kResourceExhausted)
+        << FilterTypeName(type) << ": " << last.ToString();
+    EXPECT_LE(budget->used(), budget->limit());
+    EXPECT_LE((*f)->Stats().total.bytes, budget->limit());
+    EXPECT_EQ((*f)->shard_links(0), 2u);
+    EXPECT_GE(acked, 30'000u);
+    for (uint64_t i = 0; i < acked; ++i) {
+      ASSERT_TRUE((*f)->MayContain(Key(4, i))) << i;
+    }
+    // The refused add changed nothing; later adds keep being refused.
+    EXPECT_EQ((*f)->Add(Key(5, 0)).code(), StatusCode::kResourceExhausted);
+  }
+}
+
+TEST(MemoryBudgetTest, DatabaseCreateImportAndOpenAreChecked) {
+  testing::TempDir dir;
+  DatabaseOptions o;
+  o.path = dir.path();
+  o.memory_budget = std::make_shared<MemoryBudget>(uint64_t{1} << 20);
+  std::string exported;
+  {
+    auto db = Database::Open(o);
+    ASSERT_TRUE(db.ok());
+    FilterSpec big;
+    big.type = FilterType::kBloom;
+    big.capacity = 10'000'000;
+    auto f = (*db)->Create("big", big);
+    ASSERT_FALSE(f.ok());
+    EXPECT_EQ(f.status().code(), StatusCode::kResourceExhausted);
+    EXPECT_TRUE((*db)->List().empty());  // nothing changed
+    FilterSpec small;
+    small.type = FilterType::kBloom;
+    small.capacity = 500'000;  // ~600 KiB
+    auto s = (*db)->Create("small", small);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    ASSERT_OK((*s)->Add("k"));
+    auto e = ExportFilter(**db, "small");
+    ASSERT_TRUE(e.ok());
+    exported = *e;
+    // A second copy does not fit beside the first.
+    Status imp = ImportFilter(**db, "copy", exported);
+    EXPECT_EQ(imp.code(), StatusCode::kResourceExhausted) << imp.ToString();
+    EXPECT_EQ((*db)->List().size(), 1u);
+    ASSERT_OK((*db)->Close());
+  }
+  // A store whose filters do not fit is refused at open, naming the filter.
+  o.memory_budget = std::make_shared<MemoryBudget>(100'000);
+  auto db = Database::Open(o);
+  ASSERT_FALSE(db.ok());
+  EXPECT_EQ(db.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(db.status().message().find("small"), std::string::npos)
+      << db.status().ToString();
+  // ... and the standalone loader too.
+  auto loaded =
+      LoadExportedFilter(exported, std::make_shared<MemoryBudget>(100'000));
+  EXPECT_EQ(loaded.status().code(), StatusCode::kResourceExhausted);
+}
+
+TEST(MemoryBudgetTest, ParseByteSize) {
+  EXPECT_EQ(*ParseByteSize("512M"), uint64_t{512} << 20);
+  EXPECT_EQ(*ParseByteSize("4G"), uint64_t{4} << 30);
+  EXPECT_EQ(*ParseByteSize("1.5GiB"), uint64_t{3} << 29);
+  EXPECT_EQ(*ParseByteSize("1000"), 1000u);
+  EXPECT_EQ(*ParseByteSize("2kb"), 2048u);
+  EXPECT_FALSE(ParseByteSize("").ok());
+  EXPECT_FALSE(ParseByteSize("4X").ok());
+  EXPECT_FALSE(ParseByteSize("G").ok());
+  EXPECT_GT(MemoryBudget::AvailableMemory(), 0u);
+  EXPECT_EQ(MemoryBudget::DefaultLimit(),
+            static_cast<uint64_t>(MemoryBudget::AvailableMemory() *
+                                  kDefaultBudgetShare));
 }
 
 }  // namespace

@@ -24,15 +24,24 @@ inline constexpr uint8_t kClosed = 2;
 class ShardedFilterAccess {
  public:
   // A filter over ready shard filters (one-link chains). REQUIRES: `spec`
-  // resolved and filters.size() == spec.shards.
+  // resolved and filters.size() == spec.shards. `account` is what the
+  // filter holds of its memory budget (already charged for `filters`;
+  // growth charges it too); null: a new, empty account on the default
+  // budget.
   static std::unique_ptr<ShardedFilter> Make(
       std::string name, const FilterSpec& spec,
-      std::vector<std::unique_ptr<Filter>> filters);
+      std::vector<std::unique_ptr<Filter>> filters,
+      std::shared_ptr<MemoryAccount> account);
   // A filter whose shards have no chain yet: the caller installs one in
   // every shard (InstallChain, engine/internal/shard_chain.h) before any
-  // other use. For recovery.
-  static std::unique_ptr<ShardedFilter> MakeEmpty(std::string name,
-                                                  const FilterSpec& spec);
+  // other use, charging `account` (as Make's) for it. For recovery.
+  static std::unique_ptr<ShardedFilter> MakeEmpty(
+      std::string name, const FilterSpec& spec,
+      std::shared_ptr<MemoryAccount> account);
+  // REQUIRES: the filter is not shared yet.
+  static void SetAccount(ShardedFilter& f,
+                         std::shared_ptr<MemoryAccount> account);
+  static MemoryAccount* account(ShardedFilter& f) { return f.account_.get(); }
 
   // Connects the filter to a journal (null: none) before it is shared, and
   // applies the session's durability override, if any (the stored spec is

@@ -59,6 +59,8 @@
 
 namespace shardfilter::internal {
 
+class MemoryAccount;
+
 // Most links a shard's chain may have; an add that would need one more
 // reports Full. With expansion 2 the last link holds 2^31 x the first.
 inline constexpr uint32_t kMaxLinks = 32;
@@ -70,6 +72,15 @@ struct alignas(64) Shard {
   std::shared_mutex mu;                      // S2, S4
   std::mutex order_mu;                       // S3
   std::mutex grow_mu;                        // S6
+  // The filter's memory account (engine/internal/memory_account.h), charged
+  // before growth allocates a link; null: growth is not accounted. Set
+  // before the shard is shared, constant afterwards.
+  MemoryAccount* account = nullptr;
+  // The table bytes of link `sized_link` once computed (sizing searches
+  // over k and is slow next to an add; an add refused by the budget asks
+  // again for every key). GUARDED_BY(grow_mu).
+  uint32_t sized_link = 0;
+  uint64_t sized_bytes = 0;
 
   // The links a query must consult (S1: acquire pairs with growth).
   uint32_t links_visible() const {

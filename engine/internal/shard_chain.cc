@@ -3,6 +3,7 @@
 #include <mutex>
 
 #include "shardfilter/engine/internal/filter_factory.h"
+#include "shardfilter/engine/internal/memory_account.h"
 #include "shardfilter/filters/bloom_filter.h"
 #include "shardfilter/filters/cuckoo_filter.h"
 #include "shardfilter/persistence/chain_blob.h"
@@ -56,10 +57,27 @@ Status Grow(const FilterSpec& spec, Shard& s, uint32_t n, Status full) {
     }
     budget -= used;
   }
+  auto cannot_grow = [n](const Status& why) {
+    return Status::Full("the shard cannot grow to link " + std::to_string(n) +
+                        ": " + why.message());
+  };
+  // The memory budget is checked before the link is allocated (invariant
+  // 8); over it, the add fails with ResourceExhausted and nothing changes.
+  if (s.sized_link != n || s.sized_bytes == 0) {
+    auto bytes = LinkTableBytes(spec, n, budget);
+    if (!bytes.ok()) return cannot_grow(bytes.status());
+    s.sized_link = n;
+    s.sized_bytes = *bytes;
+  }
+  const uint64_t bytes = s.sized_bytes;
+  if (s.account != nullptr) {
+    SF_RETURN_IF_ERROR(s.account->Charge(
+        bytes, "growing a shard's chain to link " + std::to_string(n)));
+  }
   auto link = MakeLinkFilter(spec, n, budget);
   if (!link.ok()) {
-    return Status::Full("the shard cannot grow to link " + std::to_string(n) +
-                        ": " + link.status().message());
+    if (s.account != nullptr) s.account->Refund(bytes);
+    return cannot_grow(link.status());
   }
   s.fill[n].store(0, std::memory_order_relaxed);
   s.links[n] = std::move(*link);
@@ -225,8 +243,29 @@ std::string ChainSerialize(const Shard& s) {
   return persistence::EncodeChainBlob(links);
 }
 
+namespace {
+Result<LoadedChain> DecodeChainLinks(const FilterSpec& spec,
+                                     std::string_view blob,
+                                     std::string_view what);
+}  // namespace
+
 Result<LoadedChain> DecodeChain(const FilterSpec& spec, std::string_view blob,
-                                std::string_view what) {
+                                std::string_view what, MemoryAccount* account) {
+  // The links' tables are about the blob's size: charged before decoding,
+  // refunded if decoding fails.
+  if (account != nullptr) {
+    SF_RETURN_IF_ERROR(account->Charge(blob.size(), std::string(what)));
+  }
+  auto chain = DecodeChainLinks(spec, blob, what);
+  if (!chain.ok() && account != nullptr) account->Refund(blob.size());
+  return chain;
+}
+
+namespace {
+
+Result<LoadedChain> DecodeChainLinks(const FilterSpec& spec,
+                                     std::string_view blob,
+                                     std::string_view what) {
   SF_ASSIGN_OR_RETURN(auto links, persistence::DecodeChainBlob(blob, what));
   if (!spec.scalable && links.size() != 1) {
     return Status::Corruption(std::string(what) + ": a non-scaling filter's " +
@@ -248,6 +287,8 @@ Result<LoadedChain> DecodeChain(const FilterSpec& spec, std::string_view blob,
   }
   return chain;
 }
+
+}  // namespace
 
 FilterStats ChainStatistics(const FilterSpec& spec, const Shard& s) {
   const uint32_t n = s.links_visible();
