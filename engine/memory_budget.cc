@@ -89,10 +89,13 @@ void MemoryBudget::Release(uint64_t bytes) {
 
 Result<uint64_t> ParseByteSize(std::string_view text) {
   auto bad = [&] {
-    return Status::InvalidArgument(
-        "'" + std::string(text) +
-        "' is not a byte size (e.g. 512M, 4G, 1.5GiB, 1000000)");
+    // Appended, not operator+ (GCC 12 -Wrestrict false positive).
+    std::string m = "'";
+    m.append(text);
+    m.append("' is not a byte size (e.g. 512M, 4G, 1.5GiB, 1000000)");
+    return Status::InvalidArgument(std::move(m));
   };
+
   std::string s(text);
   size_t digits = 0;
   while (digits < s.size() &&
