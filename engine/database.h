@@ -119,6 +119,15 @@ struct DatabaseCounters {
   uint64_t background_errors = 0;       // failed background checkpoints
 };
 
+// One instant of an open filter's history (Database::Version): which filter
+// object, and how many mutations it had applied. A filter derived from that
+// state (offline rebuilds) may replace it only while the version holds.
+struct FilterVersion {
+  uint64_t filter_id = 0;
+  uint64_t mutations = 0;
+  bool operator==(const FilterVersion&) const = default;
+};
+
 // Everything Info reports about one filter.
 struct FilterInfo {
   std::string name;
@@ -222,9 +231,18 @@ class Database {
   // errors as StartMigration's with MigrationSource::kFold.
   Result<std::unique_ptr<ShardedFilter>> FoldedCopy(std::string_view name,
                                                     uint32_t factor) const;
+  // The filter's version now, once every mutation in flight has finished
+  // (takes every shard lock for a moment). Take it before deriving a filter
+  // for ReplaceFilter from this one's state (its retained hashes, a fold,
+  // the keys it was fed).
+  Result<FilterVersion> Version(std::string_view name) const;
   // Atomically replaces the filter with `built`, a standalone filter
   // (ShardedFilter::Create) nobody else uses, as a migration's switch does:
   // one synced commit, then handles to the old filter forward to the new.
+  // `derived_from` is Version(name) taken before `built` was derived: if
+  // any mutation was acknowledged since (or the filter was replaced,
+  // migrated, dropped), the replace is refused with Aborted and nothing
+  // changes, since installing `built` would silently lose those writes.
   // With keep_retained_hashes the name's retained hashes stay and the new
   // filter retains too: only correct when `built` holds exactly those
   // hashes (built from them, same seed); otherwise they are deleted.
@@ -232,7 +250,8 @@ class Database {
   // the old filter did not retain or under another seed.
   Status ReplaceFilter(std::string_view name,
                        std::unique_ptr<ShardedFilter> built,
-                       bool keep_retained_hashes);
+                       bool keep_retained_hashes,
+                       const FilterVersion& derived_from);
 
   // Reads back every stored value and checks version, checksum, lengths,
   // and that each shard's committed chunks reassemble to a blob with the

@@ -39,11 +39,15 @@ Status Bad(const std::string& why) {
 
 }  // namespace
 
-std::string ExportShardedFilter(ShardedFilter& filter) {
-  const FilterSpec& spec = filter.spec();
-  const uint32_t shards = filter.shard_count();
-  std::vector<std::string> blobs(shards);
-  {
+std::string ExportShardedFilter(ShardedFilter& handle) {
+  // The filter the handle's calls go to: a handle migrated to another
+  // filter (more shards, another type) forwards, and its own shard array
+  // is the old one. Spec, shard count and shards all come from `filter`.
+  ShardedFilter* target = &ShardedFilterAccess::Live(handle);
+  std::vector<std::string> blobs;
+  for (;;) {
+    ShardedFilter& filter = *target;
+    const uint32_t shards = filter.shard_count();
     // Every shard exclusive, ascending (Shard invariant S4, as Detach): no
     // mutation is half applied and every batch is wholly in or out.
     std::vector<std::unique_lock<std::shared_mutex>> locks;
@@ -52,13 +56,25 @@ std::string ExportShardedFilter(ShardedFilter& filter) {
       locks.push_back(
           internal::LockExclusive(ShardedFilterAccess::shard(filter, i)));
     }
+    // A migration switched it while we waited: its state ends at the
+    // switch, later writes went to the target. Export that one instead.
+    if (ShardedFilterAccess::Forwarded(filter)) {
+      locks.clear();
+      target = &ShardedFilterAccess::Live(filter);
+      continue;
+    }
     // The shard blob a checkpoint stores: the chain of links (S6: no
     // growth runs while the lock is held).
+    blobs.resize(shards);
     for (uint32_t i = 0; i < shards; ++i) {
       blobs[i] =
           internal::ChainSerialize(ShardedFilterAccess::shard(filter, i));
     }
+    break;
   }
+  ShardedFilter& filter = *target;
+  const FilterSpec& spec = filter.spec();
+  const uint32_t shards = filter.shard_count();
   std::string out(kExportMagic, sizeof kExportMagic);
   PutU16(&out, kExportVersion);
   PutU16(&out, 0);

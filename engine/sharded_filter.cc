@@ -50,8 +50,14 @@ uint32_t DefaultShardCount(uint64_t capacity) {
   return static_cast<uint32_t>(std::bit_ceil(want));
 }
 
+namespace {
+std::atomic<uint64_t> next_filter_id{1};
+}  // namespace
+
 ShardedFilter::ShardedFilter(std::string name, FilterSpec resolved)
-    : name_(std::move(name)),
+    // Relaxed: an identity, nothing is ordered by it.
+    : id_(next_filter_id.fetch_add(1, std::memory_order_relaxed)),
+      name_(std::move(name)),
       spec_(std::move(resolved)),
       shard_count_(spec_.shards),
       shard_shift_(64 - std::countr_zero(spec_.shards)),

@@ -311,6 +311,8 @@ class ShardedFilter {
                   std::vector<AddOutcome>* outcomes = nullptr);
   Status CheckWritable() const;
 
+  // Unique in the process (Database::Version tells filters apart by it).
+  const uint64_t id_;
   std::string name_;
   FilterSpec spec_;
   uint32_t shard_count_ = 1;

@@ -322,5 +322,79 @@ TEST(MemoryBudgetTest, ParseByteSize) {
                                   kDefaultBudgetShare));
 }
 
+// Case 6: ExportShardedFilter on a handle migrated to more shards indexed
+// the old shard array with the new shard count (out of bounds).
+TEST(MigratedHandleTest, ExportFollowsTheMigration) {
+  testing::TempDir dir;
+  DatabaseOptions o;
+  o.path = dir.path();
+  auto db = Database::Open(o);
+  ASSERT_TRUE(db.ok());
+  FilterSpec spec;
+  spec.type = FilterType::kBloom;
+  spec.capacity = 10'000;
+  spec.shards = 1;
+  spec.retain_hashes = true;
+  auto h = (*db)->Create("f", spec);
+  ASSERT_TRUE(h.ok());
+  for (uint64_t i = 0; i < 5000; ++i) ASSERT_OK((*h)->Add(Key(6, i)));
+  FilterSpec target = (*h)->spec();
+  target.shards = 8;
+  target.capacity = 40'000;
+  auto p = (*db)->Migrate("f", target);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  ASSERT_EQ((*h)->shard_count(), 8u);  // the handle forwards
+  const std::string bytes = ExportShardedFilter(**h);
+  auto loaded = LoadExportedFilter(bytes);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_EQ((*loaded)->shard_count(), 8u);
+  for (uint64_t i = 0; i < 5000; ++i) {
+    ASSERT_TRUE((*loaded)->MayContain(Key(6, i))) << i;
+  }
+  EXPECT_EQ(bytes, *ExportFilter(**db, "f"));
+}
+
+// Case 6: ReplaceFilter installed a filter derived before later writes,
+// silently dropping them. Now it is refused and nothing changes.
+TEST(MigratedHandleTest, ReplaceRefusesAFilterDerivedBeforeLaterWrites) {
+  testing::TempDir dir;
+  DatabaseOptions o;
+  o.path = dir.path();
+  auto db = Database::Open(o);
+  ASSERT_TRUE(db.ok());
+  FilterSpec spec;
+  spec.type = FilterType::kBloom;
+  spec.capacity = 10'000;
+  auto h = (*db)->Create("f", spec);
+  ASSERT_TRUE(h.ok());
+  ASSERT_OK((*h)->Add("early"));
+  auto v = (*db)->Version("f");
+  ASSERT_TRUE(v.ok());
+  auto built = ShardedFilter::Create(spec);
+  ASSERT_TRUE(built.ok());
+  ASSERT_OK((*built)->Add("early"));
+  ASSERT_OK((*h)->Add("late"));  // acknowledged after the derivation
+  Status s = (*db)->ReplaceFilter("f", std::move(*built), false, *v);
+  EXPECT_EQ(s.code(), StatusCode::kAborted) << s.ToString();
+  EXPECT_NE(s.message().find("1 mutations were acknowledged since"),
+            std::string::npos)
+      << s.ToString();
+  EXPECT_TRUE((*h)->MayContain("late"));
+  // Derived again from the current state, it goes in.
+  v = (*db)->Version("f");
+  ASSERT_TRUE(v.ok());
+  auto again = ShardedFilter::Create(spec);
+  ASSERT_TRUE(again.ok());
+  ASSERT_OK((*again)->Add("early"));
+  ASSERT_OK((*again)->Add("late"));
+  ASSERT_OK((*db)->ReplaceFilter("f", std::move(*again), false, *v));
+  EXPECT_TRUE((*h)->MayContain("late"));
+  // A version of the replaced filter no longer matches anything.
+  auto third = ShardedFilter::Create(spec);
+  ASSERT_TRUE(third.ok());
+  EXPECT_EQ((*db)->ReplaceFilter("f", std::move(*third), false, *v).code(),
+            StatusCode::kAborted);
+}
+
 }  // namespace
 }  // namespace shardfilter

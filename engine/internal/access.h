@@ -58,6 +58,26 @@ class ShardedFilterAccess {
   }
 
   static Shard& shard(ShardedFilter& f, uint32_t i) { return f.shards_[i]; }
+  // The filter a handle's calls go to: itself, or the migration target it
+  // forwards to. Whoever indexes shards through a handle that may have been
+  // migrated takes its locks on Live(f) and re-checks Forwarded() once it
+  // holds them (a switch may have happened in between).
+  static ShardedFilter& Live(ShardedFilter& f) {
+    return const_cast<ShardedFilter&>(f.Live());
+  }
+  static bool Forwarded(const ShardedFilter& f) {
+    return f.Forward() != nullptr;
+  }
+  static uint64_t id(const ShardedFilter& f) { return f.id_; }
+  // Mutations applied so far: the sum of the shards' last sequences (every
+  // successful mutation takes one). Exact under LockAll.
+  static uint64_t Mutations(ShardedFilter& f) {
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < f.shard_count_; ++i) {
+      n += f.shards_[i].last_seq.load(std::memory_order_relaxed);
+    }
+    return n;
+  }
 
   // --- Migration (engine/internal/migration.h, M1 and M4) ---
   // Every shard lock exclusive, ascending (S4, S5).
