@@ -37,6 +37,12 @@ Status Bad(const std::string& why) {
   return Status::Corruption("export file: " + why);
 }
 
+// Version 2: each blob's XXH3-64 seeded with its shard index, so that a
+// blob moved to another position no longer checks.
+uint64_t ShardBlobChecksum(uint32_t shard, std::string_view blob) {
+  return XXH3_64bits_withSeed(blob.data(), blob.size(), shard);
+}
+
 }  // namespace
 
 std::string ExportShardedFilter(ShardedFilter& handle) {
@@ -96,11 +102,12 @@ std::string ExportShardedFilter(ShardedFilter& handle) {
   PutU32(&out, spec.max_kicks);
   PutU64(&out, spec.max_bytes);
   size_t total = out.size() + kExportTrailerSize;
-  for (const std::string& b : blobs) total += 8 + b.size();
+  for (const std::string& b : blobs) total += 16 + b.size();
   out.reserve(total);
-  for (const std::string& b : blobs) {
-    PutU64(&out, b.size());
-    out.append(b);
+  for (uint32_t i = 0; i < shards; ++i) {
+    PutU64(&out, blobs[i].size());
+    out.append(blobs[i]);
+    PutU64(&out, ShardBlobChecksum(i, blobs[i]));  // version 2
   }
   PutU64(&out, Checksum64(out.data(), out.size()));
   return out;
@@ -141,6 +148,7 @@ Result<ParsedExport> ParseExport(std::string_view b) {
   }
   ParsedExport p;
   const size_t end = b.size() - kExportTrailerSize;
+  const size_t bound = version >= 2 ? 8 : 0;  // per-shard checksum
   size_t at = kExportHeaderSize;
   for (uint64_t i = 0; i < shards; ++i) {
     if (end - at < 8) {
@@ -148,13 +156,13 @@ Result<ParsedExport> ParseExport(std::string_view b) {
     }
     const uint64_t len = GetLE(b, at, 8);
     at += 8;
-    if (len > end - at) {
+    if (len > end - at || end - at - len < bound) {
       return Bad("truncated: shard " + std::to_string(i) + " needs " +
-                 std::to_string(len) + " bytes, " + std::to_string(end - at) +
-                 " left");
+                 std::to_string(len + bound) + " bytes, " +
+                 std::to_string(end - at) + " left");
     }
     p.shards.push_back(b.substr(at, len));
-    at += len;
+    at += len + bound;
   }
   if (at != end) {
     return Bad(std::to_string(end - at) + " unexpected bytes after shard " +
@@ -162,6 +170,18 @@ Result<ParsedExport> ParseExport(std::string_view b) {
   }
   if (Checksum64(b.data(), end) != GetLE(b, end, 8)) {
     return Bad("checksum mismatch (the file is damaged)");
+  }
+  if (version >= 2) {
+    size_t pos = kExportHeaderSize;
+    for (uint32_t i = 0; i < shards; ++i) {
+      pos += 8 + p.shards[i].size();
+      if (ShardBlobChecksum(i, p.shards[i]) != GetLE(b, pos, 8)) {
+        return Bad("shard " + std::to_string(i) +
+                   "'s blob does not check as shard " + std::to_string(i) +
+                   " (damaged, or shard blobs were moved)");
+      }
+      pos += 8;
+    }
   }
   if (GetLE(b, 6, 2) != 0) return Bad("reserved bytes not zero");
   const uint8_t type = static_cast<uint8_t>(b[8]);

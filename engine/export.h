@@ -38,7 +38,10 @@
 namespace shardfilter {
 
 inline constexpr char kExportMagic[4] = {'S', 'F', 'E', 'X'};
-inline constexpr uint16_t kExportVersion = 1;
+// Version 2 binds each shard blob to its shard index (a checksum seeded
+// with the index follows each blob), so blobs swapped in a file whose
+// trailer was recomputed are rejected; version 1 files are still read.
+inline constexpr uint16_t kExportVersion = 2;
 inline constexpr size_t kExportHeaderSize = 64;
 inline constexpr size_t kExportTrailerSize = 8;
 

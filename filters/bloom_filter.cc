@@ -134,8 +134,8 @@ Result<BloomFilter::Shape> BloomFilter::Plan(const BloomOptions& options) {
     num_bits = (m + 63) / 64 * 64;
     if (num_bits / 8 > options.max_bytes) {
       return Status::InvalidArgument("capacity " + std::to_string(n) +
-                                     " at rate " + std::to_string(p) +
-                                     " needs " + std::to_string(num_bits / 8) +
+                                     " at rate " + FormatRate(p) + " needs " +
+                                     std::to_string(num_bits / 8) +
                                      " bytes, over the memory limit of " +
                                      std::to_string(options.max_bytes));
     }

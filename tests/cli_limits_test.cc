@@ -1,11 +1,15 @@
 // The CLI's side of issue 14 (resource limits and honest counting): what
 // `add` reports for keys already present, copy bounds, the memory budget.
 #include <gtest/gtest.h>
+#include <rocksdb/db.h>
+#include <sys/stat.h>
 
 #include <string>
 
 #include "cli_test_util.h"
 #include "shardfilter/engine/database.h"
+#include "shardfilter/engine/export.h"
+#include "shardfilter/filters/hash.h"
 
 namespace shardfilter {
 namespace {
@@ -115,6 +119,143 @@ TEST_F(CliLimitsTest, AddStopsGrowingAtTheMemoryBudget) {
   EXPECT_NE(r.err.find("ResourceExhausted: growing a shard's chain"),
             std::string::npos)
       << r.err;
+}
+
+// ---- Case 7: the smaller ones ----
+
+// Before: the export's rename replaced a FIFO (or /dev/full) with a
+// regular file.
+TEST_F(CliLimitsTest, ExportRefusesTargetsThatAreNotRegularFiles) {
+  ASSERT_EQ(Sf({"create", "f", "--type", "bloom", "--capacity", "100", "--fpp",
+                "0.01"})
+                .code,
+            0);
+  const std::string fifo = Path("pipe");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  auto r = Sf({"export", "f", fifo});
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("is not a regular file"), std::string::npos) << r.err;
+  struct stat st;
+  ASSERT_EQ(lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  // A regular file or a new path is fine.
+  EXPECT_EQ(Sf({"export", "f", Path("f.sfex")}).code, 0);
+  EXPECT_EQ(Sf({"export", "f", Path("f.sfex")}).code, 0);
+}
+
+// Before: two shard blobs swapped, trailer recomputed, was accepted (false
+// negatives for every key of those shards).
+TEST_F(CliLimitsTest, ExportWithSwappedShardBlobsIsRejected) {
+  FilterSpec spec;
+  spec.type = FilterType::kBloom;
+  spec.capacity = 1000;
+  spec.shards = 2;
+  auto f = ShardedFilter::Create(spec);
+  ASSERT_TRUE(f.ok());
+  for (int i = 0; i < 500; ++i) ASSERT_TRUE((*f)->Add(std::to_string(i)).ok());
+  const std::string good = ExportShardedFilter(**f);
+  ASSERT_TRUE(LoadExportedFilter(good).ok());
+  auto u64 = [](const std::string& b, size_t at) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) v |= uint64_t{uint8_t(b[at + i])} << (8 * i);
+    return v;
+  };
+  auto reseal = [](std::string* b) {
+    const uint64_t sum = Checksum64(b->data(), b->size() - 8);
+    for (int i = 0; i < 8; ++i) (*b)[b->size() - 8 + i] = char(sum >> (8 * i));
+  };
+  // Records: [u64 length, blob, u64 seeded checksum] (version 2).
+  const size_t a = kExportHeaderSize;
+  const size_t len_a = 16 + u64(good, a);
+  const size_t len_b = 16 + u64(good, a + len_a);
+  std::string swapped = good.substr(0, a) + good.substr(a + len_a, len_b) +
+                        good.substr(a, len_a) + good.substr(a + len_a + len_b);
+  reseal(&swapped);
+  auto r = LoadExportedFilter(swapped);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(r.status().message().find("does not check as shard 0"),
+            std::string::npos)
+      << r.status().ToString();
+  // Version 1 files (no per-shard checksum) are still read.
+  std::string v1 = good.substr(0, a);
+  v1[4] = 1;
+  for (size_t at = a, i = 0; i < 2; ++i) {
+    const size_t len = u64(good, at);
+    v1 += good.substr(at, 8 + len);
+    at += 16 + len;
+  }
+  v1 += std::string(8, '\0');
+  reseal(&v1);
+  auto old = LoadExportedFilter(v1);
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  for (int i = 0; i < 500; ++i)
+    EXPECT_TRUE((*old)->MayContain(std::to_string(i)));
+}
+
+// Before: the refused dedup still created the dedup column families.
+TEST_F(CliLimitsTest, RefusedDedupChangesNothing) {
+  ASSERT_EQ(Sf({"create", "f", "--type", "bloom", "--capacity", "100", "--fpp",
+                "0.01"})
+                .code,
+            0);
+  auto r = Sf({"dedup", "seen", "--fpp", "1e-30"}, "a\n");
+  EXPECT_NE(r.code, 0) << r.err;
+  EXPECT_EQ(r.err.find("0.000000"), std::string::npos) << r.err;
+  std::vector<std::string> families;
+  ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), Path("db"),
+                                              &families)
+                  .ok());
+  for (const std::string& cf : families) {
+    EXPECT_EQ(cf.find("dedup"), std::string::npos) << cf;
+  }
+}
+
+// Before: dedup said "key #0" for the first key, where add says "key #1".
+TEST_F(CliLimitsTest, DedupNumbersKeysFromOne) {
+  const std::string big(5000, 'x');
+  auto r = Sf({"dedup", "seen"}, "a\n" + big + "\n");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("key #2: dedup key of 5000 bytes"), std::string::npos)
+      << r.err;
+}
+
+TEST_F(CliLimitsTest, ImportFilterOnADirectoryIsAClearError) {
+  auto r = Sf({"import-filter", dir_, "g"});
+  EXPECT_NE(r.code, 0);
+  EXPECT_EQ(r.err.find("basic_filebuf"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("is a directory"), std::string::npos) << r.err;
+}
+
+// Before: "at rate 0.000000".
+TEST_F(CliLimitsTest, TinyRatesArePrintedReadably) {
+  auto r = Sf({"create", "c", "--type", "cuckoo", "--capacity", "1000", "--fpp",
+               "1e-30"});
+  EXPECT_NE(r.code, 0);
+  EXPECT_EQ(r.err.find("0.000000"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("at rate 5e-31"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("half the target rate 1e-30"), std::string::npos)
+      << r.err;
+}
+
+// Before: `--to-name ''` silently rebuilt the filter in place.
+TEST_F(CliLimitsTest, EmptyToNameIsRefused) {
+  ASSERT_EQ(Sf({"create", "f", "--type", "bloom", "--capacity", "100", "--fpp",
+                "0.01", "--retain-hashes"})
+                .code,
+            0);
+  auto r = Sf({"migrate", "f", "--capacity", "200", "--to-name", ""});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--to-name needs a filter name"), std::string::npos)
+      << r.err;
+}
+
+TEST_F(CliLimitsTest, CreateHelpStatesTheDefaultShardCount) {
+  auto r = Run({"create", "--help"});
+  EXPECT_NE(r.out.find("1M -> 2"), std::string::npos) << r.out;
+  EXPECT_EQ(DefaultShardCount(1'000'000), 2u);
+  EXPECT_EQ(DefaultShardCount(10'000), 1u);
+  EXPECT_EQ(DefaultShardCount(5'000'000), 8u);
 }
 
 }  // namespace

@@ -156,8 +156,10 @@ Flags:
   --capacity N          items the filter is sized for, >= 1. Required.
   --fpp P               target false-positive rate at capacity, 0 < P < 1
                         (0.01, 1e-3, 1%). Required.
-  --shards S            power of two in [1, 256]; default from capacity
-                        (1 below 1M items, then ~1 per million).
+  --shards S            power of two in [1, 256]; default from capacity:
+                        the power of two >= capacity / 1M, at least 2 from
+                        1M items, at most 256 (10K -> 1, 1M -> 2, 5M -> 8,
+                        100M -> 128, 1G -> 256).
   --seed X              hash seed, decimal or 0x-hex (default 0x5348415244464c54)
   --durability D        none (last checkpoint survives), journal (every
                         acknowledged write survives kill -9; default) or

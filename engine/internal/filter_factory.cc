@@ -195,8 +195,18 @@ Result<std::vector<std::unique_ptr<Filter>>> MakeShardFilters(
     const FilterSpec& spec, MemoryAccount& account, std::string_view what) {
   // Every shard's first link is the same size: the whole is checked
   // against the budget before anything is allocated.
-  SF_ASSIGN_OR_RETURN(uint64_t bytes,
-                      LinkTableBytes(spec, 0, ShardMaxBytes(spec)));
+  auto sized = LinkTableBytes(spec, 0, ShardMaxBytes(spec));
+  if (!sized.ok() && spec.scalable) {
+    // The rate in the message is link 0's: say why it is not the target.
+    return Status(sized.status().code(),
+                  sized.status().message() +
+                      " (link 0 of a scalable filter is sized for half the "
+                      "target rate " +
+                      FormatRate(spec.fpp) +
+                      ", so that the compound rate of its links stays under "
+                      "it)");
+  }
+  SF_ASSIGN_OR_RETURN(uint64_t bytes, std::move(sized));
   SF_RETURN_IF_ERROR(account.Charge(
       bytes * spec.shards, std::string(what) + " (" +
                                std::to_string(spec.shards) + " shards of " +
