@@ -115,7 +115,7 @@ Result<std::unique_ptr<Database>> Database::Open(
     SF_ASSIGN_OR_RETURN(
         std::unique_ptr<ShardedFilter> f,
         internal::RecoverFilter(*impl->store, entry.name, entry.descriptor,
-                                &replayed, &skipped));
+                                &replayed, &skipped, impl->NewAccount()));
     impl->replayed_ops += replayed;
     impl->replay_skipped_removes += skipped;
     if (!options.read_only) {
@@ -192,16 +192,15 @@ Result<std::shared_ptr<ShardedFilter>> Database::Create(
   if (d.filters.count(name) != 0) {
     return Status::AlreadyExists(DescribeName(name) + " already exists");
   }
-  std::vector<std::unique_ptr<Filter>> shards;
-  for (uint32_t i = 0; i < resolved.shards; ++i) {
-    SF_ASSIGN_OR_RETURN(auto f, internal::MakeShardFilter(resolved));
-    shards.push_back(std::move(f));
-  }
+  auto account = d.NewAccount();
+  SF_ASSIGN_OR_RETURN(
+      auto shards, internal::MakeShardFilters(
+                       resolved, *account, "creating " + DescribeName(name)));
   persistence::FilterDescriptor desc = internal::DescriptorFromSpec(resolved);
   SF_RETURN_IF_ERROR(d.store->CreateFilter(name, desc));
   auto state = std::make_shared<FilterState>(std::move(desc));
-  std::shared_ptr<ShardedFilter> f =
-      ShardedFilterAccess::Make(std::string(name), resolved, std::move(shards));
+  std::shared_ptr<ShardedFilter> f = ShardedFilterAccess::Make(
+      std::string(name), resolved, std::move(shards), std::move(account));
   ShardedFilterAccess::Attach(*f, d.journal.get(), false,
                               d.options.durability_override);
   d.filters.emplace(std::string(name), OpenFilter{f, std::move(state)});

@@ -39,6 +39,7 @@
 #include <string_view>
 #include <vector>
 
+#include "shardfilter/engine/memory_budget.h"
 #include "shardfilter/engine/migration.h"
 #include "shardfilter/engine/sharded_filter.h"
 #include "shardfilter/filters/status.h"
@@ -81,6 +82,15 @@ struct DatabaseOptions {
   // Size of checkpoint chunks, in [4096, kMaxChunkBytes]. Smaller chunks
   // only serve tests of multi-chunk shards.
   uint32_t chunk_bytes = kMaxChunkBytes;
+  // The memory budget of this Database's filters (engine/memory_budget.h),
+  // checked before every table is allocated: Create, growth, migration
+  // targets, imports, folds and the filters loaded by Open. Over it, the
+  // call fails with ResourceExhausted naming the bytes needed and the
+  // budget, and nothing changes (Open fails naming the filter). May be
+  // shared with other Databases and standalone filters. Null (default):
+  // MemoryBudget::Default(), kDefaultBudgetShare of the lower of physical
+  // memory and the process's cgroup limit.
+  std::shared_ptr<MemoryBudget> memory_budget;
 };
 
 // What one Checkpoint call did. Counters are for this call only.
@@ -107,6 +117,15 @@ struct DatabaseCounters {
   uint64_t replay_skipped_removes = 0;  // replayed removes that found
                                         // nothing (see docs/format-store.md)
   uint64_t background_errors = 0;       // failed background checkpoints
+};
+
+// One instant of an open filter's history (Database::Version): which filter
+// object, and how many mutations it had applied. A filter derived from that
+// state (offline rebuilds) may replace it only while the version holds.
+struct FilterVersion {
+  uint64_t filter_id = 0;
+  uint64_t mutations = 0;
+  bool operator==(const FilterVersion&) const = default;
 };
 
 // Everything Info reports about one filter.
@@ -212,9 +231,18 @@ class Database {
   // errors as StartMigration's with MigrationSource::kFold.
   Result<std::unique_ptr<ShardedFilter>> FoldedCopy(std::string_view name,
                                                     uint32_t factor) const;
+  // The filter's version now, once every mutation in flight has finished
+  // (takes every shard lock for a moment). Take it before deriving a filter
+  // for ReplaceFilter from this one's state (its retained hashes, a fold,
+  // the keys it was fed).
+  Result<FilterVersion> Version(std::string_view name) const;
   // Atomically replaces the filter with `built`, a standalone filter
   // (ShardedFilter::Create) nobody else uses, as a migration's switch does:
   // one synced commit, then handles to the old filter forward to the new.
+  // `derived_from` is Version(name) taken before `built` was derived: if
+  // any mutation was acknowledged since (or the filter was replaced,
+  // migrated, dropped), the replace is refused with Aborted and nothing
+  // changes, since installing `built` would silently lose those writes.
   // With keep_retained_hashes the name's retained hashes stay and the new
   // filter retains too: only correct when `built` holds exactly those
   // hashes (built from them, same seed); otherwise they are deleted.
@@ -222,7 +250,8 @@ class Database {
   // the old filter did not retain or under another seed.
   Status ReplaceFilter(std::string_view name,
                        std::unique_ptr<ShardedFilter> built,
-                       bool keep_retained_hashes);
+                       bool keep_retained_hashes,
+                       const FilterVersion& derived_from);
 
   // Reads back every stored value and checks version, checksum, lengths,
   // and that each shard's committed chunks reassemble to a blob with the

@@ -21,7 +21,8 @@ Status Prepare(const DedupCore& core, std::span<const std::string_view> keys,
   if (stripes != nullptr) stripes->resize(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) {
     SF_RETURN_IF_ERROR(
-        core.CheckKey(keys[i]).WithContext("key #" + std::to_string(i)));
+        // 1-based, as the CLI numbers keys (the first key is #1).
+        core.CheckKey(keys[i]).WithContext("key #" + std::to_string(i + 1)));
     (*hashes)[i] = core.Hash(keys[i]);
     if (stripes != nullptr) (*stripes)[i] = core.StripeOf((*hashes)[i]);
   }

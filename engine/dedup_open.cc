@@ -5,6 +5,8 @@
 #include "shardfilter/engine/dedup_store.h"
 #include "shardfilter/engine/internal/database_impl.h"
 #include "shardfilter/engine/internal/dedup_core.h"
+#include "shardfilter/engine/internal/filter_factory.h"
+#include "shardfilter/filters/sizing.h"
 
 namespace shardfilter {
 
@@ -27,7 +29,7 @@ Status CheckOptions(std::string_view name, const DedupOptions& o) {
         std::to_string(name.size()));
   }
   if (!(o.fpp > 0 && o.fpp < 1)) {
-    return Status::InvalidArgument("dedup fpp " + std::to_string(o.fpp) +
+    return Status::InvalidArgument("dedup fpp " + FormatRate(o.fpp) +
                                    " is outside (0, 1)");
   }
   if (o.expected_keys == 0) {
@@ -70,6 +72,36 @@ Result<DedupMeta> NewMeta(const DedupOptions& o) {
   return m;
 }
 
+// The spec of the ring's filters for `partitions` (0: no TTL).
+FilterSpec RingSpec(const DedupOptions& options, uint32_t partitions,
+                    uint64_t seed) {
+  FilterSpec spec;
+  spec.type = options.filter_type;
+  const uint32_t p = partitions;
+  spec.capacity =
+      p ? (options.expected_keys + p - 1) / p : options.expected_keys;
+  spec.fpp = p ? options.fpp / (p + 1) : options.fpp;
+  spec.seed = seed;
+  // The ring chains whole filters itself when one reports Full.
+  spec.scalable = false;
+  return spec;
+}
+
+// A refused request changes nothing: the ring's filters must be buildable
+// (a rate the type can reach, a size within limits) before the dedup
+// column families are created or a set is recorded.
+Status CheckRingSpec(const DedupOptions& options) {
+  SF_ASSIGN_OR_RETURN(DedupMeta m, NewMeta(options));
+  SF_ASSIGN_OR_RETURN(
+      FilterSpec resolved,
+      internal::ResolveSpec(RingSpec(options, m.partitions, kDefaultSeed),
+                            Durability::kNone));
+  return internal::LinkTableBytes(resolved, 0,
+                                  internal::ShardMaxBytes(resolved))
+      .status()
+      .WithContext("dedup filter");
+}
+
 }  // namespace
 
 Result<std::unique_ptr<DedupStore>> DedupStore::Open(
@@ -99,6 +131,7 @@ Result<std::unique_ptr<DedupStore>> DedupStore::Open(
   } unregister_on_error{release};
   const bool read_only = db.read_only();
   const bool create = !read_only && options.create_if_missing;
+  if (create) SF_RETURN_IF_ERROR(CheckRingSpec(options));
   SF_ASSIGN_OR_RETURN(persistence::DedupTable * table,
                       impl.store->Dedup(create));
   SF_ASSIGN_OR_RETURN(std::optional<DedupMeta> meta, table->GetMeta(name));
@@ -135,15 +168,8 @@ Result<std::unique_ptr<DedupStore>> DedupStore::Open(
   core->stripes =
       std::make_unique<internal::DedupStripe[]>(options.lock_stripes);
   core->stripe_mask = options.lock_stripes - 1;
-  FilterSpec spec;
-  spec.type = options.filter_type;
   const uint32_t p = core->partitions;
-  spec.capacity =
-      p ? (options.expected_keys + p - 1) / p : options.expected_keys;
-  spec.fpp = p ? options.fpp / (p + 1) : options.fpp;
-  spec.seed = core->seed;
-  // The ring chains whole filters itself when one reports Full.
-  spec.scalable = false;
+  const FilterSpec spec = RingSpec(options, p, core->seed);
   SF_ASSIGN_OR_RETURN(core->ring, internal::DedupRing::Create(spec, p + 1));
   // What a crash left in the journal reaches RocksDB before the filters
   // are rebuilt from it (a read-only store reads it into an overlay).

@@ -37,13 +37,23 @@ Status Bad(const std::string& why) {
   return Status::Corruption("export file: " + why);
 }
 
+// Version 2: each blob's XXH3-64 seeded with its shard index, so that a
+// blob moved to another position no longer checks.
+uint64_t ShardBlobChecksum(uint32_t shard, std::string_view blob) {
+  return XXH3_64bits_withSeed(blob.data(), blob.size(), shard);
+}
+
 }  // namespace
 
-std::string ExportShardedFilter(ShardedFilter& filter) {
-  const FilterSpec& spec = filter.spec();
-  const uint32_t shards = filter.shard_count();
-  std::vector<std::string> blobs(shards);
-  {
+std::string ExportShardedFilter(ShardedFilter& handle) {
+  // The filter the handle's calls go to: a handle migrated to another
+  // filter (more shards, another type) forwards, and its own shard array
+  // is the old one. Spec, shard count and shards all come from `filter`.
+  ShardedFilter* target = &ShardedFilterAccess::Live(handle);
+  std::vector<std::string> blobs;
+  for (;;) {
+    ShardedFilter& filter = *target;
+    const uint32_t shards = filter.shard_count();
     // Every shard exclusive, ascending (Shard invariant S4, as Detach): no
     // mutation is half applied and every batch is wholly in or out.
     std::vector<std::unique_lock<std::shared_mutex>> locks;
@@ -52,13 +62,25 @@ std::string ExportShardedFilter(ShardedFilter& filter) {
       locks.push_back(
           internal::LockExclusive(ShardedFilterAccess::shard(filter, i)));
     }
+    // A migration switched it while we waited: its state ends at the
+    // switch, later writes went to the target. Export that one instead.
+    if (ShardedFilterAccess::Forwarded(filter)) {
+      locks.clear();
+      target = &ShardedFilterAccess::Live(filter);
+      continue;
+    }
     // The shard blob a checkpoint stores: the chain of links (S6: no
     // growth runs while the lock is held).
+    blobs.resize(shards);
     for (uint32_t i = 0; i < shards; ++i) {
       blobs[i] =
           internal::ChainSerialize(ShardedFilterAccess::shard(filter, i));
     }
+    break;
   }
+  ShardedFilter& filter = *target;
+  const FilterSpec& spec = filter.spec();
+  const uint32_t shards = filter.shard_count();
   std::string out(kExportMagic, sizeof kExportMagic);
   PutU16(&out, kExportVersion);
   PutU16(&out, 0);
@@ -80,11 +102,12 @@ std::string ExportShardedFilter(ShardedFilter& filter) {
   PutU32(&out, spec.max_kicks);
   PutU64(&out, spec.max_bytes);
   size_t total = out.size() + kExportTrailerSize;
-  for (const std::string& b : blobs) total += 8 + b.size();
+  for (const std::string& b : blobs) total += 16 + b.size();
   out.reserve(total);
-  for (const std::string& b : blobs) {
-    PutU64(&out, b.size());
-    out.append(b);
+  for (uint32_t i = 0; i < shards; ++i) {
+    PutU64(&out, blobs[i].size());
+    out.append(blobs[i]);
+    PutU64(&out, ShardBlobChecksum(i, blobs[i]));  // version 2
   }
   PutU64(&out, Checksum64(out.data(), out.size()));
   return out;
@@ -125,6 +148,7 @@ Result<ParsedExport> ParseExport(std::string_view b) {
   }
   ParsedExport p;
   const size_t end = b.size() - kExportTrailerSize;
+  const size_t bound = version >= 2 ? 8 : 0;  // per-shard checksum
   size_t at = kExportHeaderSize;
   for (uint64_t i = 0; i < shards; ++i) {
     if (end - at < 8) {
@@ -132,13 +156,13 @@ Result<ParsedExport> ParseExport(std::string_view b) {
     }
     const uint64_t len = GetLE(b, at, 8);
     at += 8;
-    if (len > end - at) {
+    if (len > end - at || end - at - len < bound) {
       return Bad("truncated: shard " + std::to_string(i) + " needs " +
-                 std::to_string(len) + " bytes, " + std::to_string(end - at) +
-                 " left");
+                 std::to_string(len + bound) + " bytes, " +
+                 std::to_string(end - at) + " left");
     }
     p.shards.push_back(b.substr(at, len));
-    at += len;
+    at += len + bound;
   }
   if (at != end) {
     return Bad(std::to_string(end - at) + " unexpected bytes after shard " +
@@ -146,6 +170,18 @@ Result<ParsedExport> ParseExport(std::string_view b) {
   }
   if (Checksum64(b.data(), end) != GetLE(b, end, 8)) {
     return Bad("checksum mismatch (the file is damaged)");
+  }
+  if (version >= 2) {
+    size_t pos = kExportHeaderSize;
+    for (uint32_t i = 0; i < shards; ++i) {
+      pos += 8 + p.shards[i].size();
+      if (ShardBlobChecksum(i, p.shards[i]) != GetLE(b, pos, 8)) {
+        return Bad("shard " + std::to_string(i) +
+                   "'s blob does not check as shard " + std::to_string(i) +
+                   " (damaged, or shard blobs were moved)");
+      }
+      pos += 8;
+    }
   }
   if (GetLE(b, 6, 2) != 0) return Bad("reserved bytes not zero");
   const uint8_t type = static_cast<uint8_t>(b[8]);

@@ -31,13 +31,17 @@
 #include <vector>
 
 #include "shardfilter/engine/database.h"
+#include "shardfilter/engine/memory_budget.h"
 #include "shardfilter/engine/sharded_filter.h"
 #include "shardfilter/filters/status.h"
 
 namespace shardfilter {
 
 inline constexpr char kExportMagic[4] = {'S', 'F', 'E', 'X'};
-inline constexpr uint16_t kExportVersion = 1;
+// Version 2 binds each shard blob to its shard index (a checksum seeded
+// with the index follows each blob), so blobs swapped in a file whose
+// trailer was recomputed are rejected; version 1 files are still read.
+inline constexpr uint16_t kExportVersion = 2;
 inline constexpr size_t kExportHeaderSize = 64;
 inline constexpr size_t kExportTrailerSize = 8;
 
@@ -59,8 +63,10 @@ Result<ParsedExport> ParseExport(std::string_view bytes);
 
 // A standalone filter holding exactly the exported state (spec durability
 // as exported). Errors as ImportFilter's.
+// Its tables are charged to `budget` (null: MemoryBudget::Default())
+// before anything is decoded: ResourceExhausted when they do not fit.
 Result<std::unique_ptr<ShardedFilter>> LoadExportedFilter(
-    std::string_view bytes);
+    std::string_view bytes, std::shared_ptr<MemoryBudget> budget = nullptr);
 
 // Creates filter `name` in `db` holding exactly the exported state (every
 // shard Equals the exported one), durably: one synced commit, so a crash

@@ -57,7 +57,13 @@ std::string Mismatch(const FilterSpec& spec, const Filter& link) {
 // DecodeChain checks every link's type, seed, capacity and rate under the
 // chain rule (and one link when non-scaling); Mismatch the rest.
 Result<std::vector<internal::LoadedChain>> DecodeShards(
-    const FilterSpec& spec, const std::vector<std::string_view>& blobs) {
+    const FilterSpec& spec, const std::vector<std::string_view>& blobs,
+    internal::MemoryAccount& account) {
+  // The whole filter is checked against the memory budget before any
+  // shard is decoded (the tables are about the blobs' size).
+  uint64_t total = 0;
+  for (std::string_view b : blobs) total += b.size();
+  SF_RETURN_IF_ERROR(account.Charge(total, "importing the filter"));
   std::vector<internal::LoadedChain> chains;
   for (size_t i = 0; i < blobs.size(); ++i) {
     const std::string what = "export file: shard " + std::to_string(i);
@@ -79,7 +85,7 @@ Result<std::vector<internal::LoadedChain>> DecodeShards(
 }  // namespace
 
 Result<std::unique_ptr<ShardedFilter>> LoadExportedFilter(
-    std::string_view bytes) {
+    std::string_view bytes, std::shared_ptr<MemoryBudget> budget) {
   SF_ASSIGN_OR_RETURN(ParsedExport parsed, ParseExport(bytes));
   Result<FilterSpec> resolved =
       internal::ResolveSpec(parsed.spec, Durability::kNone);
@@ -87,8 +93,10 @@ Result<std::unique_ptr<ShardedFilter>> LoadExportedFilter(
     return Status::Corruption("export file: header holds an invalid spec: " +
                               resolved.status().message());
   }
-  SF_ASSIGN_OR_RETURN(auto chains, DecodeShards(*resolved, parsed.shards));
-  auto f = ShardedFilterAccess::MakeEmpty("", *resolved);
+  auto account = std::make_shared<internal::MemoryAccount>(std::move(budget));
+  SF_ASSIGN_OR_RETURN(auto chains,
+                      DecodeShards(*resolved, parsed.shards, *account));
+  auto f = ShardedFilterAccess::MakeEmpty("", *resolved, std::move(account));
   for (uint32_t i = 0; i < resolved->shards; ++i) {
     internal::InstallChain(ShardedFilterAccess::shard(*f, i),
                            std::move(chains[i]));  // not shared yet
@@ -114,9 +122,11 @@ Status ImportFilter(Database& db, std::string_view name, std::string_view bytes,
     return Status::Corruption("export file: header holds an invalid spec: " +
                               resolved.status().message());
   }
-  SF_ASSIGN_OR_RETURN(auto chains, DecodeShards(*resolved, parsed.shards));
-
   internal::DatabaseImpl& d = internal::ImportAccess::impl(db);
+  auto account = d.NewAccount();
+  SF_ASSIGN_OR_RETURN(auto chains,
+                      DecodeShards(*resolved, parsed.shards, *account));
+
   internal::MutexLock lock(d.mu);  // lock order 1: no Create/Drop meanwhile
   if (d.closed) return Status::NotSupported("the database is closed");
   if (d.filters.count(name) != 0) {
@@ -145,8 +155,8 @@ Status ImportFilter(Database& db, std::string_view name, std::string_view bytes,
     (void)d.store->DropFilter(name);
     return s;
   }
-  std::shared_ptr<ShardedFilter> f =
-      ShardedFilterAccess::MakeEmpty(std::string(name), *resolved);
+  std::shared_ptr<ShardedFilter> f = ShardedFilterAccess::MakeEmpty(
+      std::string(name), *resolved, std::move(account));
   for (uint32_t i = 0; i < resolved->shards; ++i) {
     internal::Shard& sh = ShardedFilterAccess::shard(*f, i);
     internal::InstallChain(sh, std::move(chains[i]));  // not shared yet

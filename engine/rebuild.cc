@@ -57,8 +57,21 @@ Result<std::unique_ptr<ShardedFilter>> Database::FoldedCopy(
                                    ">= 2 that divides the capacity " +
                                    std::to_string(from.capacity));
   }
-  auto out = ShardedFilterAccess::MakeEmpty("", target);
+  auto account = impl_->NewAccount();
   auto locks = ShardedFilterAccess::LockAll(src);  // one instant's state
+  if (ShardedFilterAccess::Forwarded(src)) {       // a switch raced with Find
+    return Status::Busy("fold " + DescribeName(name) +
+                        ": it was migrated meanwhile; try again");
+  }
+  // Invariant 8: every folded table against the budget before any fold.
+  uint64_t need = 0;
+  for (uint32_t i = 0; i < src.shard_count(); ++i) {
+    const auto& link = static_cast<const BloomFilter&>(
+        *ShardedFilterAccess::shard(src, i).links[0]);
+    need += link.num_bytes() / factor;  // not Stats(): a scan, under locks
+  }
+  SF_RETURN_IF_ERROR(account->Charge(need, "fold " + DescribeName(name)));
+  auto out = ShardedFilterAccess::MakeEmpty("", target, std::move(account));
   for (uint32_t i = 0; i < src.shard_count(); ++i) {
     internal::Shard& sh = ShardedFilterAccess::shard(src, i);
     const std::string what =
@@ -88,9 +101,23 @@ Result<std::unique_ptr<ShardedFilter>> Database::FoldedCopy(
   return out;
 }
 
+Result<FilterVersion> Database::Version(std::string_view name) const {
+  SF_ASSIGN_OR_RETURN(OpenFilter of, impl_->Find(name));
+  // The map's filter: a switch replaces the map entry before it forwards,
+  // so a forwarded filter here only means a switch raced with Find.
+  auto locks = ShardedFilterAccess::LockAll(*of.filter);  // S2: none in flight
+  if (ShardedFilterAccess::Forwarded(*of.filter)) {
+    return Status::Busy("version of " + DescribeName(name) +
+                        ": it was migrated meanwhile; ask again");
+  }
+  return FilterVersion{ShardedFilterAccess::id(*of.filter),
+                       ShardedFilterAccess::Mutations(*of.filter)};
+}
+
 Status Database::ReplaceFilter(std::string_view name,
                                std::unique_ptr<ShardedFilter> built,
-                               bool keep_retained_hashes) {
+                               bool keep_retained_hashes,
+                               const FilterVersion& derived_from) {
   internal::DatabaseImpl& d = *impl_;
   if (d.options.read_only) {
     return Status::NotSupported("replace " + DescribeName(name) +
@@ -122,6 +149,20 @@ Status Database::ReplaceFilter(std::string_view name,
   }
   internal::MutexLock state(of.state->mu);
   auto locks = ShardedFilterAccess::LockAll(*of.filter);
+  // Writes acknowledged after `built` was derived would be lost: refuse.
+  const FilterVersion now{ShardedFilterAccess::id(*of.filter),
+                          ShardedFilterAccess::Mutations(*of.filter)};
+  if (now != derived_from) {
+    return Status::Aborted(
+        "replace " + DescribeName(name) +
+        (now.filter_id != derived_from.filter_id
+             ? std::string(": it is not the filter the new one was derived "
+                           "from (replaced or migrated since)")
+             : ": " + std::to_string(now.mutations - derived_from.mutations) +
+                   " mutations were acknowledged since the new filter was "
+                   "derived and would be lost") +
+        "; nothing was changed: derive it again");
+  }
   return internal::InstallTarget(d, std::string(name), of, std::move(built));
 }
 

@@ -70,8 +70,9 @@ bool NeedsOrder(FilterType t) { return t != FilterType::kBloom; }
 }  // namespace
 
 Status ShardedFilter::AddHashes(std::span<const uint64_t> hashes,
-                                std::vector<Status>* per_item) {
-  return RunBatch(false, hashes, per_item);
+                                std::vector<Status>* per_item,
+                                std::vector<AddOutcome>* outcomes) {
+  return RunBatch(false, hashes, per_item, outcomes);
 }
 
 Status ShardedFilter::RemoveHashes(std::span<const uint64_t> hashes,
@@ -80,10 +81,11 @@ Status ShardedFilter::RemoveHashes(std::span<const uint64_t> hashes,
 }
 
 Status ShardedFilter::AddKeys(std::span<const std::string_view> keys,
-                              std::vector<Status>* per_item) {
+                              std::vector<Status>* per_item,
+                              std::vector<AddOutcome>* outcomes) {
   std::vector<uint64_t> hashes(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) hashes[i] = Hash(keys[i]);
-  return RunBatch(false, hashes, per_item);
+  return RunBatch(false, hashes, per_item, outcomes);
 }
 
 Status ShardedFilter::RemoveKeys(std::span<const std::string_view> keys,
@@ -94,12 +96,14 @@ Status ShardedFilter::RemoveKeys(std::span<const std::string_view> keys,
 }
 
 Status ShardedFilter::RunBatch(bool remove, std::span<const uint64_t> hashes,
-                               std::vector<Status>* per_item) {
+                               std::vector<Status>* per_item,
+                               std::vector<AddOutcome>* outcomes) {
   if (ShardedFilter* f = Forward())
-    return f->RunBatch(remove, hashes, per_item);
+    return f->RunBatch(remove, hashes, per_item, outcomes);
   std::vector<Status> local;
   std::vector<Status>& results = per_item != nullptr ? *per_item : local;
   results.assign(hashes.size(), Status::OK());
+  if (outcomes != nullptr) outcomes->assign(hashes.size(), AddOutcome::kAdded);
   Status precheck = CheckWritable();
   if (precheck.ok() && remove && spec_.type == FilterType::kBloom) {
     precheck = Status::NotSupported(
@@ -130,8 +134,14 @@ Status ShardedFilter::RunBatch(bool remove, std::span<const uint64_t> hashes,
       // batch goes to the target.
       locks.clear();
       std::vector<Status> rest;
-      f->RunBatch(remove, hashes.subspan(base), &rest).ok();
+      std::vector<AddOutcome> rest_outcomes;
+      f->RunBatch(remove, hashes.subspan(base), &rest, &rest_outcomes).ok();
       for (size_t i = 0; i < rest.size(); ++i) results[base + i] = rest[i];
+      if (outcomes != nullptr) {
+        for (size_t i = 0; i < rest_outcomes.size(); ++i) {
+          (*outcomes)[base + i] = rest_outcomes[i];
+        }
+      }
       break;
     }
     if (uint8_t d = detached_.load(std::memory_order_relaxed)) {
@@ -153,9 +163,14 @@ Status ShardedFilter::RunBatch(bool remove, std::span<const uint64_t> hashes,
       auto apply = [&] {
         for (uint32_t k = begin; k < end; ++k) {
           uint32_t idx = g.order[k];
-          Status st = remove ? internal::ChainRemove(sh, slice[idx])
-                             : internal::ChainAdd(spec_, sh, slice[idx]);
+          AddOutcome outcome = AddOutcome::kAdded;
+          Status st = remove
+                          ? internal::ChainRemove(sh, slice[idx])
+                          : internal::ChainAdd(spec_, sh, slice[idx], &outcome);
+          // Each item has its own slot: no two groups write one.
+          if (outcomes != nullptr) (*outcomes)[base + idx] = outcome;
           if (st.ok()) {
+            // A Bloom key already present is journalled too (AddOutcome).
             ok.push_back(slice[idx]);
             RecordForMigration(g.involved[j], slice[idx], remove);
           } else {

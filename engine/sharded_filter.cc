@@ -9,6 +9,7 @@
 #include "shardfilter/engine/internal/access.h"
 #include "shardfilter/engine/internal/filter_factory.h"
 #include "shardfilter/engine/internal/journal_sink.h"
+#include "shardfilter/engine/internal/memory_account.h"
 #include "shardfilter/engine/internal/migration.h"
 #include "shardfilter/engine/internal/shard.h"
 #include "shardfilter/engine/internal/shard_chain.h"
@@ -49,8 +50,14 @@ uint32_t DefaultShardCount(uint64_t capacity) {
   return static_cast<uint32_t>(std::bit_ceil(want));
 }
 
+namespace {
+std::atomic<uint64_t> next_filter_id{1};
+}  // namespace
+
 ShardedFilter::ShardedFilter(std::string name, FilterSpec resolved)
-    : name_(std::move(name)),
+    // Relaxed: an identity, nothing is ordered by it.
+    : id_(next_filter_id.fetch_add(1, std::memory_order_relaxed)),
+      name_(std::move(name)),
       spec_(std::move(resolved)),
       shard_count_(spec_.shards),
       shard_shift_(64 - std::countr_zero(spec_.shards)),
@@ -61,19 +68,23 @@ ShardedFilter::~ShardedFilter() = default;
 
 Result<std::unique_ptr<ShardedFilter>> ShardedFilter::Create(
     const FilterSpec& spec) {
+  return Create(spec, nullptr);
+}
+
+Result<std::unique_ptr<ShardedFilter>> ShardedFilter::Create(
+    const FilterSpec& spec, std::shared_ptr<MemoryBudget> budget) {
   if (spec.retain_hashes) {
     return Status::InvalidArgument(
         "retain_hashes needs a Database (a standalone filter keeps nothing)");
   }
   SF_ASSIGN_OR_RETURN(FilterSpec resolved,
                       internal::ResolveSpec(spec, Durability::kNone));
-  std::vector<std::unique_ptr<Filter>> filters;
-  filters.reserve(resolved.shards);
-  for (uint32_t i = 0; i < resolved.shards; ++i) {
-    SF_ASSIGN_OR_RETURN(auto f, internal::MakeShardFilter(resolved));
-    filters.push_back(std::move(f));
-  }
-  return internal::ShardedFilterAccess::Make("", resolved, std::move(filters));
+  auto account = std::make_shared<internal::MemoryAccount>(std::move(budget));
+  SF_ASSIGN_OR_RETURN(
+      auto filters,
+      internal::MakeShardFilters(resolved, *account, "creating the filter"));
+  return internal::ShardedFilterAccess::Make("", resolved, std::move(filters),
+                                             std::move(account));
 }
 
 const Filter& ShardedFilter::shard_filter(uint32_t shard, uint32_t link) const {
@@ -109,33 +120,36 @@ Status DetachedError(uint8_t state) {
 // The single-key mutation path (Shard invariants S2, S3): under the shard's
 // lock shared, apply; on success take a sequence and journal it; release;
 // return (the acknowledgement).
-Status ShardedFilter::AddHash(uint64_t hash) {
-  if (ShardedFilter* f = Forward()) return f->AddHash(hash);
+Result<AddOutcome> ShardedFilter::InsertHash(uint64_t hash) {
+  if (ShardedFilter* f = Forward()) return f->InsertHash(hash);
   SF_RETURN_IF_ERROR(CheckWritable());
   uint32_t index = LocalShardOf(hash);
   Shard& s = shards_[index];
   auto lock = internal::LockShared(s);  // S2, S5
   if (ShardedFilter* f = Forward()) {   // switched while we waited
     lock.unlock();
-    return f->AddHash(hash);
+    return f->InsertHash(hash);
   }
   if (uint8_t d = detached_.load(std::memory_order_relaxed)) {
     return DetachedError(d);
   }
   uint64_t seq;
+  AddOutcome outcome = AddOutcome::kAdded;
   if (NeedsOrder(spec_.type)) {
     std::lock_guard order(s.order_mu);
-    SF_RETURN_IF_ERROR(internal::ChainAdd(spec_, s, hash));
+    SF_RETURN_IF_ERROR(internal::ChainAdd(spec_, s, hash, &outcome));
     seq = s.last_seq.fetch_add(1, std::memory_order_relaxed) + 1;
     RecordForMigration(index, hash, false);
   } else {
-    SF_RETURN_IF_ERROR(internal::ChainAdd(spec_, s, hash));
+    // A Bloom key already present is still journalled below (AddOutcome):
+    // the bits it found may be those of an add not yet durable.
+    SF_RETURN_IF_ERROR(internal::ChainAdd(spec_, s, hash, &outcome));
     seq = s.last_seq.fetch_add(1, std::memory_order_relaxed) + 1;
     RecordForMigration(index, hash, false);
   }
   s.dirty.store(true, std::memory_order_relaxed);
   if (journal_ == nullptr || durability_ == Durability::kNone) {
-    return Status::OK();
+    return outcome;
   }
   JournalBatch batch;
   batch.Add(name_, index, seq, JournalOp::kAdd, {&hash, 1});
@@ -151,7 +165,8 @@ Status ShardedFilter::AddHash(uint64_t hash) {
       RecordForMigration(index, hash, true);
     }
   }
-  return st;
+  if (!st.ok()) return st;
+  return outcome;
 }
 
 void ShardedFilter::RecordForMigration(uint32_t shard, uint64_t hash,
@@ -272,10 +287,21 @@ bool ShardedFilter::Equals(const ShardedFilter& other) const {
 
 namespace internal {
 
+void ShardedFilterAccess::SetAccount(ShardedFilter& f,
+                                     std::shared_ptr<MemoryAccount> account) {
+  if (account == nullptr) account = std::make_shared<MemoryAccount>(nullptr);
+  for (uint32_t i = 0; i < f.shard_count_; ++i) {
+    f.shards_[i].account = account.get();
+  }
+  f.account_ = std::move(account);
+}
+
 std::unique_ptr<ShardedFilter> ShardedFilterAccess::Make(
     std::string name, const FilterSpec& spec,
-    std::vector<std::unique_ptr<Filter>> filters) {
+    std::vector<std::unique_ptr<Filter>> filters,
+    std::shared_ptr<MemoryAccount> account) {
   std::unique_ptr<ShardedFilter> f(new ShardedFilter(std::move(name), spec));
+  SetAccount(*f, std::move(account));
   for (uint32_t i = 0; i < spec.shards; ++i) {
     LoadedChain chain;
     chain.links.push_back(std::move(filters[i]));
@@ -286,9 +312,11 @@ std::unique_ptr<ShardedFilter> ShardedFilterAccess::Make(
 }
 
 std::unique_ptr<ShardedFilter> ShardedFilterAccess::MakeEmpty(
-    std::string name, const FilterSpec& spec) {
-  return std::unique_ptr<ShardedFilter>(
-      new ShardedFilter(std::move(name), spec));
+    std::string name, const FilterSpec& spec,
+    std::shared_ptr<MemoryAccount> account) {
+  std::unique_ptr<ShardedFilter> f(new ShardedFilter(std::move(name), spec));
+  SetAccount(*f, std::move(account));
+  return f;
 }
 
 void ShardedFilterAccess::Detach(ShardedFilter& f, uint8_t state) {

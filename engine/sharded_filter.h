@@ -39,7 +39,10 @@
 
 namespace shardfilter {
 
+class MemoryBudget;
+
 namespace internal {
+class MemoryAccount;
 struct Shard;
 class JournalSink;
 class Migration;
@@ -130,6 +133,21 @@ struct FilterSpec {
   bool retain_hashes = false;
 };
 
+// What an add did, when it did not fail (a failure, e.g. Full, is a
+// Status). Values are stable: the server's BF.ADD answers 1 for kAdded and
+// 0 for kAlreadyPresent.
+enum class AddOutcome : uint8_t {
+  // The item was added: Bloom, it set at least one new bit; counting and
+  // cuckoo (multisets), a copy was added (always this outcome).
+  kAdded = 1,
+  // Bloom only: every bit of the key was set already (the key, or keys that
+  // cover its bits, were added before). Nothing changed in the filter, no
+  // capacity was used and the filter did not grow. Under journal / sync the
+  // add is still journalled before it is acknowledged: the bits it found
+  // may belong to an add whose journal write has not completed yet.
+  kAlreadyPresent = 0,
+};
+
 // One shard's figures.
 struct ShardStats {
   uint32_t shard = 0;
@@ -162,6 +180,13 @@ class ShardedFilter {
   // of two or > 256, fpp outside (0, 1), capacity 0, ...), and whatever the
   // filter type's Create reports.
   static Result<std::unique_ptr<ShardedFilter>> Create(const FilterSpec& spec);
+  // As Create, with the filter's tables (and every link it grows) charged
+  // to `budget` (engine/memory_budget.h; null: MemoryBudget::Default()):
+  // ResourceExhausted, allocating nothing, when they do not fit, and an add
+  // that would grow the filter past it fails with ResourceExhausted. The
+  // bytes go back to the budget when the filter is destroyed.
+  static Result<std::unique_ptr<ShardedFilter>> Create(
+      const FilterSpec& spec, std::shared_ptr<MemoryBudget> budget);
 
   ~ShardedFilter();
   ShardedFilter(const ShardedFilter&) = delete;
@@ -202,7 +227,13 @@ class ShardedFilter {
   // after the filter was dropped; IOError when the journal write failed
   // (the in-memory change is then undone where the type can undo it).
   Status Add(std::string_view key) { return AddHash(Hash(key)); }
-  Status AddHash(uint64_t hash);
+  Status AddHash(uint64_t hash) { return InsertHash(hash).status(); }
+  // As Add, reporting the outcome: kAdded, kAlreadyPresent (Bloom: no new
+  // bit; nothing changed, no capacity used), or the error (Full, ...).
+  Result<AddOutcome> Insert(std::string_view key) {
+    return InsertHash(Hash(key));
+  }
+  Result<AddOutcome> InsertHash(uint64_t hash);
   // Removes one copy. NotSupported for a plain Bloom filter; NotFound when the
   // key is definitely absent (nothing changed, nothing journalled).
   Status Remove(std::string_view key) { return RemoveHash(Hash(key)); }
@@ -223,11 +254,16 @@ class ShardedFilter {
   // journal entries of one call go to RocksDB in one WriteBatch (one sync).
   // Unlike Filter::AddHashes, every item is attempted: the result is OK when
   // all succeeded, else the first failure in input order. `per_item`
-  // (optional) receives one Status per input item, in input order.
+  // (optional) receives one Status per input item, in input order;
+  // `outcomes` (optional, adds only) one AddOutcome per item, meaningful
+  // where per_item is OK (a Bloom key found present, or repeated within
+  // the batch, is kAlreadyPresent after its first add).
   Status AddHashes(std::span<const uint64_t> hashes,
-                   std::vector<Status>* per_item = nullptr);
+                   std::vector<Status>* per_item = nullptr,
+                   std::vector<AddOutcome>* outcomes = nullptr);
   Status AddKeys(std::span<const std::string_view> keys,
-                 std::vector<Status>* per_item = nullptr);
+                 std::vector<Status>* per_item = nullptr,
+                 std::vector<AddOutcome>* outcomes = nullptr);
   // As AddHashes, for removes (NotSupported for Bloom, before anything runs).
   Status RemoveHashes(std::span<const uint64_t> hashes,
                       std::vector<Status>* per_item = nullptr);
@@ -271,14 +307,20 @@ class ShardedFilter {
   void RecordForMigration(uint32_t shard, uint64_t hash, bool remove);
   // Applies one op kind to a batch; shared by the four batch calls.
   Status RunBatch(bool remove, std::span<const uint64_t> hashes,
-                  std::vector<Status>* per_item);
+                  std::vector<Status>* per_item,
+                  std::vector<AddOutcome>* outcomes = nullptr);
   Status CheckWritable() const;
 
+  // Unique in the process (Database::Version tells filters apart by it).
+  const uint64_t id_;
   std::string name_;
   FilterSpec spec_;
   uint32_t shard_count_ = 1;
   uint32_t shard_shift_ = 64;  // 64 - log2(S); 64 means one shard
   std::unique_ptr<internal::Shard[]> shards_;
+  // What this filter holds of its memory budget (each shard points to it
+  // for growth); set before the filter is shared.
+  std::shared_ptr<internal::MemoryAccount> account_;
   // Set by Database: where journal entries go (null: standalone or
   // durability none). Not owned; outlives this filter's use by Database.
   internal::JournalSink* journal_ = nullptr;

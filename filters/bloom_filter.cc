@@ -95,8 +95,7 @@ BloomFilter::BloomFilter(BloomLayout layout, uint32_t k, uint64_t seed,
       num_blocks_(num_bits / internal::kBlockBits),
       blocked_(internal::BlockedOpsFor(k)) {}
 
-Result<std::unique_ptr<BloomFilter>> BloomFilter::Create(
-    const BloomOptions& options) {
+Result<BloomFilter::Shape> BloomFilter::Plan(const BloomOptions& options) {
   SF_RETURN_IF_ERROR(ValidateCapacityAndFpp(options.capacity, options.fpp));
   if (options.k > kMaxHashFunctions) {
     return Status::InvalidArgument("k (bits per key) must be in 1..32, got " +
@@ -135,8 +134,8 @@ Result<std::unique_ptr<BloomFilter>> BloomFilter::Create(
     num_bits = (m + 63) / 64 * 64;
     if (num_bits / 8 > options.max_bytes) {
       return Status::InvalidArgument("capacity " + std::to_string(n) +
-                                     " at rate " + std::to_string(p) +
-                                     " needs " + std::to_string(num_bits / 8) +
+                                     " at rate " + FormatRate(p) + " needs " +
+                                     std::to_string(num_bits / 8) +
                                      " bytes, over the memory limit of " +
                                      std::to_string(options.max_bytes));
     }
@@ -145,8 +144,21 @@ Result<std::unique_ptr<BloomFilter>> BloomFilter::Create(
         "unknown Bloom layout " +
         std::to_string(static_cast<int>(options.layout)));
   }
-  std::unique_ptr<BloomFilter> f(
-      new BloomFilter(options.layout, k, options.seed, n, p, num_bits));
+  return Shape{k, num_bits};
+}
+
+Result<uint64_t> BloomFilter::TableBytes(const BloomOptions& options) {
+  SF_ASSIGN_OR_RETURN(Shape shape, Plan(options));
+  return shape.num_bits / 8;
+}
+
+Result<std::unique_ptr<BloomFilter>> BloomFilter::Create(
+    const BloomOptions& options) {
+  SF_ASSIGN_OR_RETURN(Shape shape, Plan(options));
+  const uint64_t num_bits = shape.num_bits;
+  std::unique_ptr<BloomFilter> f(new BloomFilter(options.layout, shape.k,
+                                                 options.seed, options.capacity,
+                                                 options.fpp, num_bits));
   if (!f->table_.Allocate(num_bits / 64)) {
     return Status::ResourceExhausted("cannot allocate " +
                                      std::to_string(num_bits / 8) + " bytes");

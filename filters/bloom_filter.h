@@ -81,6 +81,9 @@ class BloomFilter final : public Filter {
   // table larger than max_bytes (or than 2^32 blocks).
   static Result<std::unique_ptr<BloomFilter>> Create(
       const BloomOptions& options);
+  // The bytes of the table Create(options) would allocate, without
+  // allocating (memory budgets check it first); Create's errors otherwise.
+  static Result<uint64_t> TableBytes(const BloomOptions& options);
   // Decodes Serialize() output (the whole envelope). InvalidArgument for
   // foreign bytes, WrongType for another filter type, NotSupported for a
   // future version, Corruption for anything inconsistent.
@@ -180,6 +183,12 @@ class BloomFilter final : public Filter {
 
   BloomFilter(BloomLayout layout, uint32_t k, uint64_t seed, uint64_t capacity,
               double fpp, uint64_t num_bits);
+  struct Shape {
+    uint32_t k;
+    uint64_t num_bits;
+  };
+  // The k and size Create gives `options` (no allocation).
+  static Result<Shape> Plan(const BloomOptions& options);
 
   std::atomic<uint64_t>* Block(uint64_t h) const {
     return table_.data() +

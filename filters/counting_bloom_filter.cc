@@ -36,8 +36,9 @@ CountingBloomFilter::CountingBloomFilter(uint32_t k, uint64_t seed,
       stripe_mask_(std::bit_ceil(std::min(num_blocks, kMaxStripes)) - 1),
       stripes_(new Stripe[stripe_mask_ + 1]) {}
 
-Result<std::unique_ptr<CountingBloomFilter>> CountingBloomFilter::Create(
-    const CountingBloomOptions& options) {
+namespace {
+
+Result<BlockedSizing> PlanCounting(const CountingBloomOptions& options) {
   SF_RETURN_IF_ERROR(ValidateCapacityAndFpp(options.capacity, options.fpp));
   if (options.k > kMaxHashFunctions) {
     return Status::InvalidArgument(
@@ -52,6 +53,20 @@ Result<std::unique_ptr<CountingBloomFilter>> CountingBloomFilter::Create(
     return Status::InvalidArgument(
         "counting Bloom filter would need more than 2^32 blocks (256 GiB)");
   }
+  return s;
+}
+
+}  // namespace
+
+Result<uint64_t> CountingBloomFilter::TableBytes(
+    const CountingBloomOptions& options) {
+  SF_ASSIGN_OR_RETURN(BlockedSizing s, PlanCounting(options));
+  return s.blocks * internal::kBlockBytes;
+}
+
+Result<std::unique_ptr<CountingBloomFilter>> CountingBloomFilter::Create(
+    const CountingBloomOptions& options) {
+  SF_ASSIGN_OR_RETURN(BlockedSizing s, PlanCounting(options));
   std::unique_ptr<CountingBloomFilter> f(new CountingBloomFilter(
       s.k, options.seed, options.capacity, options.fpp, s.blocks));
   if (!f->table_.Allocate(s.blocks * internal::kBlockWords)) {

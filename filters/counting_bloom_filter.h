@@ -69,6 +69,9 @@ class CountingBloomFilter final : public Filter {
   // table over max_bytes (or 2^32 blocks).
   static Result<std::unique_ptr<CountingBloomFilter>> Create(
       const CountingBloomOptions& options);
+  // The bytes of the table Create(options) would allocate, without
+  // allocating; Create's errors otherwise.
+  static Result<uint64_t> TableBytes(const CountingBloomOptions& options);
   // As BloomFilter::Deserialize, for envelope type kCountingBloom.
   static Result<std::unique_ptr<CountingBloomFilter>> Deserialize(
       std::string_view bytes);

@@ -163,6 +163,19 @@ class CuckooPathFinder {
   size_t leaf_ = 0;
 };
 
+Result<uint64_t> CuckooFilter::TableBytes(const CuckooOptions& o) {
+  SF_ASSIGN_OR_RETURN(CuckooSizing sz,
+                      CuckooFilterSizing(o.capacity, o.fpp, o.fingerprint_bits,
+                                         o.bucket_size, o.max_bytes));
+  if (o.max_kicks == 0 || o.max_kicks > kCuckooMaxKicksLimit) {
+    return Status::InvalidArgument("cuckoo max_kicks must be in 1.." +
+                                   std::to_string(kCuckooMaxKicksLimit) +
+                                   ", got " + std::to_string(o.max_kicks));
+  }
+  // Plus the padding word the table allocates (CuckooTable::bytes()).
+  return CuckooTableBytes(sz.buckets, sz.bucket_size, sz.fingerprint_bits) + 8;
+}
+
 Result<std::unique_ptr<CuckooFilter>> CuckooFilter::Create(
     const CuckooOptions& o) {
   SF_ASSIGN_OR_RETURN(CuckooSizing sz,

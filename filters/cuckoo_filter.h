@@ -140,6 +140,9 @@ class alignas(64) CuckooFilter final : public Filter {
   static constexpr size_t kParamsSize = 56;  // docs/format-cuckoo.md
 
   static Result<std::unique_ptr<CuckooFilter>> Create(const CuckooOptions& o);
+  // The bytes of the table Create(o) would allocate, without allocating;
+  // Create's errors otherwise.
+  static Result<uint64_t> TableBytes(const CuckooOptions& o);
   // Decodes a whole envelope from Serialize(). WrongType for another filter
   // type, NotSupported for a future version, Corruption for anything
   // inconsistent, InvalidArgument for foreign bytes. Allocates no more than

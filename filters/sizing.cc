@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <string>
 #include <vector>
@@ -86,7 +87,7 @@ Result<BlockedSizing> SizeBlocked(uint64_t n, double p, uint32_t k,
   }
   if (best.blocks == 0) {
     return Status::InvalidArgument("capacity " + std::to_string(n) +
-                                   " at rate " + std::to_string(p) +
+                                   " at rate " + FormatRate(p) +
                                    " needs more than the memory limit of " +
                                    std::to_string(max_bytes) + " bytes");
   }
@@ -95,12 +96,18 @@ Result<BlockedSizing> SizeBlocked(uint64_t n, double p, uint32_t k,
 
 }  // namespace
 
+std::string FormatRate(double p) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", p);
+  return buf;
+}
+
 Status ValidateCapacityAndFpp(uint64_t n, double p) {
   if (n == 0) return Status::InvalidArgument("capacity must be at least 1");
   if (!(p > 0.0) || !(p < 1.0)) {
     return Status::InvalidArgument(
         "false-positive rate must be strictly between 0 and 1, got " +
-        std::to_string(p));
+        FormatRate(p));
   }
   return Status::OK();
 }
@@ -425,7 +432,7 @@ Result<CuckooSizing> CuckooFilterSizing(uint64_t n, double p,
   if (best.buckets == 0) {
     return Status::InvalidArgument(
         "cuckoo filter for capacity " + std::to_string(n) + " at rate " +
-        std::to_string(p) + " needs more than the memory limit of " +
+        FormatRate(p) + " needs more than the memory limit of " +
         std::to_string(max_bytes) + " bytes");
   }
   best.load_at_capacity = static_cast<double>(n) /

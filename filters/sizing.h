@@ -28,6 +28,7 @@
 #define SHARDFILTER_FILTERS_SIZING_H_
 
 #include <cstdint>
+#include <string>
 
 #include "shardfilter/filters/status.h"
 
@@ -41,6 +42,9 @@ inline constexpr uint32_t kMaxHashFunctions = 32;
 
 // Checks 0 < p < 1 (and not NaN), n > 0.
 Status ValidateCapacityAndFpp(uint64_t n, double p);
+// A rate for messages: "%g" ("0.01", "1e-30"), never std::to_string's
+// fixed "0.000000" for a rate below 1e-6.
+std::string FormatRate(double p);
 
 // m = ceil(-n ln p / ln^2 2). Errors on bad (n, p) or if m overflows.
 Result<uint64_t> ClassicBloomBits(uint64_t n, double p);

@@ -147,7 +147,7 @@ TEST_F(CliExportTest, EveryTruncationAndBitFlipIsRefused) {
   ExpectRefused(flipped, "checksum mismatch");
   ExpectRefused("hello, world\n", "not a shardfilter export");
   std::string future = good;
-  future[4] = 2;
+  future[4] = kExportVersion + 1;
   ExpectRefused(future, "NotSupported");
 }
 

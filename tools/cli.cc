@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "shardfilter/engine/memory_budget.h"
 #include "tools/cli_args.h"
 #include "tools/cli_commands.h"
 
@@ -58,9 +59,11 @@ constexpr FlagDef kFlags[] = {
     {"verify-sample", true},
     {"restart", false},
     {"stop-after", true},
+    {"memory-budget", true},
 };
 // Accepted by every command.
-constexpr std::string_view kGlobalFlags[] = {"db", "help", "version"};
+constexpr std::string_view kGlobalFlags[] = {"db", "help", "version",
+                                             "memory-budget"};
 
 constexpr size_t kMany = std::numeric_limits<size_t>::max();
 
@@ -100,6 +103,11 @@ Commands:
 
 Global flags (before or after the command):
   --db DIR     store directory (default ./data)
+  --memory-budget SIZE  most memory the filters' tables may take (512M, 4G;
+               powers of 1024); default half of the machine's memory or of
+               the cgroup limit, whichever is lower. A create, growth,
+               migration, import or load past it fails (exit 3) and
+               changes nothing.
   -h, --help   this text; `shardfilter COMMAND --help` for a command
   --version    print the version
 
@@ -109,7 +117,8 @@ Exit codes:
      NotFound), or verify found problems
   2  usage error: bad command line or invalid parameters; nothing changed
   3  store or filter error: unknown filter, AlreadyExists, WrongType,
-     NotSupported, Corruption, IOError, store locked by another process
+     NotSupported, Corruption, IOError, store locked by another process,
+     ResourceExhausted (over the memory budget)
   130  interrupted (import, migrate: Ctrl-C); the message says how to
        resume
 
@@ -148,8 +157,10 @@ Flags:
   --capacity N          items the filter is sized for, >= 1. Required.
   --fpp P               target false-positive rate at capacity, 0 < P < 1
                         (0.01, 1e-3, 1%). Required.
-  --shards S            power of two in [1, 256]; default from capacity
-                        (1 below 1M items, then ~1 per million).
+  --shards S            power of two in [1, 256]; default from capacity:
+                        the power of two >= capacity / 1M, at least 2 from
+                        1M items, at most 256 (10K -> 1, 1M -> 2, 5M -> 8,
+                        100M -> 128, 1G -> 256).
   --seed X              hash seed, decimal or 0x-hex (default 0x5348415244464c54)
   --durability D        none (last checkpoint survives), journal (every
                         acknowledged write survives kill -9; default) or
@@ -481,6 +492,18 @@ int Run(int argc, const char* const* argv, std::istream& in, std::ostream& out,
     }
     db_path = *db;
   }
+  // Every filter of this run is charged to the process budget (a run in
+  // process, as the tests do, starts from the default again).
+  uint64_t budget = MemoryBudget::DefaultLimit();
+  if (const std::string* b = args.Get("memory-budget")) {
+    auto r = ParseByteSize(*b);
+    if (!r.ok()) {
+      return UsageError(
+          err, "--memory-budget: " + r.status().message() + SeeHelp(""));
+    }
+    budget = *r;
+  }
+  MemoryBudget::Default()->SetLimit(budget);
   CommandContext ctx{args, db_path, in, out, err};
   int code = cmd->run(ctx);
   out.flush();

@@ -91,7 +91,23 @@ int RunDedup(CommandContext& ctx) {
     if (n == 0) break;
     keys.assign(lines.begin(), lines.begin() + n);
     fatal = d.InsertIfAbsentBatch(keys, &fresh);
-    if (!fatal.ok()) break;
+    if (!fatal.ok()) {
+      // The set numbers keys within the batch from 1; number them in the
+      // whole input, as `add` does.
+      const std::string& m = fatal.message();
+      uint64_t k = 0;
+      size_t at = 5;
+      if (m.rfind("key #", 0) == 0) {
+        while (at < m.size() && m[at] >= '0' && m[at] <= '9') {
+          k = k * 10 + static_cast<uint64_t>(m[at++] - '0');
+        }
+        if (at > 5) {
+          fatal = Status(fatal.code(),
+                         "key #" + std::to_string(read + k) + m.substr(at));
+        }
+      }
+      break;
+    }
     read += n;
     out.clear();
     for (size_t i = 0; i < n; ++i) {

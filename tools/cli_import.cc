@@ -94,8 +94,9 @@ int RunImport(CommandContext& ctx) {
   std::vector<std::string> batch(kKeyBatch);
   std::vector<std::string_view> keys;
   std::vector<Status> per_item;
-  // Input keys consumed = skipped + processed (added or failed).
-  uint64_t skipped = 0, processed = 0, failed = 0;
+  std::vector<AddOutcome> outcomes;
+  // Input keys consumed = skipped + processed (added, present or failed).
+  uint64_t skipped = 0, processed = 0, failed = 0, present = 0;
   Status fatal;
   bool interrupted = false, more = true;
   while (more && fatal.ok()) {
@@ -113,7 +114,13 @@ int RunImport(CommandContext& ctx) {
     }
     if (n == 0) break;
     keys.assign(batch.begin(), batch.begin() + n);
-    Status s = (*f)->AddKeys(keys, &per_item);
+    Status s = (*f)->AddKeys(keys, &per_item, &outcomes);
+    uint64_t batch_present = 0;
+    for (size_t i = 0; i < per_item.size(); ++i) {
+      if (per_item[i].ok() && outcomes[i] == AddOutcome::kAlreadyPresent) {
+        ++batch_present;
+      }
+    }
     for (size_t i = 0; i < per_item.size() && !s.ok(); ++i) {
       if (per_item[i].ok()) continue;
       if (per_item[i].code() != StatusCode::kFull) {
@@ -127,6 +134,7 @@ int RunImport(CommandContext& ctx) {
     }
     if (!fatal.ok()) break;  // this batch is not counted as loaded
     processed += n;
+    present += batch_present;
     if (!quiet) progress.Update(processed, reader.bytes());
   }
   if (fatal.ok()) fatal = reader.status();
@@ -148,8 +156,9 @@ int RunImport(CommandContext& ctx) {
   }
   if (!quiet || failed > 0) {
     ctx.err << "import: " << done << " keys read, " << skipped << " skipped, "
-            << processed - failed << " added, " << failed << " failed"
-            << (failed > 0 ? " (Full)" : "") << "\n";
+            << processed - failed - present << " added, " << failed << " failed"
+            << (failed > 0 ? " (Full)" : "") << ", " << present
+            << " already present\n";
   }
   return CloseStore(**db, ctx.err, failed > 0 ? kExitFailed : kExitOk);
 }

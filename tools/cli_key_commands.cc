@@ -110,16 +110,20 @@ int RunMutation(CommandContext& ctx, bool remove) {
   KeySource source(ctx.args.positional, ctx.in);
   std::vector<std::string_view> keys;
   std::vector<Status> per_item;
-  uint64_t processed = 0, failed = 0;
+  std::vector<AddOutcome> outcomes;
+  uint64_t processed = 0, failed = 0, present = 0;
   bool acked_any = false;
   Status fatal;
   while (fatal.ok() && source.Next(&keys)) {
-    Status s =
-        remove ? f->RemoveKeys(keys, &per_item) : f->AddKeys(keys, &per_item);
+    Status s = remove ? f->RemoveKeys(keys, &per_item)
+                      : f->AddKeys(keys, &per_item, &outcomes);
     if (!s.ok() && per_item.size() != keys.size()) fatal = s;  // defensive
     for (size_t i = 0; i < per_item.size() && fatal.ok(); ++i) {
       const Status& r = per_item[i];
-      if (r.ok()) continue;
+      if (r.ok()) {
+        if (!remove && outcomes[i] == AddOutcome::kAlreadyPresent) ++present;
+        continue;
+      }
       if (r.code() != expected) {
         fatal = r;
         break;
@@ -157,14 +161,18 @@ int RunMutation(CommandContext& ctx, bool remove) {
   }
   if (!fatal.ok()) {
     ctx.err << "shardfilter: " << verb << ": stopped after " << processed
-            << " keys (" << processed - failed << " done, " << failed
-            << " failed)\n";
+            << " keys (" << processed - failed - present << " done, " << present
+            << " already present, " << failed << " failed)\n";
     return CloseStore(**db, ctx.err, ReportError(ctx.err, fatal));
   }
   if (!ctx.args.Has("quiet") || failed > 0) {
-    ctx.err << verb << ": " << processed << " keys, " << processed - failed
+    ctx.err << verb << ": " << processed << " keys, "
+            << processed - failed - present
             << (remove ? " removed, " : " added, ") << failed << " failed";
     if (failed > 0) ctx.err << (remove ? " (NotFound)" : " (Full)");
+    // A Bloom key whose bits were all set: nothing changed, no capacity
+    // used (AddOutcome::kAlreadyPresent).
+    if (!remove) ctx.err << ", " << present << " already present";
     ctx.err << "\n";
   }
   return CloseStore(**db, ctx.err, failed > 0 ? kExitFailed : kExitOk);

@@ -108,6 +108,10 @@ int RunMigrate(CommandContext& ctx) {
   auto f = db->Get(r.name);
   if (!f.ok()) return Finish(r, ReportError(ctx.err, f.status()));
   r.src = *f;
+  // Before anything is derived from the source: ReplaceFilter refuses the
+  // target if the source took a write since.
+  auto version = db->Version(r.name);
+  if (!version.ok()) return Finish(r, ReportError(ctx.err, version.status()));
   r.target = r.opt.fold ? FoldedSpec(r.src->spec(), r.opt.fold) : r.src->spec();
   r.target.retain_hashes = false;
   e = SpecFromFlags(ctx.args, &r.target, false);
@@ -242,8 +246,8 @@ int RunMigrate(CommandContext& ctx) {
   }
   Status installed;
   if (in_place) {
-    installed =
-        db->ReplaceFilter(r.name, std::move(r.built), r.target.retain_hashes);
+    installed = db->ReplaceFilter(r.name, std::move(r.built),
+                                  r.target.retain_hashes, *version);
   } else if (r.opt.to_db.empty()) {
     installed = ImportFilter(*db, to_name, ExportShardedFilter(*r.built),
                              r.target.durability);

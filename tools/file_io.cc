@@ -35,6 +35,11 @@ Result<std::string> ReadWholeFile(const std::string& path, std::istream& in) {
     if (in.bad()) return Status::IOError("reading stdin failed");
     return all.str();
   }
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    return Status::InvalidArgument(Quoted(path) +
+                                   " is a directory, not an export file");
+  }
   std::ifstream f(path, std::ios::binary);
   if (!f) return Errno("cannot open", path);
   std::string bytes((std::istreambuf_iterator<char>(f)),
@@ -44,6 +49,16 @@ Result<std::string> ReadWholeFile(const std::string& path, std::istream& in) {
 }
 
 Status WriteFileAtomically(const std::string& path, std::string_view bytes) {
+  // The rename below would replace whatever PATH is: only a regular file
+  // (or nothing) may be replaced, never a device, FIFO, socket or
+  // directory (`export f /dev/full` made /dev/full a regular file).
+  struct stat st;
+  if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    return Status::InvalidArgument(
+        Quoted(path) +
+        " exists and is not a regular file (a device, FIFO, socket, "
+        "directory or symbolic link): refusing to replace it");
+  }
   const std::string tmp = path + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Errno("cannot create", tmp);

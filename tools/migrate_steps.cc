@@ -121,8 +121,15 @@ std::string ParseOptions(const ParsedArgs& a, Options* o) {
     if (a.Has("capacity")) return "--fold sets the capacity: drop --capacity";
     o->fold = static_cast<uint32_t>(fold);
   }
-  if (const std::string* v = a.Get("to-db")) o->to_db = *v;
-  if (const std::string* v = a.Get("to-name")) o->to_name = *v;
+  if (const std::string* v = a.Get("to-db")) {
+    if (v->empty()) return "--to-db needs a directory";
+    o->to_db = *v;
+  }
+  if (const std::string* v = a.Get("to-name")) {
+    // An empty name would silently mean "in place" (no --to-name).
+    if (v->empty()) return "--to-name needs a filter name (1..1024 bytes)";
+    o->to_name = *v;
+  }
   o->quiet = a.Has("quiet");
   o->restart = a.Has("restart");
   o->binary = a.Has("binary");

@@ -24,15 +24,24 @@ inline constexpr uint8_t kClosed = 2;
 class ShardedFilterAccess {
  public:
   // A filter over ready shard filters (one-link chains). REQUIRES: `spec`
-  // resolved and filters.size() == spec.shards.
+  // resolved and filters.size() == spec.shards. `account` is what the
+  // filter holds of its memory budget (already charged for `filters`;
+  // growth charges it too); null: a new, empty account on the default
+  // budget.
   static std::unique_ptr<ShardedFilter> Make(
       std::string name, const FilterSpec& spec,
-      std::vector<std::unique_ptr<Filter>> filters);
+      std::vector<std::unique_ptr<Filter>> filters,
+      std::shared_ptr<MemoryAccount> account);
   // A filter whose shards have no chain yet: the caller installs one in
   // every shard (InstallChain, engine/internal/shard_chain.h) before any
-  // other use. For recovery.
-  static std::unique_ptr<ShardedFilter> MakeEmpty(std::string name,
-                                                  const FilterSpec& spec);
+  // other use, charging `account` (as Make's) for it. For recovery.
+  static std::unique_ptr<ShardedFilter> MakeEmpty(
+      std::string name, const FilterSpec& spec,
+      std::shared_ptr<MemoryAccount> account);
+  // REQUIRES: the filter is not shared yet.
+  static void SetAccount(ShardedFilter& f,
+                         std::shared_ptr<MemoryAccount> account);
+  static MemoryAccount* account(ShardedFilter& f) { return f.account_.get(); }
 
   // Connects the filter to a journal (null: none) before it is shared, and
   // applies the session's durability override, if any (the stored spec is
@@ -49,6 +58,26 @@ class ShardedFilterAccess {
   }
 
   static Shard& shard(ShardedFilter& f, uint32_t i) { return f.shards_[i]; }
+  // The filter a handle's calls go to: itself, or the migration target it
+  // forwards to. Whoever indexes shards through a handle that may have been
+  // migrated takes its locks on Live(f) and re-checks Forwarded() once it
+  // holds them (a switch may have happened in between).
+  static ShardedFilter& Live(ShardedFilter& f) {
+    return const_cast<ShardedFilter&>(f.Live());
+  }
+  static bool Forwarded(const ShardedFilter& f) {
+    return f.Forward() != nullptr;
+  }
+  static uint64_t id(const ShardedFilter& f) { return f.id_; }
+  // Mutations applied so far: the sum of the shards' last sequences (every
+  // successful mutation takes one). Exact under LockAll.
+  static uint64_t Mutations(ShardedFilter& f) {
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < f.shard_count_; ++i) {
+      n += f.shards_[i].last_seq.load(std::memory_order_relaxed);
+    }
+    return n;
+  }
 
   // --- Migration (engine/internal/migration.h, M1 and M4) ---
   // Every shard lock exclusive, ascending (S4, S5).

@@ -120,12 +120,26 @@ Status ReplayEntry(const FilterSpec& spec, Shard& shard, const JournalEntry& e,
 
 Result<std::unique_ptr<ShardedFilter>> RecoverFilter(
     const persistence::Store& store, std::string_view name,
-    const FilterDescriptor& d, uint64_t* replayed, uint64_t* skipped_removes) {
+    const FilterDescriptor& d, uint64_t* replayed, uint64_t* skipped_removes,
+    std::shared_ptr<MemoryAccount> account) {
   FilterSpec spec = SpecFromDescriptor(d);
   const uint32_t shards = spec.shards;
+  // Invariant 8: the whole filter against the budget before any shard is
+  // read: a checkpointed shard costs about its blob, a new one its link.
+  uint64_t need = 0;
+  for (uint32_t i = 0; i < shards && i < d.shards.size(); ++i) {
+    if (d.shards[i].generation != 0) {
+      need += d.shards[i].byte_length;
+    } else {
+      auto bytes = LinkTableBytes(spec, 0, ShardMaxBytes(spec));
+      if (bytes.ok()) need += *bytes;  // else MakeShardFilter reports it
+    }
+  }
+  SF_RETURN_IF_ERROR(account->Charge(need, "loading " + DescribeName(name)));
   // Each shard is installed and replayed by one task before the filter is
   // shared (the ParallelFor join orders it with what follows).
-  auto f = ShardedFilterAccess::MakeEmpty(std::string(name), spec);
+  auto f = ShardedFilterAccess::MakeEmpty(std::string(name), spec,
+                                          std::move(account));
   std::vector<Status> errors(shards);
   std::vector<uint64_t> last_seq(shards, 0), counts(shards, 0);
   std::atomic<uint64_t> skipped{0};

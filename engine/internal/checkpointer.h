@@ -23,6 +23,7 @@
 #include <string_view>
 
 #include "shardfilter/engine/database.h"
+#include "shardfilter/engine/internal/memory_account.h"
 #include "shardfilter/engine/sharded_filter.h"
 #include "shardfilter/filters/internal/thread_annotations.h"
 #include "shardfilter/persistence/store.h"
@@ -56,10 +57,12 @@ Status CheckpointFilter(persistence::Store* store, ShardedFilter& f,
 // committed blob (or builds an empty shard for generation 0), then replays
 // the journal after the checkpoint. Shards are recovered in parallel.
 // *replayed / *skipped_removes receive the replay counts.
+// The filter's tables are charged to `account` before any shard is read
+// (ResourceExhausted naming the filter when over the budget).
 Result<std::unique_ptr<ShardedFilter>> RecoverFilter(
     const persistence::Store& store, std::string_view name,
     const persistence::FilterDescriptor& d, uint64_t* replayed,
-    uint64_t* skipped_removes);
+    uint64_t* skipped_removes, std::shared_ptr<MemoryAccount> account);
 
 }  // namespace shardfilter::internal
 

@@ -25,6 +25,7 @@
 #include "shardfilter/engine/database.h"
 #include "shardfilter/engine/internal/checkpointer.h"
 #include "shardfilter/engine/internal/journal_sink.h"
+#include "shardfilter/engine/internal/memory_account.h"
 #include "shardfilter/engine/internal/migration.h"
 #include "shardfilter/filters/internal/thread_annotations.h"
 #include "shardfilter/persistence/store.h"
@@ -70,6 +71,11 @@ class DatabaseImpl {
   Status bg_status;      // GUARDED_BY(bg_mu)
 
   Result<OpenFilter> Find(std::string_view name) const;
+  // A new memory account on this Database's budget (options.memory_budget,
+  // or the process default).
+  std::shared_ptr<MemoryAccount> NewAccount() const {
+    return std::make_shared<MemoryAccount>(options.memory_budget);
+  }
   // Checkpoints the given filters; `stats` accumulates.
   Status CheckpointFilters(const std::vector<OpenFilter>& which,
                            CheckpointStats* stats);

@@ -98,52 +98,130 @@ Result<std::unique_ptr<Filter>> MakeShardFilter(const FilterSpec& spec) {
   return MakeLinkFilter(spec, 0, ShardMaxBytes(spec));
 }
 
+namespace {
+
+BloomOptions BloomLinkOptions(const FilterSpec& spec, uint64_t capacity,
+                              double fpp, uint64_t max_bytes) {
+  BloomOptions o;
+  o.capacity = capacity;
+  o.fpp = fpp;
+  o.layout =
+      spec.classic_layout ? BloomLayout::kClassic : BloomLayout::kBlocked;
+  o.k = spec.k;
+  o.seed = spec.seed;
+  o.max_bytes = max_bytes;
+  return o;
+}
+
+CountingBloomOptions CountingLinkOptions(const FilterSpec& spec,
+                                         uint64_t capacity, double fpp,
+                                         uint64_t max_bytes) {
+  CountingBloomOptions o;
+  o.capacity = capacity;
+  o.fpp = fpp;
+  o.k = spec.k;
+  o.seed = spec.seed;
+  o.max_bytes = max_bytes;
+  return o;
+}
+
+CuckooOptions CuckooLinkOptions(const FilterSpec& spec, uint64_t capacity,
+                                double fpp, uint64_t max_bytes) {
+  CuckooOptions o;
+  o.capacity = capacity;
+  o.fpp = fpp;
+  o.fingerprint_bits = spec.fingerprint_bits;
+  if (spec.bucket_size != 0) o.bucket_size = spec.bucket_size;
+  if (spec.max_kicks != 0) o.max_kicks = spec.max_kicks;
+  o.seed = spec.seed;
+  o.max_bytes = max_bytes;
+  return o;
+}
+
+Status OverflowingLink(uint32_t link) {
+  return Status::InvalidArgument("link " + std::to_string(link) +
+                                 " capacity overflows 64 bits");
+}
+
+}  // namespace
+
+Result<uint64_t> LinkTableBytes(const FilterSpec& spec, uint32_t link,
+                                uint64_t max_bytes) {
+  const uint64_t capacity = LinkCapacity(spec, link);
+  if (capacity == 0) return OverflowingLink(link);
+  const double fpp = LinkFpp(spec, link);
+  switch (spec.type) {
+    case FilterType::kBloom:
+      return BloomFilter::TableBytes(
+          BloomLinkOptions(spec, capacity, fpp, max_bytes));
+    case FilterType::kCountingBloom:
+      return CountingBloomFilter::TableBytes(
+          CountingLinkOptions(spec, capacity, fpp, max_bytes));
+    case FilterType::kCuckoo:
+      return CuckooFilter::TableBytes(
+          CuckooLinkOptions(spec, capacity, fpp, max_bytes));
+  }
+  return Status::InvalidArgument("unknown filter type");
+}
+
 Result<std::unique_ptr<Filter>> MakeLinkFilter(const FilterSpec& spec,
                                                uint32_t link,
                                                uint64_t max_bytes) {
   const uint64_t capacity = LinkCapacity(spec, link);
-  if (capacity == 0) {
-    return Status::InvalidArgument("link " + std::to_string(link) +
-                                   " capacity overflows 64 bits");
-  }
+  if (capacity == 0) return OverflowingLink(link);
   const double fpp = LinkFpp(spec, link);
   switch (spec.type) {
     case FilterType::kBloom: {
-      BloomOptions o;
-      o.capacity = capacity;
-      o.fpp = fpp;
-      o.layout =
-          spec.classic_layout ? BloomLayout::kClassic : BloomLayout::kBlocked;
-      o.k = spec.k;
-      o.seed = spec.seed;
-      o.max_bytes = max_bytes;
-      SF_ASSIGN_OR_RETURN(auto f, BloomFilter::Create(o));
+      SF_ASSIGN_OR_RETURN(auto f, BloomFilter::Create(BloomLinkOptions(
+                                      spec, capacity, fpp, max_bytes)));
       return std::unique_ptr<Filter>(std::move(f));
     }
     case FilterType::kCountingBloom: {
-      CountingBloomOptions o;
-      o.capacity = capacity;
-      o.fpp = fpp;
-      o.k = spec.k;
-      o.seed = spec.seed;
-      o.max_bytes = max_bytes;
-      SF_ASSIGN_OR_RETURN(auto f, CountingBloomFilter::Create(o));
+      SF_ASSIGN_OR_RETURN(
+          auto f, CountingBloomFilter::Create(
+                      CountingLinkOptions(spec, capacity, fpp, max_bytes)));
       return std::unique_ptr<Filter>(std::move(f));
     }
     case FilterType::kCuckoo: {
-      CuckooOptions o;
-      o.capacity = capacity;
-      o.fpp = fpp;
-      o.fingerprint_bits = spec.fingerprint_bits;
-      if (spec.bucket_size != 0) o.bucket_size = spec.bucket_size;
-      if (spec.max_kicks != 0) o.max_kicks = spec.max_kicks;
-      o.seed = spec.seed;
-      o.max_bytes = max_bytes;
-      SF_ASSIGN_OR_RETURN(auto f, CuckooFilter::Create(o));
+      SF_ASSIGN_OR_RETURN(auto f, CuckooFilter::Create(CuckooLinkOptions(
+                                      spec, capacity, fpp, max_bytes)));
       return std::unique_ptr<Filter>(std::move(f));
     }
   }
   return Status::InvalidArgument("unknown filter type");
+}
+
+Result<std::vector<std::unique_ptr<Filter>>> MakeShardFilters(
+    const FilterSpec& spec, MemoryAccount& account, std::string_view what) {
+  // Every shard's first link is the same size: the whole is checked
+  // against the budget before anything is allocated.
+  auto sized = LinkTableBytes(spec, 0, ShardMaxBytes(spec));
+  if (!sized.ok() && spec.scalable) {
+    // The rate in the message is link 0's: say why it is not the target.
+    return Status(sized.status().code(),
+                  sized.status().message() +
+                      " (link 0 of a scalable filter is sized for half the "
+                      "target rate " +
+                      FormatRate(spec.fpp) +
+                      ", so that the compound rate of its links stays under "
+                      "it)");
+  }
+  SF_ASSIGN_OR_RETURN(uint64_t bytes, std::move(sized));
+  SF_RETURN_IF_ERROR(account.Charge(
+      bytes * spec.shards, std::string(what) + " (" +
+                               std::to_string(spec.shards) + " shards of " +
+                               std::to_string(bytes) + " bytes)"));
+  std::vector<std::unique_ptr<Filter>> shards;
+  shards.reserve(spec.shards);
+  for (uint32_t i = 0; i < spec.shards; ++i) {
+    auto f = MakeShardFilter(spec);
+    if (!f.ok()) {
+      account.Refund(bytes * spec.shards);
+      return f.status();
+    }
+    shards.push_back(std::move(*f));
+  }
+  return shards;
 }
 
 Result<std::unique_ptr<Filter>> DecodeLinkFilter(const FilterSpec& spec,

@@ -5,7 +5,9 @@
 
 #include <memory>
 #include <string_view>
+#include <vector>
 
+#include "shardfilter/engine/internal/memory_account.h"
 #include "shardfilter/engine/sharded_filter.h"
 #include "shardfilter/persistence/values.h"
 
@@ -54,6 +56,14 @@ Result<std::unique_ptr<Filter>> MakeLinkFilter(const FilterSpec& spec,
                                                uint64_t max_bytes);
 // Link 0 with the whole shard budget.
 Result<std::unique_ptr<Filter>> MakeShardFilter(const FilterSpec& spec);
+// The table bytes MakeLinkFilter would allocate (no allocation), or its
+// error.
+Result<uint64_t> LinkTableBytes(const FilterSpec& spec, uint32_t link,
+                                uint64_t max_bytes);
+// Link 0 of every shard, charged to `account` as a whole before anything
+// is allocated (ResourceExhausted naming `what` when over the budget).
+Result<std::vector<std::unique_ptr<Filter>>> MakeShardFilters(
+    const FilterSpec& spec, MemoryAccount& account, std::string_view what);
 
 // Decodes one link's envelope, checking that it is of the spec's type and
 // seed and has link `link`'s capacity and rate. `what` names it.

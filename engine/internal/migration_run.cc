@@ -80,11 +80,33 @@ Result<uint64_t> Drain(Migration& m, TailJournal* tail = nullptr) {
   return n;
 }
 
+// Items held by the filter as its chains count them (the sum of the links'
+// fill counters, S7/S8): no table scan, no lock.
+uint64_t ChainItemsEstimate(ShardedFilter& f) {
+  uint64_t n = 0;
+  for (uint32_t i = 0; i < f.shard_count(); ++i) {
+    Shard& sh = ShardedFilterAccess::shard(f, i);
+    for (uint32_t l = 0; l < sh.links_visible(); ++l) {
+      n += sh.fill[l].load(std::memory_order_relaxed);  // a figure
+    }
+  }
+  return n;
+}
+
 // Builds the target by folding every source shard (M1: under the cut's
 // locks). REQUIRES: LockAll(source) held.
-Status FoldInto(Migration& m, ShardedFilter& src, uint32_t factor) {
+Status FoldInto(Migration& m, ShardedFilter& src, uint32_t factor,
+                std::shared_ptr<MemoryAccount> account) {
   const FilterSpec& ts = m.target_spec();
-  auto target = ShardedFilterAccess::MakeEmpty(src.name(), ts);
+  // Invariant 8: every folded table against the budget before any fold.
+  uint64_t need = 0;
+  for (uint32_t i = 0; i < src.shard_count(); ++i) {
+    Shard& sh = ShardedFilterAccess::shard(src, i);
+    // num_bytes, not Stats(): this runs under the cut's locks.
+    need += static_cast<const BloomFilter&>(*sh.links[0]).num_bytes() / factor;
+  }
+  SF_RETURN_IF_ERROR(account->Charge(need, "folding the migration target"));
+  auto target = ShardedFilterAccess::MakeEmpty(src.name(), ts, account);
   for (uint32_t i = 0; i < src.shard_count(); ++i) {
     Shard& sh = ShardedFilterAccess::shard(src, i);
     const std::string what = "shard " + std::to_string(i);
@@ -235,15 +257,18 @@ void RunMigration(DatabaseImpl& d, Migration& m, const std::string& name) {
   std::unique_ptr<persistence::RetainedHashScan> scan;
   // 1. The target (fold: built at the cut).
   if (m.source_kind() == MigrationSource::kRetainedHashes) {
-    std::vector<std::unique_ptr<Filter>> shards;
-    for (uint32_t i = 0; i < ts.shards; ++i) {
-      auto f = MakeShardFilter(ts);
-      if (!f.ok()) return fail(f.status().WithContext("building the target"));
-      shards.push_back(std::move(*f));
-    }
-    m.target = ShardedFilterAccess::Make(name, ts, std::move(shards));
+    auto account = d.NewAccount();
+    auto shards =
+        MakeShardFilters(ts, *account, "building the migration target");
+    if (!shards.ok()) return fail(shards.status());
+    m.target = ShardedFilterAccess::Make(name, ts, std::move(*shards),
+                                         std::move(account));
   }
-  // 2. The cut (M1).
+  // 2. The cut (M1). The progress total is an estimate taken before the
+  // locks: the fill counters (distinct keys for Bloom, copies held for the
+  // others), not Stats(), which scans every table (the pause would grow
+  // with the filter's size).
+  m.items_total.store(ChainItemsEstimate(src), std::memory_order_relaxed);
   {
     const auto t0 = Clock::now();
     auto locks = ShardedFilterAccess::LockAll(src);
@@ -259,10 +284,10 @@ void RunMigration(DatabaseImpl& d, Migration& m, const std::string& name) {
       }
     } else {
       s = FoldInto(m, src,
-                   static_cast<uint32_t>(src.spec().capacity / ts.capacity));
+                   static_cast<uint32_t>(src.spec().capacity / ts.capacity),
+                   d.NewAccount());
     }
     if (s.ok()) {
-      m.items_total.store(src.Stats().total.items, std::memory_order_relaxed);
       ShardedFilterAccess::SetMigration(src, &m);
       attached = true;
     }

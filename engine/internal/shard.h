@@ -40,6 +40,11 @@
 //      link's fill with a CAS that never exceeds the link's capacity, so a
 //      link never holds more adds than it was sized for, even when Bloom
 //      adds (which skip `order_mu`) race.
+//  S8. Bloom: fill[i] counts distinct keys as far as the chain can tell. An
+//      add of a key some link already reports present reserves nothing and
+//      changes nothing (it is "already present"), and an add of the newest
+//      link that sets no new bit gives its reservation back, so repeated
+//      keys never use capacity nor make the chain grow.
 #ifndef SHARDFILTER_ENGINE_INTERNAL_SHARD_H_
 #define SHARDFILTER_ENGINE_INTERNAL_SHARD_H_
 
@@ -54,6 +59,8 @@
 
 namespace shardfilter::internal {
 
+class MemoryAccount;
+
 // Most links a shard's chain may have; an add that would need one more
 // reports Full. With expansion 2 the last link holds 2^31 x the first.
 inline constexpr uint32_t kMaxLinks = 32;
@@ -65,6 +72,15 @@ struct alignas(64) Shard {
   std::shared_mutex mu;                      // S2, S4
   std::mutex order_mu;                       // S3
   std::mutex grow_mu;                        // S6
+  // The filter's memory account (engine/internal/memory_account.h), charged
+  // before growth allocates a link; null: growth is not accounted. Set
+  // before the shard is shared, constant afterwards.
+  MemoryAccount* account = nullptr;
+  // The table bytes of link `sized_link` once computed (sizing searches
+  // over k and is slow next to an add; an add refused by the budget asks
+  // again for every key). GUARDED_BY(grow_mu).
+  uint32_t sized_link = 0;
+  uint64_t sized_bytes = 0;
 
   // The links a query must consult (S1: acquire pairs with growth).
   uint32_t links_visible() const {

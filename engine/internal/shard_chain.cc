@@ -3,6 +3,9 @@
 #include <mutex>
 
 #include "shardfilter/engine/internal/filter_factory.h"
+#include "shardfilter/engine/internal/memory_account.h"
+#include "shardfilter/filters/bloom_filter.h"
+#include "shardfilter/filters/cuckoo_filter.h"
 #include "shardfilter/persistence/chain_blob.h"
 
 namespace shardfilter::internal {
@@ -54,10 +57,27 @@ Status Grow(const FilterSpec& spec, Shard& s, uint32_t n, Status full) {
     }
     budget -= used;
   }
+  auto cannot_grow = [n](const Status& why) {
+    return Status::Full("the shard cannot grow to link " + std::to_string(n) +
+                        ": " + why.message());
+  };
+  // The memory budget is checked before the link is allocated (invariant
+  // 8); over it, the add fails with ResourceExhausted and nothing changes.
+  if (s.sized_link != n || s.sized_bytes == 0) {
+    auto bytes = LinkTableBytes(spec, n, budget);
+    if (!bytes.ok()) return cannot_grow(bytes.status());
+    s.sized_link = n;
+    s.sized_bytes = *bytes;
+  }
+  const uint64_t bytes = s.sized_bytes;
+  if (s.account != nullptr) {
+    SF_RETURN_IF_ERROR(s.account->Charge(
+        bytes, "growing a shard's chain to link " + std::to_string(n)));
+  }
   auto link = MakeLinkFilter(spec, n, budget);
   if (!link.ok()) {
-    return Status::Full("the shard cannot grow to link " + std::to_string(n) +
-                        ": " + link.status().message());
+    if (s.account != nullptr) s.account->Refund(bytes);
+    return cannot_grow(link.status());
   }
   s.fill[n].store(0, std::memory_order_relaxed);
   s.links[n] = std::move(*link);
@@ -65,6 +85,31 @@ Status Grow(const FilterSpec& spec, Shard& s, uint32_t n, Status full) {
   // acquire the new count.
   s.link_count.store(n + 1, std::memory_order_release);
   return Status::OK();
+}
+
+// The most copies of one key a chain keeps (DESIGN.md invariant 8: copies
+// are bounded and never grow a filter). Cuckoo: 2b - 1 for buckets of b
+// slots, so a key's own copies never fill its bucket pair and starve the
+// displacement search (8 copies of a key in an 8-slot pair made every
+// later copy report Full and append a link twice as large: 81 copies asked
+// for 51 GB). Counting: 15, where its 4-bit counters saturate (a copy past
+// it would not be counted anyway).
+uint32_t MaxCopies(const Filter& link) {
+  if (link.type() == FilterType::kCuckoo) {
+    return 2 * static_cast<const CuckooFilter&>(link).bucket_size() - 1;
+  }
+  return kMaxCountingCopies;
+}
+
+Status TooManyCopies(const Filter& link, uint32_t held) {
+  return Status::Full(
+      "the key already holds " + std::to_string(held) + " copies, the most " +
+      (link.type() == FilterType::kCuckoo
+           ? std::string("a cuckoo filter keeps of one key (2 x bucket size "
+                         "- 1)")
+           : std::string("a counting filter can count (its counters stop at "
+                         "15)")) +
+      "; nothing was added");
 }
 
 }  // namespace
@@ -78,16 +123,49 @@ void InstallChain(Shard& s, LoadedChain chain) {
   s.link_count.store(n, std::memory_order_release);  // S1
 }
 
-Status ChainAdd(const FilterSpec& spec, Shard& s, uint64_t hash) {
+Status ChainAdd(const FilterSpec& spec, Shard& s, uint64_t hash,
+                AddOutcome* outcome) {
+  AddOutcome unused;
+  if (outcome == nullptr) outcome = &unused;
+  *outcome = AddOutcome::kAdded;
+  const bool bloom = spec.type == FilterType::kBloom;
+  // S8: a Bloom key present in any link is a no-op (checked before any
+  // reservation, so that it uses no capacity and never grows the chain).
+  if (bloom && ChainMayContain(s, hash)) {
+    *outcome = AddOutcome::kAlreadyPresent;
+    return Status::OK();
+  }
+  if (!bloom) {
+    // Invariant 8: a multiset keeps at most MaxCopies of one key; the
+    // count is exact under order_mu (S3), which the caller holds.
+    const uint32_t held = ChainCount(s, hash);
+    const Filter& newest = *s.links[s.links_visible() - 1];
+    if (held >= MaxCopies(newest)) return TooManyCopies(newest, held);
+  }
   for (;;) {
     const uint32_t n = s.links_visible();
     Filter& newest = *s.links[n - 1];
     Status full;
     if (Reserve(s.fill[n - 1], newest.capacity())) {
+      if (bloom) {
+        // The type is fixed by the spec (DecodeLinkFilter checks it).
+        if (!static_cast<BloomFilter&>(newest).AddHashInline(hash)) {
+          Release(s.fill[n - 1]);  // S8: a racing add of the key won
+          *outcome = AddOutcome::kAlreadyPresent;
+        }
+        return Status::OK();
+      }
       Status st = newest.AddHash(hash);
       if (st.ok()) return st;
       Release(s.fill[n - 1]);
       if (!st.IsFull()) return st;
+      // A cuckoo pair at least half full of the key's own copies is not a
+      // full table: copies never grow the chain (invariant 8).
+      if (const uint32_t own = newest.CountHash(hash);
+          newest.type() == FilterType::kCuckoo &&
+          own >= static_cast<const CuckooFilter&>(newest).bucket_size()) {
+        return TooManyCopies(newest, ChainCount(s, hash));
+      }
       full = std::move(st);  // a cuckoo table with no room: grow
     } else {
       full = Status::Full("the shard holds its capacity of " +
@@ -165,8 +243,29 @@ std::string ChainSerialize(const Shard& s) {
   return persistence::EncodeChainBlob(links);
 }
 
+namespace {
+Result<LoadedChain> DecodeChainLinks(const FilterSpec& spec,
+                                     std::string_view blob,
+                                     std::string_view what);
+}  // namespace
+
 Result<LoadedChain> DecodeChain(const FilterSpec& spec, std::string_view blob,
-                                std::string_view what) {
+                                std::string_view what, MemoryAccount* account) {
+  // The links' tables are about the blob's size: charged before decoding,
+  // refunded if decoding fails.
+  if (account != nullptr) {
+    SF_RETURN_IF_ERROR(account->Charge(blob.size(), std::string(what)));
+  }
+  auto chain = DecodeChainLinks(spec, blob, what);
+  if (!chain.ok() && account != nullptr) account->Refund(blob.size());
+  return chain;
+}
+
+namespace {
+
+Result<LoadedChain> DecodeChainLinks(const FilterSpec& spec,
+                                     std::string_view blob,
+                                     std::string_view what) {
   SF_ASSIGN_OR_RETURN(auto links, persistence::DecodeChainBlob(blob, what));
   if (!spec.scalable && links.size() != 1) {
     return Status::Corruption(std::string(what) + ": a non-scaling filter's " +
@@ -188,6 +287,8 @@ Result<LoadedChain> DecodeChain(const FilterSpec& spec, std::string_view blob,
   }
   return chain;
 }
+
+}  // namespace
 
 FilterStats ChainStatistics(const FilterSpec& spec, const Shard& s) {
   const uint32_t n = s.links_visible();

@@ -51,11 +51,25 @@ struct LoadedChain {
 // (construction or recovery).
 void InstallChain(Shard& s, LoadedChain chain);
 
+// Copies of one key a counting chain keeps (ChainAdd).
+inline constexpr uint32_t kMaxCountingCopies = 15;
+
 // REQUIRES: `mu` shared held (S2), and `order_mu` for counting / cuckoo
 // filters (S3). Full when the filter is non-scaling and the shard full, the
 // chain has kMaxLinks links, or the next link cannot be built (rate or
 // memory bound): nothing changed then.
-Status ChainAdd(const FilterSpec& spec, Shard& s, uint64_t hash);
+// Bloom (S8): a key that some link already reports present is
+// kAlreadyPresent (*outcome, optional): no link changes, no fill is
+// reserved, the chain never grows for it; so is an add of the newest link
+// that set no new bit (a racing add of the same key won), whose
+// reservation is given back. Counting and cuckoo: always kAdded; Full
+// (nothing changed, no growth) when the key already holds the most copies
+// the chain keeps of one key: 2 x bucket size - 1 for cuckoo (7 with the
+// default 4-slot buckets), kMaxCountingCopies for counting; and, for
+// cuckoo, when the newest link has no room because the key's bucket pair
+// is at least half full of its own copies.
+Status ChainAdd(const FilterSpec& spec, Shard& s, uint64_t hash,
+                AddOutcome* outcome = nullptr);
 // As ChainAdd's REQUIRES. NotFound when no link may hold the key;
 // NotSupported (nothing changed) when more than one may.
 Status ChainRemove(Shard& s, uint64_t hash);
@@ -71,9 +85,12 @@ void ChainMayContainHashes(const Shard& s, std::span<const uint64_t> hashes,
 std::string ChainSerialize(const Shard& s);
 // Decodes a shard blob and checks every link against the spec's rule
 // (type, seed, capacity and rate of link i; one link when non-scaling;
-// fill <= capacity). Corruption naming `what` otherwise.
+// fill <= capacity). Corruption naming `what` otherwise. With `account`,
+// the blob's size is charged before anything is decoded (ResourceExhausted
+// over the budget) and refunded if decoding fails.
 Result<LoadedChain> DecodeChain(const FilterSpec& spec, std::string_view blob,
-                                std::string_view what);
+                                std::string_view what,
+                                MemoryAccount* account = nullptr);
 
 // The links' figures merged: capacity, bytes, slots, items, deletes and
 // cardinality summed; fill slot-weighted; estimated_fpr the compound
