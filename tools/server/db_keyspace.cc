@@ -101,7 +101,8 @@ Result<std::shared_ptr<commands::FilterHandle>> DbKeyspace::Create(
     // the budget: to a client that is the memory limit.
     if (s.IsInvalidArgument() &&
         (s.message().find("max_bytes") != std::string::npos ||
-         s.message().find("budget") != std::string::npos)) {
+         s.message().find("budget") != std::string::npos ||
+         s.message().find("memory limit") != std::string::npos)) {
       return Status::ResourceExhausted(s.message());
     }
     return s;
