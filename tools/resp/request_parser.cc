@@ -141,6 +141,9 @@ RequestParser::Step RequestParser::ParseMultibulk(std::string_view buf,
       scanned_ = buf.size();
       return Step::kNeedMore;
     }
+    if (nl - pos_ > limits_.max_inline_bytes) {  // as if cut before nl
+      return Fail("Protocol error: too big mbulk count string");
+    }
     int64_t n = 0;
     if (nl < pos_ + 2 || buf[nl - 1] != '\r' ||
         !ParseInt64(buf.substr(pos_ + 1, nl - 1 - (pos_ + 1)), &n) ||
@@ -176,6 +179,9 @@ RequestParser::Step RequestParser::ParseMultibulk(std::string_view buf,
         }
         scanned_ = buf.size();
         return Step::kNeedMore;
+      }
+      if (nl - pos_ > limits_.max_inline_bytes) {
+        return Fail("Protocol error: too big bulk count string");
       }
       int64_t len = 0;
       if (nl < pos_ + 2 || buf[nl - 1] != '\r' ||
