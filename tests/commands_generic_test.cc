@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "commands_test_util.h"
 #include "tools/commands/util.h"
@@ -133,6 +134,31 @@ TEST_F(GenericCommandsTest, KeyspaceCommands) {
   EXPECT_EQ(Run({"FLUSHALL"}), "+OK\r\n");
   EXPECT_EQ(Run({"DBSIZE"}), ":0\r\n");
   EXPECT_EQ(Run({"FLUSHDB", "BOGUS"}), "-ERR syntax error\r\n");
+}
+
+// The server caches filter handles per thread: a DEL or FLUSHALL answered
+// on one thread must be seen by the next command of every other thread.
+TEST_F(GenericCommandsTest, DeleteIsSeenByOtherThreadsCachedHandles) {
+  ASSERT_EQ(Run({"BF.ADD", "k", "a"}), ":1\r\n");
+  ASSERT_EQ(Run({"BF.EXISTS", "k", "a"}), ":1\r\n");  // cached here
+  auto on_other_thread = [this](std::vector<std::string> args) {
+    std::string out;
+    std::thread t([&] {
+      commands::Session session;
+      resp::RespWriter writer(&out, 2);
+      commands::CommandContext ctx{session, *keyspace_, host_, writer};
+      std::vector<std::string_view> views(args.begin(), args.end());
+      commands::Dispatch(ctx, views);
+    });
+    t.join();
+    return out;
+  };
+  EXPECT_EQ(on_other_thread({"DEL", "k"}), ":1\r\n");
+  EXPECT_EQ(Run({"BF.EXISTS", "k", "a"}), ":0\r\n");
+  EXPECT_EQ(Run({"CF.ADD", "k", "a"}), ":1\r\n");  // a new key, new type
+  EXPECT_EQ(on_other_thread({"TYPE", "k"}), "+MBbloomCF\r\n");
+  EXPECT_EQ(on_other_thread({"FLUSHALL"}), "+OK\r\n");
+  EXPECT_EQ(Run({"CF.EXISTS", "k", "a"}), ":0\r\n");
 }
 
 TEST_F(GenericCommandsTest, ScanVisitsEveryKeyOnce) {

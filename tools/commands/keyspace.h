@@ -68,6 +68,9 @@ class FilterHandle {
   virtual void MayContainMany(std::span<const std::string_view> items,
                               std::span<uint8_t> out) const = 0;
   virtual uint32_t Count(std::string_view item) const = 0;
+  // Most copies of one item the commands add (cuckoo: 2 x the bucket size,
+  // what the item's two buckets hold); 0 = no bound (Bloom).
+  virtual uint32_t MaxCopies() const = 0;
   // OK, NotFound (definitely absent: nothing removed), NotSupported (Bloom).
   virtual Status Remove(std::string_view item) = 0;
   virtual FilterSummary Summary() const = 0;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
+#include <unordered_map>
 
 namespace shardfilter::server {
 namespace {
@@ -35,6 +37,11 @@ class DbFilter final : public commands::FilterHandle {
     return f_->Count(item);
   }
   Status Remove(std::string_view item) override { return f_->Remove(item); }
+  uint32_t MaxCopies() const override {
+    if (f_->type() != FilterType::kCuckoo) return 0;
+    const uint32_t b = f_->spec().bucket_size;
+    return 2 * (b != 0 ? b : 4);
+  }
 
   commands::FilterSummary Summary() const override {
     const FilterSpec& spec = f_->spec();
@@ -81,15 +88,61 @@ FilterSpec ToFilterSpec(const commands::CreateParams& p,
   return spec;
 }
 
+namespace {
+
+std::atomic<uint64_t> next_instance{1};
+
+// Per event-loop thread: the handles this thread looked up, so that a
+// command costs no catalog mutex, no allocation and no shared reference
+// count touched by other threads. Emptied whenever any filter was dropped
+// (generation) or another DbKeyspace is asked (tests). A dropped filter's
+// memory is released once every thread has looked something up since.
+struct HandleCache {
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const {
+      return std::hash<std::string_view>()(s);
+    }
+  };
+  uint64_t owner = 0;
+  uint64_t generation = 0;
+  std::unordered_map<std::string, std::shared_ptr<commands::FilterHandle>, Hash,
+                     std::equal_to<>>
+      handles;
+};
+constexpr size_t kMaxCachedHandles = 4096;
+
+}  // namespace
+
 DbKeyspace::DbKeyspace(Database* db, const DbKeyspaceOptions& options)
-    : db_(db), options_(options), last_checkpoint_unix_(NowUnix()) {}
+    : db_(db),
+      options_(options),
+      last_checkpoint_unix_(NowUnix()),
+      instance_(next_instance.fetch_add(1)) {}
+
+void DbKeyspace::Invalidate() {
+  generation_.fetch_add(1, std::memory_order_release);
+}
 
 Result<std::shared_ptr<commands::FilterHandle>> DbKeyspace::Lookup(
     std::string_view key) {
+  thread_local HandleCache cache;
+  const uint64_t generation = generation_.load(std::memory_order_acquire);
+  if (cache.owner != instance_ || cache.generation != generation ||
+      cache.handles.size() > kMaxCachedHandles) {
+    cache.handles.clear();
+    cache.owner = instance_;
+    cache.generation = generation;
+  }
+  if (auto it = cache.handles.find(key); it != cache.handles.end()) {
+    return it->second;
+  }
   auto f = db_->Get(key);
   if (!f.ok()) return f.status();
-  return std::shared_ptr<commands::FilterHandle>(
-      std::make_shared<DbFilter>(std::move(f).value()));
+  std::shared_ptr<commands::FilterHandle> h =
+      std::make_shared<DbFilter>(std::move(f).value());
+  cache.handles.emplace(std::string(key), h);
+  return h;
 }
 
 Result<std::shared_ptr<commands::FilterHandle>> DbKeyspace::Create(
@@ -113,6 +166,7 @@ Result<std::shared_ptr<commands::FilterHandle>> DbKeyspace::Create(
 
 Result<bool> DbKeyspace::Delete(std::string_view key) {
   const Status s = db_->Drop(key);
+  Invalidate();
   if (s.ok()) return true;
   if (s.IsNotFound()) return false;
   return s;
@@ -125,6 +179,7 @@ uint64_t DbKeyspace::Size() { return db_->List().size(); }
 Status DbKeyspace::Flush() {
   for (const std::string& name : db_->List()) {
     const Status s = db_->Drop(name);
+    Invalidate();
     if (!s.ok() && !s.IsNotFound()) return s;
   }
   return Status::OK();

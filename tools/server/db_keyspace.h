@@ -48,9 +48,16 @@ class DbKeyspace final : public commands::Keyspace {
   uint64_t FilterBytes();
 
  private:
+  // Bumped (release) after every Drop, before the command that dropped
+  // answers; a thread's handle cache (db_keyspace.cc) is valid while it
+  // sees the generation it was filled under (acquire).
+  void Invalidate();
+
   Database* db_;
   DbKeyspaceOptions options_;
   std::atomic<int64_t> last_checkpoint_unix_;
+  std::atomic<uint64_t> generation_{0};
+  const uint64_t instance_;
 };
 
 // The FilterSpec a command's parameters become (exposed for tests).
