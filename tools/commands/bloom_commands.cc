@@ -75,33 +75,10 @@ std::shared_ptr<FilterHandle> OpenForWrite(CommandContext& ctx,
 // nothing after it), as an array when `multi`.
 void AddAndReply(CommandContext& ctx, FilterHandle& filter, Args items,
                  bool multi) {
-  std::vector<uint8_t> added(items.size());
+  std::vector<uint8_t> added;
   std::vector<Status> statuses;
   BloomAddReportingNew(filter, items, &added, &statuses);
-  size_t n = items.size();
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (!statuses[i].ok()) {
-      n = i + 1;
-      break;
-    }
-  }
-  if (multi) ctx.out.Array(n);
-  for (size_t i = 0; i < n; ++i) {
-    const Status& s = statuses[i];
-    if (s.ok()) {
-      if (ctx.out.protocol() >= 3) {
-        ctx.out.Boolean(added[i] != 0);
-      } else {
-        ctx.out.Integer(added[i] != 0);
-      }
-    } else if (s.IsFull()) {
-      ctx.out.Error("ERR non scaling filter is full");
-    } else if (s.IsNotFound()) {
-      ctx.out.Error(kNotFoundError);
-    } else {
-      ctx.out.Error("ERR problem inserting into filter");
-    }
-  }
+  ReplyBloomAdds(ctx, added, statuses, multi);
 }
 
 void CheckAndReply(CommandContext& ctx, Args args, bool multi) {
@@ -127,6 +104,34 @@ void CheckAndReply(CommandContext& ctx, Args args, bool multi) {
 }
 
 }  // namespace
+
+void ReplyBloomAdds(CommandContext& ctx, std::span<const uint8_t> added,
+                    std::span<const Status> statuses, bool multi) {
+  size_t n = statuses.size();
+  for (size_t i = 0; i < statuses.size(); ++i) {
+    if (!statuses[i].ok()) {
+      n = i + 1;  // RedisBloom stops at the first failed item
+      break;
+    }
+  }
+  if (multi) ctx.out.Array(n);
+  for (size_t i = 0; i < n; ++i) {
+    const Status& s = statuses[i];
+    if (s.ok()) {
+      if (ctx.out.protocol() >= 3) {
+        ctx.out.Boolean(added[i] != 0);
+      } else {
+        ctx.out.Integer(added[i] != 0);
+      }
+    } else if (s.IsFull()) {
+      ctx.out.Error("ERR non scaling filter is full");
+    } else if (s.IsNotFound()) {
+      ctx.out.Error(kNotFoundError);
+    } else {
+      ctx.out.Error("ERR problem inserting into filter");
+    }
+  }
+}
 
 // LEAD: BF.ADD's "newly added" answer. Until Bloom adds report "already
 // present" themselves (issue 14), an item counts as new when MayContain was

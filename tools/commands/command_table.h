@@ -59,6 +59,16 @@ const CommandSpec* FindCommand(std::string_view name);
 // Runs one request (args[0] is the command name; args is non-empty).
 void Dispatch(CommandContext& ctx, Args args);
 
+// Runs requests in order with exactly Dispatch's replies and effects, but
+// a run of consecutive BF.ADD / BF.MADD (or CF.ADD) of one existing key is
+// applied as one batch: one engine call, one journal write (one fsync in
+// sync mode) for the run instead of one per command. Replies are written
+// after the batch is durable. Stops after a request that set
+// session.close_after_reply (QUIT, SHUTDOWN); returns how many requests
+// ran. Hosts that receive pipelines (the server) call this; one request at
+// a time (the module) calls Dispatch.
+size_t DispatchPipeline(CommandContext& ctx, std::span<const Args> requests);
+
 // Handlers, by family (bloom_commands.cc, cuckoo_commands.cc, ...).
 namespace handlers {
 void BfReserve(CommandContext&, Args);

@@ -61,42 +61,6 @@ struct InsertOptions {
   int64_t capacity = kDefaultCapacity;
 };
 
-// Adds items to a cuckoo filter (a multiset), refusing with Full an item
-// that already has FilterHandle::MaxCopies() copies: copies of one key are
-// bounded by what its two buckets hold and never make the filter grow
-// (DESIGN.md invariant 8; RedisBloom grows instead).
-void AddBoundedCopies(FilterHandle& filter, Args items,
-                      std::vector<Status>* statuses) {
-  const uint32_t max_copies = filter.MaxCopies();
-  if (items.size() == 1) {
-    if (max_copies != 0 && filter.Count(items[0]) >= max_copies) {
-      (*statuses)[0] = Status::Full("too many copies of one item");
-    } else {
-      (*statuses)[0] = filter.Add(items[0]);
-    }
-    return;
-  }
-  std::unordered_map<std::string_view, uint32_t> copies;
-  std::vector<std::string_view> admitted;
-  std::vector<size_t> index;
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (max_copies != 0) {
-      auto [it, fresh] = copies.try_emplace(items[i], 0);
-      if (fresh) it->second = filter.Count(items[i]);
-      if (it->second >= max_copies) {
-        (*statuses)[i] = Status::Full("too many copies of one item");
-        continue;
-      }
-      ++it->second;
-    }
-    admitted.push_back(items[i]);
-    index.push_back(i);
-  }
-  std::vector<Status> added;
-  filter.AddMany(admitted, &added);
-  for (size_t j = 0; j < admitted.size(); ++j) (*statuses)[index[j]] = added[j];
-}
-
 void InsertCommon(CommandContext& ctx, std::string_view key, Args items,
                   const InsertOptions& o) {
   auto found = LookupTyped(ctx, key, FilterType::kCuckoo);
@@ -238,6 +202,49 @@ bool ParseOption(CommandContext& ctx, Args args, std::string_view name,
 }
 
 }  // namespace
+
+// Adds items to a cuckoo filter (a multiset), refusing with Full an item
+// that already has FilterHandle::MaxCopies() copies: copies of one key are
+// bounded by what its two buckets hold and never make the filter grow
+// (DESIGN.md invariant 8; RedisBloom grows instead).
+void AddBoundedCopies(FilterHandle& filter, Args items,
+                      std::vector<Status>* statuses) {
+  const uint32_t max_copies = filter.MaxCopies();
+  if (items.size() == 1) {
+    if (max_copies != 0 && filter.Count(items[0]) >= max_copies) {
+      (*statuses)[0] = Status::Full("too many copies of one item");
+    } else {
+      (*statuses)[0] = filter.Add(items[0]);
+    }
+    return;
+  }
+  std::unordered_map<std::string_view, uint32_t> copies;
+  std::vector<std::string_view> admitted;
+  std::vector<size_t> index;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (max_copies != 0) {
+      auto [it, fresh] = copies.try_emplace(items[i], 0);
+      if (fresh) it->second = filter.Count(items[i]);
+      if (it->second >= max_copies) {
+        (*statuses)[i] = Status::Full("too many copies of one item");
+        continue;
+      }
+      ++it->second;
+    }
+    admitted.push_back(items[i]);
+    index.push_back(i);
+  }
+  std::vector<Status> added;
+  filter.AddMany(admitted, &added);
+  for (size_t j = 0; j < admitted.size(); ++j) (*statuses)[index[j]] = added[j];
+}
+
+void ReplyCuckooAdd(CommandContext& ctx, const Status& s) {
+  if (s.ok()) return ReplyFlag(ctx, ctx.out.protocol() >= 3, 1);
+  if (s.IsFull()) return ctx.out.Error("Filter is full");
+  if (s.IsNotFound()) return ctx.out.Error(kNotFoundError);
+  ctx.out.Error("ERR problem inserting into filter");
+}
 
 namespace handlers {
 

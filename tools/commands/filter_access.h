@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -41,6 +42,18 @@ std::shared_ptr<FilterHandle> CreateOrReplyError(CommandContext& ctx,
 void BloomAddReportingNew(FilterHandle& filter, Args items,
                           std::vector<uint8_t>* added,
                           std::vector<Status>* statuses);
+
+// BF.ADD (multi = false) / BF.MADD / BF.INSERT's reply for computed adds.
+void ReplyBloomAdds(CommandContext& ctx, std::span<const uint8_t> added,
+                    std::span<const Status> statuses, bool multi);
+
+// Adds items to a cuckoo filter, copies of one item bounded by
+// FilterHandle::MaxCopies() (cuckoo_commands.cc).
+void AddBoundedCopies(FilterHandle& filter, Args items,
+                      std::vector<Status>* statuses);
+
+// CF.ADD's reply for one add's status.
+void ReplyCuckooAdd(CommandContext& ctx, const Status& status);
 
 }  // namespace shardfilter::commands
 

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <deque>
 
 #include "tools/commands/command_table.h"
 #include "tools/server/server.h"
@@ -24,6 +25,8 @@ constexpr size_t kReadChunk = 64 * 1024;
 // A single read never asks for more than this, however large the bulk.
 constexpr size_t kMaxReadChunk = 16u << 20;
 constexpr size_t kKeepOutputCapacity = 1u << 20;
+// Requests parsed before they run (DispatchPipeline coalesces their adds).
+constexpr size_t kMaxBatch = 256;
 
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -265,28 +268,66 @@ void EventLoop::OnReadable(Connection& c) {
   Flush(c);
 }
 
+// Requests are collected (parsed in place, up to kMaxBatch) and run with
+// DispatchPipeline, which coalesces consecutive adds to one key into one
+// journalled write; their replies then go out together.
 void EventLoop::Process(Connection& c) {
   const ServerOptions& opt = server_->options();
   commands::CommandContext ctx{c.session, *server_->keyspace(), *server_,
                                c.writer};
   uint64_t ran = 0;
+  std::vector<std::string_view> flat;
+  std::vector<std::pair<size_t, size_t>> bounds;  // (first arg, count)
+  std::vector<commands::Args> requests;
+  std::deque<std::string> owned;  // args the parser unescaped (inline)
   while (!c.close_when_flushed) {
     if (c.pending() >= opt.output_pause_bytes) {
       c.paused = true;  // resumed by Flush once the client reads
       break;
     }
+    // Before AUTH the parser's limits depend on each command's effect:
+    // one request at a time.
     const bool authed = c.session.authenticated || !server_->RequiresPassword();
-    const resp::ParseStatus st = c.parser.Parse(c.in.view(), authed);
-    if (st == resp::ParseStatus::kNeedMore) break;
-    if (st == resp::ParseStatus::kError) {
+    const size_t max_batch = authed ? kMaxBatch : 1;
+    const std::string_view view = c.in.view();
+    size_t offset = 0;
+    bool parse_error = false;
+    flat.clear();
+    bounds.clear();
+    owned.clear();
+    while (bounds.size() < max_batch) {
+      const resp::ParseStatus st = c.parser.Parse(view.substr(offset), authed);
+      if (st == resp::ParseStatus::kNeedMore) break;
+      if (st == resp::ParseStatus::kError) {
+        parse_error = true;
+        break;
+      }
+      bounds.emplace_back(flat.size(), c.parser.args().size());
+      for (std::string_view a : c.parser.args()) {
+        const bool in_buffer = a.data() >= view.data() &&
+                               a.data() + a.size() <= view.data() + view.size();
+        if (in_buffer) {
+          flat.push_back(a);
+        } else {
+          flat.push_back(owned.emplace_back(a));
+        }
+      }
+      offset += c.parser.consumed();
+    }
+    requests.clear();
+    for (const auto& [first, count] : bounds) {
+      requests.emplace_back(flat.data() + first, count);
+    }
+    const size_t done = commands::DispatchPipeline(ctx, requests);
+    ran += done;
+    c.in.Consume(offset);
+    if (c.session.close_after_reply || done < requests.size()) {
+      c.close_when_flushed = true;
+    } else if (parse_error) {
       c.writer.Error("ERR " + c.parser.error());
       c.close_when_flushed = true;
-      break;
     }
-    commands::Dispatch(ctx, c.parser.args());
-    ++ran;
-    c.in.Consume(c.parser.consumed());
-    if (c.session.close_after_reply) c.close_when_flushed = true;
+    if (requests.empty() || bounds.size() < max_batch) break;  // all parsed
   }
   c.in.ShrinkIfIdle(kMaxReadChunk);
   server_->total_commands.fetch_add(ran, std::memory_order_relaxed);
