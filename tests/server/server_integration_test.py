@@ -55,6 +55,9 @@ def free_port():
     return port
 
 
+STARTED = []  # every server process, killed at exit whatever happened
+
+
 class Server:
     def __init__(self, binary, db, extra=()):
         self.binary, self.db, self.extra = binary, db, list(extra)
@@ -66,6 +69,7 @@ class Server:
             [self.binary, "--db", self.db, "--port", str(self.port),
              "--threads", "2", "--bind", "127.0.0.1"] + self.extra,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        STARTED.append(self.proc)
         line = self.proc.stdout.readline()
         check("ready" in line, "server did not start: %r" % line)
         return self
@@ -397,6 +401,10 @@ def main():
         print("PASS: %d checks" % CHECKS)
         return 0
     finally:
+        for proc in STARTED:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
 
