@@ -89,6 +89,11 @@ void CfMExists(CommandContext&, Args);
 void CfCount(CommandContext&, Args);
 void CfDel(CommandContext&, Args);
 void CfInfo(CommandContext&, Args);
+// Dumps: dump_commands.cc.
+void BfScanDump(CommandContext&, Args);
+void BfLoadChunk(CommandContext&, Args);
+void CfScanDump(CommandContext&, Args);
+void CfLoadChunk(CommandContext&, Args);
 // Connection: connection_commands.cc.
 void Ping(CommandContext&, Args);
 void Echo(CommandContext&, Args);

@@ -97,6 +97,13 @@ class Keyspace {
   virtual Status Checkpoint() = 0;
   // Unix time of the last completed checkpoint (or of the open).
   virtual int64_t LastCheckpointUnix() = 0;
+  // The filter as one byte string in shardfilter's dump format (the
+  // engine's export: versioned, checksummed; a consistent snapshot).
+  virtual Result<std::string> Dump(std::string_view key) = 0;
+  // Creates `key` holding exactly the dumped filter. AlreadyExists;
+  // InvalidArgument / Corruption / NotSupported for bad bytes (nothing is
+  // created).
+  virtual Status Restore(std::string_view key, std::string_view bytes) = 0;
   // Largest key the host holds (Database: 1..1024 bytes).
   virtual size_t MaxKeyBytes() const = 0;
 };

@@ -33,6 +33,14 @@ struct Session {
   // QUIT: the host closes the connection once this reply is written.
   bool close_after_reply = false;
   uint64_t commands = 0;
+  // BF/CF.SCANDUMP: the snapshot being handed out in chunks (one per
+  // connection, so a dump is one consistent instant).
+  std::string dump_key;
+  std::string dump_bytes;
+  // BF/CF.LOADCHUNK: the dump being received (restored when complete).
+  std::string load_key;
+  uint64_t load_total = 0;
+  std::string load_bytes;
 };
 
 class Host {

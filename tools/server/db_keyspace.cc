@@ -5,6 +5,8 @@
 #include <functional>
 #include <unordered_map>
 
+#include "shardfilter/engine/export.h"
+
 namespace shardfilter::server {
 namespace {
 
@@ -194,6 +196,14 @@ Status DbKeyspace::Checkpoint() {
 
 int64_t DbKeyspace::LastCheckpointUnix() {
   return last_checkpoint_unix_.load(std::memory_order_relaxed);
+}
+
+Result<std::string> DbKeyspace::Dump(std::string_view key) {
+  return ExportFilter(*db_, key);
+}
+
+Status DbKeyspace::Restore(std::string_view key, std::string_view bytes) {
+  return ImportFilter(*db_, key, bytes);
 }
 
 uint64_t DbKeyspace::FilterBytes() {

@@ -42,6 +42,8 @@ class DbKeyspace final : public commands::Keyspace {
   Status Flush() override;
   Status Checkpoint() override;
   int64_t LastCheckpointUnix() override;
+  Result<std::string> Dump(std::string_view key) override;
+  Status Restore(std::string_view key, std::string_view bytes) override;
   size_t MaxKeyBytes() const override { return kMaxFilterNameBytes; }
 
   // Sum of the filters' table bytes (INFO memory).
