@@ -129,6 +129,16 @@ def test_bloom(r):
     raises(lambda: r.execute_command("BF.RESERVE", "e", "2", "100"),
            "error rate must be in the range")
     raises(lambda: r.execute_command("BF.ADD", "b"), "wrong number of arguments")
+    it, chunks = 0, []
+    while True:
+        it, data = bf.scandump("b", it)
+        if it == 0:
+            break
+        chunks.append((it, data))
+    for it, data in chunks:
+        bf.loadchunk("bcopy", it, data)
+    check(bf.mexists("bcopy", "x", "y", "z", "nope") == [1, 1, 1, 0],
+          "BF.SCANDUMP / BF.LOADCHUNK round trip")
     check(bf.create("ns", 0.01, 2, noScale=True) in (True, b"OK", "OK"),
           "NONSCALING")
     res = r.execute_command("BF.MADD", "ns", "1", "2", "3")

@@ -152,13 +152,23 @@ void BloomAddReportingNew(FilterHandle& filter, Args items,
   }
   std::vector<uint8_t> present(n, 0);
   filter.MayContainMany(items, present);
-  // An item repeated within the request is new only the first time.
+  // An item repeated within the request is new only the first time (a
+  // linear scan of the fresh items for small requests, a set for large).
+  constexpr size_t kLinearScan = 32;
   std::unordered_set<std::string_view> seen;
   std::vector<std::string_view> fresh;
   std::vector<size_t> fresh_index;
+  fresh.reserve(n);
+  fresh_index.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     if (present[i]) continue;
-    if (!seen.insert(items[i]).second) continue;
+    if (n <= kLinearScan) {
+      if (std::find(fresh.begin(), fresh.end(), items[i]) != fresh.end()) {
+        continue;
+      }
+    } else if (!seen.insert(items[i]).second) {
+      continue;
+    }
     fresh.push_back(items[i]);
     fresh_index.push_back(i);
   }
