@@ -351,6 +351,41 @@ def test_auth(binary, root):
         check(srv.stop() == 0, "auth server exit code")
 
 
+def non_loopback_ipv4():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.connect(("192.0.2.1", 9))  # no packet is sent
+        ip = s.getsockname()[0]
+    except OSError:
+        return None
+    finally:
+        s.close()
+    return None if ip.startswith("127.") else ip
+
+
+def test_protected_mode(binary, root):
+    ip = non_loopback_ipv4()
+    if ip is None:
+        print("  no non-loopback address: protected mode not tested")
+        return
+    srv = Server(binary, os.path.join(root, "pmdb"), ["--bind", "0.0.0.0"])
+    srv.start()
+    try:
+        s = socket.create_connection((ip, srv.port))
+        s.settimeout(5)
+        data = b""
+        while True:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+        s.close()
+        check(data.startswith(b"-DENIED"), "protected mode: %r" % data)
+        check(redis.Redis(port=srv.port).ping(), "loopback still served")
+    finally:
+        check(srv.stop() == 0, "protected-mode server exit code")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--server", required=True)
@@ -408,6 +443,8 @@ def main():
         print("ok  SHUTDOWN -> exit 0")
         test_auth(args.server, root)
         print("ok  auth")
+        test_protected_mode(args.server, root)
+        print("ok  protected mode")
         print("PASS: %d checks" % CHECKS)
         return 0
     finally:
