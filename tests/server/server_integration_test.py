@@ -103,6 +103,9 @@ def raw(port, payload, expect_close=False, timeout=5.0):
             data += chunk
     except socket.timeout:
         check(not expect_close, "server did not close the connection")
+    except ConnectionResetError:
+        # The server closed with our unread bytes pending (TCP sends RST).
+        check(expect_close, "connection reset")
     s.close()
     return data
 
@@ -374,16 +377,66 @@ def test_protected_mode(binary, root):
         s = socket.create_connection((ip, srv.port))
         s.settimeout(5)
         data = b""
-        while True:
-            chunk = s.recv(4096)
-            if not chunk:
-                break
-            data += chunk
+        try:
+            while True:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                data += chunk
+        except ConnectionResetError:
+            pass
         s.close()
         check(data.startswith(b"-DENIED"), "protected mode: %r" % data)
         check(redis.Redis(port=srv.port).ping(), "loopback still served")
     finally:
         check(srv.stop() == 0, "protected-mode server exit code")
+
+
+def test_limits(binary, root):
+    srv = Server(binary, os.path.join(root, "limitsdb"),
+                 ["--maxclients", "2", "--timeout", "1",
+                  "--client-query-buffer-limit", "1mb",
+                  "--proto-max-bulk-len", "4mb"]).start()
+    try:
+        a = socket.create_connection(("127.0.0.1", srv.port))
+        b = socket.create_connection(("127.0.0.1", srv.port))
+        for c in (a, b):  # both accepted before the third connects
+            c.sendall(b"PING\r\n")
+            check(c.recv(100) == b"+PONG\r\n", "first clients served")
+        got = raw(srv.port, b"PING\r\n", expect_close=True)
+        check(got == b"-ERR max number of clients reached\r\n",
+              "maxclients: %r" % got)
+        # Idle clients are closed after --timeout.
+        time.sleep(2.5)
+        a.settimeout(2)
+        check(a.recv(10) == b"", "idle client closed")
+        b.close()
+        a.close()
+        time.sleep(0.2)
+        # A bulk over --proto-max-bulk-len is a protocol error.
+        got = raw(srv.port, b"*1\r\n$5000000\r\n", expect_close=True)
+        check(got == b"-ERR Protocol error: invalid bulk length\r\n",
+              "bulk limit: %r" % got)
+        # Unparsed input past --client-query-buffer-limit: disconnected.
+        s = socket.create_connection(("127.0.0.1", srv.port))
+        s.sendall(b"*2\r\n$4\r\nECHO\r\n$3000000\r\n")
+        closed = False
+        try:
+            for _ in range(40):
+                s.sendall(b"x" * 65536)
+        except OSError:
+            closed = True
+        if not closed:
+            s.settimeout(5)
+            try:
+                closed = s.recv(10) == b""
+            except OSError:
+                closed = True
+        check(closed, "query buffer limit closes the client")
+        s.close()
+        check(redis.Redis(port=srv.port).ping(), "server still serving")
+    finally:
+        check(srv.stop() == 0, "limits server exit code")
 
 
 def main():
@@ -445,6 +498,8 @@ def main():
         print("ok  auth")
         test_protected_mode(args.server, root)
         print("ok  protected mode")
+        test_limits(args.server, root)
+        print("ok  limits (maxclients, timeout, bulk, query buffer)")
         print("PASS: %d checks" % CHECKS)
         return 0
     finally:

@@ -222,6 +222,7 @@ void EventLoop::Accept(int listener) {
     if (server_->connected_clients.load(std::memory_order_relaxed) >=
         static_cast<int64_t>(opt.max_clients)) {
       SendNow(fd, "-ERR max number of clients reached\r\n");
+      ::shutdown(fd, SHUT_WR);
       ::close(fd);
       server_->rejected_connections.fetch_add(1, std::memory_order_relaxed);
       continue;
@@ -383,6 +384,16 @@ void EventLoop::Close(int fd) {
   auto it = conns_.find(fd);
   if (it == conns_.end()) return;
   ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+  if (it->second->close_when_flushed) {
+    // We close on purpose (QUIT, protocol error): send FIN first and drop
+    // what the client sent meanwhile, so that closing with unread input
+    // does not reset the connection before the client read our last reply.
+    ::shutdown(fd, SHUT_WR);
+    char sink[4096];
+    for (int i = 0; i < 16 && ::recv(fd, sink, sizeof(sink), MSG_DONTWAIT) > 0;
+         ++i) {
+    }
+  }
   ::close(fd);
   conns_.erase(it);
   server_->connected_clients.fetch_sub(1, std::memory_order_relaxed);
