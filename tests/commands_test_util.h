@@ -48,7 +48,9 @@ class CommandsFixture : public ::testing::Test {
 
   void OpenStore() {
     keyspace_.reset();
-    if (db_ != nullptr) ASSERT_TRUE(db_->Close().ok());
+    if (db_ != nullptr) {
+      ASSERT_TRUE(db_->Close().ok());
+    }
     db_.reset();
     DatabaseOptions o;
     o.path = dir_.db();

@@ -124,11 +124,26 @@ DbKeyspace::DbKeyspace(Database* db, const DbKeyspaceOptions& options)
 
 void DbKeyspace::Invalidate() {
   generation_.fetch_add(1, std::memory_order_release);
+  TrimThreadCache();
+  if (drop_listener_) drop_listener_();
+}
+
+static HandleCache& ThreadCache() {
+  thread_local HandleCache cache;
+  return cache;
+}
+
+void DbKeyspace::TrimThreadCache() {
+  HandleCache& cache = ThreadCache();
+  if (cache.owner == instance_ &&
+      cache.generation != generation_.load(std::memory_order_acquire)) {
+    cache.handles.clear();
+  }
 }
 
 Result<std::shared_ptr<commands::FilterHandle>> DbKeyspace::Lookup(
     std::string_view key) {
-  thread_local HandleCache cache;
+  HandleCache& cache = ThreadCache();
   const uint64_t generation = generation_.load(std::memory_order_acquire);
   if (cache.owner != instance_ || cache.generation != generation ||
       cache.handles.size() > kMaxCachedHandles) {

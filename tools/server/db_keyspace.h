@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "shardfilter/engine/database.h"
@@ -49,6 +50,15 @@ class DbKeyspace final : public commands::Keyspace {
   // Sum of the filters' table bytes (INFO memory).
   uint64_t FilterBytes();
 
+  // Called (from the dropping thread) after every drop, so the host can
+  // wake its other threads to call TrimThreadCache: a dropped filter's
+  // memory is then freed without waiting for their next command.
+  void SetDropListener(std::function<void()> listener) {
+    drop_listener_ = std::move(listener);
+  }
+  // Empties the calling thread's handle cache if a drop made it stale.
+  void TrimThreadCache();
+
  private:
   // Bumped (release) after every Drop, before the command that dropped
   // answers; a thread's handle cache (db_keyspace.cc) is valid while it
@@ -59,6 +69,7 @@ class DbKeyspace final : public commands::Keyspace {
   DbKeyspaceOptions options_;
   std::atomic<int64_t> last_checkpoint_unix_;
   std::atomic<uint64_t> generation_{0};
+  std::function<void()> drop_listener_;  // set before serving
   const uint64_t instance_;
 };
 

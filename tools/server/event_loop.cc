@@ -118,6 +118,7 @@ void EventLoop::Run() {
     }
     for (int fd : to_close_) Close(fd);
     to_close_.clear();
+    server_->keyspace()->TrimThreadCache();  // after a drop elsewhere
     if (idle_s > 0 && NowMs() - last_idle_check >= 1000) {
       last_idle_check = NowMs();
       CloseIdle(last_idle_check);

@@ -57,6 +57,7 @@ Server::Server(const ServerOptions& options, DbKeyspace* keyspace)
 Server::~Server() {
   Stop();
   Wait();
+  keyspace_->SetDropListener(nullptr);
 }
 
 Status Server::Start() {
@@ -70,6 +71,10 @@ Status Server::Start() {
   }
   port_ = port;
   start_unix_ = NowUnix();
+  // A drop wakes every loop so each frees its cached handles of it.
+  keyspace_->SetDropListener([this] {
+    for (auto& loop : loops_) loop->Wake();
+  });
   for (auto& loop : loops_) {
     threads_.emplace_back([l = loop.get()] { l->Run(); });
   }
