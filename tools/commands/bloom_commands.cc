@@ -1,0 +1,398 @@
+// BF.*: RedisBloom's scalable Bloom filter commands over shardfilter's
+// Bloom filters. Argument parsing, defaults, error texts and reply shapes
+// follow RedisBloom (docs/server.md lists each command and where shardfilter
+// differs).
+#include <algorithm>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "tools/commands/command_table.h"
+#include "tools/commands/filter_access.h"
+#include "tools/commands/util.h"
+
+namespace shardfilter::commands {
+namespace {
+
+// RedisBloom's configuration defaults and ranges (its config.c).
+constexpr double kDefaultErrorRate = 0.01;
+constexpr double kErrorRateCap = 0.25;  // larger rates are capped to this
+constexpr int64_t kDefaultCapacity = 100;
+constexpr int64_t kMaxCapacity = int64_t{1} << 30;
+constexpr int64_t kDefaultExpansion = 2;
+constexpr int64_t kMaxExpansion = 32768;
+// shardfilter's links grow by at most 16x (FilterSpec::expansion).
+constexpr int64_t kMaxShardfilterExpansion = 16;
+
+struct BloomOptions {
+  int64_t capacity = kDefaultCapacity;
+  double error_rate = kDefaultErrorRate;
+  int64_t expansion = kDefaultExpansion;
+  bool scalable = true;
+  bool autocreate = true;
+};
+
+CreateParams ToParams(const BloomOptions& o) {
+  CreateParams p;
+  p.type = FilterType::kBloom;
+  p.capacity = static_cast<uint64_t>(o.capacity);
+  p.error_rate = o.error_rate;
+  p.scalable = o.scalable && o.expansion > 0;
+  p.expansion = o.expansion > 0 ? static_cast<uint32_t>(o.expansion) : 1;
+  return p;
+}
+
+// Refuses an expansion RedisBloom takes but shardfilter cannot build.
+bool RefuseExpansion(CommandContext& ctx, int64_t expansion) {
+  if (expansion <= kMaxShardfilterExpansion) return false;
+  ctx.out.Error("ERR expansion must be in the range [0, 16] (shardfilter)");
+  return true;
+}
+
+// Looks the key up for a write; creates it with `o` when absent and
+// allowed. Writes the error reply and returns null on failure.
+std::shared_ptr<FilterHandle> OpenForWrite(CommandContext& ctx,
+                                           std::string_view key,
+                                           const BloomOptions& o) {
+  auto found = LookupTyped(ctx, key, FilterType::kBloom);
+  if (found.handle != nullptr) return found.handle;
+  if (found.wrong_type) {
+    ctx.out.Error(kWrongTypeError);
+    return nullptr;
+  }
+  if (!o.autocreate) {
+    ctx.out.Error(kNotFoundError);
+    return nullptr;
+  }
+  if (RefuseKeyName(ctx, key)) return nullptr;
+  if (RefuseExpansion(ctx, o.expansion)) return nullptr;
+  return CreateOrReplyError(ctx, key, ToParams(o),
+                            "ERR could not create filter");
+}
+
+// Adds items, writing RedisBloom's reply: one 0/1 (RESP3 boolean) per item,
+// an error element for an item that found a non-scaling filter full (and
+// nothing after it), as an array when `multi`.
+void AddAndReply(CommandContext& ctx, FilterHandle& filter, Args items,
+                 bool multi) {
+  std::vector<uint8_t> added;
+  std::vector<Status> statuses;
+  BloomAddReportingNew(filter, items, &added, &statuses);
+  ReplyBloomAdds(ctx, added, statuses, multi);
+}
+
+void CheckAndReply(CommandContext& ctx, Args args, bool multi) {
+  auto found = LookupTyped(ctx, args[1], FilterType::kBloom);
+  const Args items = args.subspan(2);
+  std::vector<uint8_t> present(items.size(), 0);
+  // RedisBloom answers 0 for a missing key and for one of another type.
+  if (found.handle != nullptr) {
+    if (items.size() == 1) {
+      present[0] = found.handle->MayContain(items[0]);
+    } else {
+      found.handle->MayContainMany(items, present);
+    }
+  }
+  if (multi) ctx.out.Array(items.size());
+  for (uint8_t p : present) {
+    if (ctx.out.protocol() >= 3) {
+      ctx.out.Boolean(p != 0);
+    } else {
+      ctx.out.Integer(p != 0);
+    }
+  }
+}
+
+}  // namespace
+
+void ReplyBloomAdds(CommandContext& ctx, std::span<const uint8_t> added,
+                    std::span<const Status> statuses, bool multi) {
+  size_t n = statuses.size();
+  for (size_t i = 0; i < statuses.size(); ++i) {
+    if (!statuses[i].ok()) {
+      n = i + 1;  // RedisBloom stops at the first failed item
+      break;
+    }
+  }
+  if (multi) ctx.out.Array(n);
+  for (size_t i = 0; i < n; ++i) {
+    const Status& s = statuses[i];
+    if (s.ok()) {
+      if (ctx.out.protocol() >= 3) {
+        ctx.out.Boolean(added[i] != 0);
+      } else {
+        ctx.out.Integer(added[i] != 0);
+      }
+    } else if (s.IsFull()) {
+      ctx.out.Error("ERR non scaling filter is full");
+    } else if (s.IsNotFound()) {
+      ctx.out.Error(kNotFoundError);
+    } else {
+      ctx.out.Error("ERR problem inserting into filter");
+    }
+  }
+}
+
+// LEAD: BF.ADD's "newly added" answer. Until Bloom adds report "already
+// present" themselves (issue 14), an item counts as new when MayContain was
+// false just before its Add. Two clients adding the same new item at once
+// may then both hear 1 (RedisBloom, single-threaded, answers 1 then 0).
+// Swap this function's body for the engine's report when it lands.
+void BloomAddReportingNew(FilterHandle& filter, Args items,
+                          std::vector<uint8_t>* added,
+                          std::vector<Status>* statuses) {
+  const size_t n = items.size();
+  added->assign(n, 0);
+  statuses->assign(n, Status::OK());
+  if (n == 1) {
+    if (filter.MayContain(items[0])) return;
+    (*statuses)[0] = filter.Add(items[0]);
+    (*added)[0] = (*statuses)[0].ok();
+    return;
+  }
+  std::vector<uint8_t> present(n, 0);
+  filter.MayContainMany(items, present);
+  // An item repeated within the request is new only the first time (a
+  // linear scan of the fresh items for small requests, a set for large).
+  constexpr size_t kLinearScan = 32;
+  std::unordered_set<std::string_view> seen;
+  std::vector<std::string_view> fresh;
+  std::vector<size_t> fresh_index;
+  fresh.reserve(n);
+  fresh_index.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (present[i]) continue;
+    if (n <= kLinearScan) {
+      if (std::find(fresh.begin(), fresh.end(), items[i]) != fresh.end()) {
+        continue;
+      }
+    } else if (!seen.insert(items[i]).second) {
+      continue;
+    }
+    fresh.push_back(items[i]);
+    fresh_index.push_back(i);
+  }
+  if (fresh.empty()) return;
+  std::vector<Status> fresh_status;
+  filter.AddMany(fresh, &fresh_status);
+  for (size_t j = 0; j < fresh.size(); ++j) {
+    const size_t i = fresh_index[j];
+    (*statuses)[i] = fresh_status[j];
+    (*added)[i] = fresh_status[j].ok();
+  }
+}
+
+namespace handlers {
+
+// BF.RESERVE key error_rate capacity [EXPANSION expansion] [NONSCALING]
+void BfReserve(CommandContext& ctx, Args args) {
+  if (args.size() < 4 || args.size() > 7) {
+    return ReplyWrongArity(ctx.out, args[0]);
+  }
+  BloomOptions o;
+  if (!ParseDouble(args[2], &o.error_rate)) {
+    return ctx.out.Error("ERR bad error rate");
+  }
+  if (!(o.error_rate > 0.0 && o.error_rate < 1.0)) {
+    return ctx.out.Error(
+        "ERR error rate must be in the range (0.000000, 1.000000)");
+  }
+  o.error_rate = std::min(o.error_rate, kErrorRateCap);
+  if (!ParseLongLong(args[3], &o.capacity)) {
+    return ctx.out.Error("ERR bad capacity");
+  }
+  if (o.capacity < 1 || o.capacity > kMaxCapacity) {
+    return ctx.out.Error("ERR capacity must be in the range [1, 1073741824]");
+  }
+  size_t expansion_at = 0;
+  for (size_t i = 4; i < args.size(); ++i) {
+    if (EqualsIgnoreCase(args[i], "NONSCALING")) o.scalable = false;
+    if (expansion_at == 0 && EqualsIgnoreCase(args[i], "EXPANSION")) {
+      expansion_at = i;
+    }
+  }
+  if (expansion_at != 0) {
+    if (expansion_at + 1 == args.size()) {
+      return ctx.out.Error("ERR no expansion");
+    }
+    if (!ParseLongLong(args[expansion_at + 1], &o.expansion)) {
+      return ctx.out.Error("ERR bad expansion");
+    }
+    if (o.expansion == 0) {
+      o.scalable = false;
+    } else if (!o.scalable) {
+      return ctx.out.Error("Nonscaling filters cannot expand");
+    }
+    if (o.expansion < 0 || o.expansion > kMaxExpansion) {
+      return ctx.out.Error("ERR expansion must be in the range [0, 32768]");
+    }
+  }
+  auto found = LookupTyped(ctx, args[1], FilterType::kBloom);
+  if (found.handle != nullptr) return ctx.out.Error(kItemExistsError);
+  if (found.wrong_type) return ctx.out.Error(kWrongTypeError);
+  if (RefuseKeyName(ctx, args[1])) return;
+  if (RefuseExpansion(ctx, o.expansion)) return;
+  auto created = ctx.keyspace.Create(args[1], ToParams(o));
+  if (!created.ok()) {
+    return ReplyCreateError(ctx, created.status(),
+                            "ERR could not create filter");
+  }
+  ctx.out.SimpleString("OK");
+}
+
+// BF.ADD key item
+void BfAdd(CommandContext& ctx, Args args) {
+  if (args.size() != 3) return ReplyWrongArity(ctx.out, args[0]);
+  auto filter = OpenForWrite(ctx, args[1], BloomOptions{});
+  if (filter == nullptr) return;
+  AddAndReply(ctx, *filter, args.subspan(2), /*multi=*/false);
+}
+
+// BF.MADD key item [item ...]
+void BfMAdd(CommandContext& ctx, Args args) {
+  if (args.size() < 3) return ReplyWrongArity(ctx.out, args[0]);
+  auto filter = OpenForWrite(ctx, args[1], BloomOptions{});
+  if (filter == nullptr) return;
+  AddAndReply(ctx, *filter, args.subspan(2), /*multi=*/true);
+}
+
+// BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION x] [NOCREATE]
+//           [NONSCALING] ITEMS item [item ...]
+// Options are recognised by their first letters, as RedisBloom does.
+void BfInsert(CommandContext& ctx, Args args) {
+  if (args.size() < 4) return ReplyWrongArity(ctx.out, args[0]);
+  BloomOptions o;
+  size_t items_at = 0;
+  size_t pos = 2;
+  while (pos < args.size() && items_at == 0) {
+    const std::string_view word = args[pos];
+    const char c0 = word.empty() ? '\0'
+                                 : static_cast<char>(std::tolower(
+                                       static_cast<unsigned char>(word[0])));
+    const char c1 = word.size() > 1 ? static_cast<char>(std::tolower(
+                                          static_cast<unsigned char>(word[1])))
+                                    : '\0';
+    const char c2 = word.size() > 2 ? static_cast<char>(std::tolower(
+                                          static_cast<unsigned char>(word[2])))
+                                    : '\0';
+    switch (c0) {
+      case 'i':
+        items_at = ++pos;
+        break;
+      case 'e':
+        if (++pos == args.size()) return ReplyWrongArity(ctx.out, args[0]);
+        if (c1 == 'r') {
+          if (!ParseDouble(args[pos++], &o.error_rate) ||
+              !(o.error_rate > 0.0 && o.error_rate < 1.0)) {
+            return ctx.out.Error("Bad error rate");
+          }
+          o.error_rate = std::min(o.error_rate, kErrorRateCap);
+        } else {
+          if (!ParseLongLong(args[pos++], &o.expansion) || o.expansion < 0 ||
+              o.expansion > kMaxExpansion) {
+            return ctx.out.Error("Bad expansion");
+          }
+        }
+        break;
+      case 'c':
+        if (++pos == args.size()) return ReplyWrongArity(ctx.out, args[0]);
+        if (!ParseLongLong(args[pos++], &o.capacity) || o.capacity < 1 ||
+            o.capacity > kMaxCapacity) {
+          return ctx.out.Error("Bad capacity");
+        }
+        break;
+      case 'n':
+        if (c2 == 'c') {
+          o.autocreate = false;
+        } else {
+          o.scalable = false;
+        }
+        ++pos;
+        break;
+      default:
+        return ctx.out.Error("Unknown argument received");
+    }
+  }
+  if (o.expansion == 0) o.scalable = false;
+  if (items_at == 0 || items_at == args.size()) {
+    return ReplyWrongArity(ctx.out, args[0]);
+  }
+  auto filter = OpenForWrite(ctx, args[1], o);
+  if (filter == nullptr) return;
+  AddAndReply(ctx, *filter, args.subspan(items_at), /*multi=*/true);
+}
+
+// BF.EXISTS key item
+void BfExists(CommandContext& ctx, Args args) {
+  if (args.size() != 3) return ReplyWrongArity(ctx.out, args[0]);
+  CheckAndReply(ctx, args, /*multi=*/false);
+}
+
+// BF.MEXISTS key item [item ...]
+void BfMExists(CommandContext& ctx, Args args) {
+  if (args.size() < 3) return ReplyWrongArity(ctx.out, args[0]);
+  CheckAndReply(ctx, args, /*multi=*/true);
+}
+
+// BF.INFO key [CAPACITY | SIZE | FILTERS | ITEMS | EXPANSION]
+void BfInfo(CommandContext& ctx, Args args) {
+  if (args.size() != 2 && args.size() != 3) {
+    return ReplyWrongArity(ctx.out, args[0]);
+  }
+  auto found = LookupTyped(ctx, args[1], FilterType::kBloom);
+  if (found.wrong_type) return ctx.out.Error(kWrongTypeError);
+  if (found.handle == nullptr) return ctx.out.Error(kNotFoundError);
+  const FilterSummary s = found.handle->Summary();
+  struct Field {
+    const char* key;   // the single-field selector
+    const char* name;  // the reply's label
+    int64_t value;
+    bool null;
+  };
+  const Field fields[] = {
+      {"capacity", "Capacity", static_cast<int64_t>(s.capacity), false},
+      {"size", "Size", static_cast<int64_t>(s.bytes), false},
+      {"filters", "Number of filters", s.links, false},
+      {"items", "Number of items inserted", static_cast<int64_t>(s.items),
+       false},
+      {"expansion", "Expansion rate", s.expansion, !s.scalable},
+  };
+  auto value = [&](const Field& f) {
+    if (f.null) {
+      ctx.out.Null();
+    } else {
+      ctx.out.Integer(f.value);
+    }
+  };
+  if (args.size() == 3) {
+    for (const Field& f : fields) {
+      if (!EqualsIgnoreCase(args[2], f.key)) continue;
+      // RESP3: a one-pair map; RESP2: an array of the value alone.
+      if (ctx.out.protocol() >= 3) {
+        ctx.out.Map(1);
+        ctx.out.SimpleString(f.name);
+      } else {
+        ctx.out.Array(1);
+      }
+      return value(f);
+    }
+    return ctx.out.Error("Invalid information value");
+  }
+  ctx.out.Map(std::size(fields));
+  for (const Field& f : fields) {
+    ctx.out.SimpleString(f.name);
+    value(f);
+  }
+}
+
+// BF.CARD key: items added (0 for a missing key).
+void BfCard(CommandContext& ctx, Args args) {
+  if (args.size() != 2) return ReplyWrongArity(ctx.out, args[0]);
+  auto found = LookupTyped(ctx, args[1], FilterType::kBloom);
+  if (found.wrong_type) return ctx.out.Error(kWrongTypeError);
+  if (found.handle == nullptr) return ctx.out.Integer(0);
+  ctx.out.Integer(static_cast<int64_t>(found.handle->Summary().items));
+}
+
+}  // namespace handlers
+}  // namespace shardfilter::commands

@@ -1,0 +1,180 @@
+#include "tools/commands/command_table.h"
+
+#include <algorithm>
+#include <string>
+
+#include "tools/commands/util.h"
+
+namespace shardfilter::commands {
+namespace {
+
+using namespace handlers;  // NOLINT: the table names every handler
+
+constexpr uint32_t kBfWrite = kWrite | kDenyOom | kModule;
+constexpr uint32_t kBfRead = kReadonly | kFast | kModule;
+
+// Sorted by name (FindCommand binary-searches; a test checks the order).
+constexpr CommandSpec kCommands[] = {
+    {"auth", -2, kNoAuth | kNoScript | kLoading | kStale | kFast, 0, 0, 0,
+     "connection", "Authenticates the connection.", Auth},
+    {"bf.add", 3, kBfWrite, 1, 1, 1, "bf",
+     "Adds an item to a Bloom filter, creating it when missing.", BfAdd},
+    {"bf.card", 2, kBfRead, 1, 1, 1, "bf",
+     "Returns the number of items added to a Bloom filter.", BfCard},
+    {"bf.exists", 3, kBfRead, 1, 1, 1, "bf",
+     "Checks whether an item may be in a Bloom filter.", BfExists},
+    {"bf.info", -2, kBfRead, 1, 1, 1, "bf",
+     "Returns information about a Bloom filter.", BfInfo},
+    {"bf.insert", -4, kBfWrite, 1, 1, 1, "bf",
+     "Adds items to a Bloom filter, creating it with the given parameters.",
+     BfInsert},
+    {"bf.loadchunk", 4, kBfWrite, 1, 1, 1, "bf",
+     "Restores a Bloom filter from BF.SCANDUMP chunks.", BfLoadChunk},
+    {"bf.madd", -3, kBfWrite, 1, 1, 1, "bf",
+     "Adds items to a Bloom filter, creating it when missing.", BfMAdd},
+    {"bf.mexists", -3, kBfRead, 1, 1, 1, "bf",
+     "Checks whether items may be in a Bloom filter.", BfMExists},
+    {"bf.reserve", -4, kBfWrite | kFast, 1, 1, 1, "bf",
+     "Creates an empty Bloom filter.", BfReserve},
+    {"bf.scandump", 3, kBfRead, 1, 1, 1, "bf",
+     "Dumps a Bloom filter in chunks.", BfScanDump},
+    {"bgsave", -1, kAdmin | kNoScript, 0, 0, 0, "server",
+     "Checkpoints every filter (synchronously).", Bgsave},
+    {"cf.add", 3, kBfWrite, 1, 1, 1, "cf",
+     "Adds an item to a cuckoo filter, creating it when missing.", CfAdd},
+    {"cf.addnx", 3, kBfWrite, 1, 1, 1, "cf",
+     "Adds an item to a cuckoo filter unless it may already be there.",
+     CfAddNx},
+    {"cf.count", 3, kBfRead, 1, 1, 1, "cf",
+     "Returns how many copies of an item a cuckoo filter may hold.", CfCount},
+    {"cf.del", 3, kWrite | kFast | kModule, 1, 1, 1, "cf",
+     "Removes one copy of an item from a cuckoo filter.", CfDel},
+    {"cf.exists", 3, kBfRead, 1, 1, 1, "cf",
+     "Checks whether an item may be in a cuckoo filter.", CfExists},
+    {"cf.info", 2, kBfRead, 1, 1, 1, "cf",
+     "Returns information about a cuckoo filter.", CfInfo},
+    {"cf.insert", -4, kBfWrite, 1, 1, 1, "cf", "Adds items to a cuckoo filter.",
+     CfInsert},
+    {"cf.insertnx", -4, kBfWrite, 1, 1, 1, "cf",
+     "Adds items to a cuckoo filter unless they may already be there.",
+     CfInsertNx},
+    {"cf.loadchunk", 4, kBfWrite, 1, 1, 1, "cf",
+     "Restores a cuckoo filter from CF.SCANDUMP chunks.", CfLoadChunk},
+    {"cf.mexists", -3, kBfRead, 1, 1, 1, "cf",
+     "Checks whether items may be in a cuckoo filter.", CfMExists},
+    {"cf.reserve", -3, kBfWrite | kFast, 1, 1, 1, "cf",
+     "Creates an empty cuckoo filter.", CfReserve},
+    {"cf.scandump", 3, kBfRead, 1, 1, 1, "cf",
+     "Dumps a cuckoo filter in chunks.", CfScanDump},
+    {"client", -2, kNoScript | kLoading | kStale, 0, 0, 0, "connection",
+     "CLIENT ID | SETNAME | GETNAME | SETINFO | LIST | INFO.", Client},
+    {"command", -1, kLoading | kStale, 0, 0, 0, "server",
+     "Returns details about commands.", Command},
+    {"config", -2, kAdmin | kNoScript | kLoading | kStale, 0, 0, 0, "server",
+     "CONFIG GET | SET | RESETSTAT.", Config},
+    {"dbsize", 1, kReadonly | kFast, 0, 0, 0, "server",
+     "Returns the number of keys.", Dbsize},
+    {"del", -2, kWrite, 1, -1, 1, "generic", "Deletes keys.", Del},
+    {"discard", 1, kNoScript | kLoading | kStale | kFast | kNoMulti, 0, 0, 0,
+     "transactions", "Discards a transaction.", Discard},
+    {"echo", 2, kFast, 0, 0, 0, "connection", "Returns the given string.",
+     Echo},
+    {"exec", 1, kNoScript | kLoading | kStale | kNoMulti, 0, 0, 0,
+     "transactions", "Executes the queued commands.", Exec},
+    {"exists", -2, kReadonly | kFast, 1, -1, 1, "generic",
+     "Counts the given keys that exist.", Exists},
+    {"flushall", -1, kWrite, 0, 0, 0, "server", "Deletes every key.", Flush},
+    {"flushdb", -1, kWrite, 0, 0, 0, "server", "Deletes every key.", Flush},
+    {"hello", -1, kNoAuth | kNoScript | kLoading | kStale | kFast, 0, 0, 0,
+     "connection", "Handshake: protocol, authentication, name.", Hello},
+    {"info", -1, kLoading | kStale, 0, 0, 0, "server",
+     "Returns information and statistics about the server.", Info},
+    {"keys", 2, kReadonly, 0, 0, 0, "generic",
+     "Returns the keys matching a pattern.", Keys},
+    {"lastsave", 1, kLoading | kStale | kFast, 0, 0, 0, "server",
+     "Returns the Unix time of the last checkpoint.", Lastsave},
+    {"multi", 1, kNoScript | kLoading | kStale | kFast | kNoMulti, 0, 0, 0,
+     "transactions", "Starts a transaction.", Multi},
+    {"ping", -1, kFast, 0, 0, 0, "connection", "Returns PONG.", Ping},
+    {"quit", -1, kNoAuth | kNoScript | kLoading | kStale | kFast | kNoMulti, 0,
+     0, 0, "connection", "Closes the connection.", Quit},
+    {"reset", 1, kNoAuth | kNoScript | kLoading | kStale | kFast | kNoMulti, 0,
+     0, 0, "connection", "Resets the connection.", Reset},
+    {"save", 1, kAdmin | kNoScript, 0, 0, 0, "server",
+     "Checkpoints every filter.", Save},
+    {"scan", -2, kReadonly, 0, 0, 0, "generic", "Iterates over the keys.",
+     Scan},
+    {"select", 2, kLoading | kStale | kFast, 0, 0, 0, "connection",
+     "Selects database 0 (the only one).", Select},
+    {"shutdown", -1, kAdmin | kNoScript | kLoading | kStale, 0, 0, 0, "server",
+     "Checkpoints and stops the server.", Shutdown},
+    {"time", 1, kLoading | kStale | kFast, 0, 0, 0, "server",
+     "Returns the server time.", Time},
+    {"type", 2, kReadonly | kFast, 1, 1, 1, "generic",
+     "Returns the type of a key.", Type},
+    {"unlink", -2, kWrite | kFast, 1, -1, 1, "generic", "Deletes keys.", Del},
+};
+
+void UnknownCommand(resp::ReplyWriter& out, Args args) {
+  std::string text = "ERR unknown command '" +
+                     std::string(args[0].substr(0, 128)) +
+                     "', with args beginning with: ";
+  std::string listed;
+  for (size_t i = 1; i < args.size() && listed.size() < 128; ++i) {
+    listed += "'" + std::string(args[i].substr(0, 128 - listed.size())) + "' ";
+  }
+  out.Error(text + listed);
+}
+
+}  // namespace
+
+std::span<const CommandSpec> AllCommands() { return kCommands; }
+
+const CommandSpec* FindCommand(std::string_view name) {
+  if (name.size() > 32) return nullptr;
+  char lower[32];
+  for (size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    lower[i] = c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c;
+  }
+  const std::string_view key(lower, name.size());
+  const CommandSpec* end = std::end(kCommands);
+  const CommandSpec* it = std::lower_bound(
+      std::begin(kCommands), end, key,
+      [](const CommandSpec& s, std::string_view k) { return s.name < k; });
+  if (it == end || it->name != key) return nullptr;
+  return it;
+}
+
+void Dispatch(CommandContext& ctx, Args args) {
+  Session& session = ctx.session;
+  ++session.commands;
+  const CommandSpec* spec = FindCommand(args[0]);
+  const auto refuse_in_multi = [&session] {
+    if (session.in_multi) session.multi_failed = true;
+  };
+  if (spec == nullptr) {
+    refuse_in_multi();
+    return UnknownCommand(ctx.out, args);
+  }
+  if (ctx.host.RequiresPassword() && !session.authenticated &&
+      (spec->flags & kNoAuth) == 0) {
+    refuse_in_multi();
+    return ctx.out.Error("NOAUTH Authentication required.");
+  }
+  const int n = static_cast<int>(args.size());
+  if ((spec->arity > 0 && n != spec->arity) ||
+      (spec->arity < 0 && n < -spec->arity)) {
+    refuse_in_multi();
+    return ReplyWrongArity(ctx.out, (spec->flags & kModule)
+                                        ? args[0]
+                                        : std::string_view(spec->name));
+  }
+  if (session.in_multi && (spec->flags & kNoMulti) == 0) {
+    session.queued.emplace_back(args.begin(), args.end());
+    return ctx.out.SimpleString("QUEUED");
+  }
+  spec->handler(ctx, args);
+}
+
+}  // namespace shardfilter::commands

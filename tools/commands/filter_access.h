@@ -1,0 +1,60 @@
+// Shared by the BF.* and CF.* handlers: typed lookups, creation with
+// RedisBloom's error replies, and the one place BF.ADD's 0/1 is computed.
+#ifndef SHARDFILTER_TOOLS_COMMANDS_FILTER_ACCESS_H_
+#define SHARDFILTER_TOOLS_COMMANDS_FILTER_ACCESS_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "tools/commands/session.h"
+
+namespace shardfilter::commands {
+
+struct TypedLookup {
+  std::shared_ptr<FilterHandle> handle;  // set when found with the type
+  bool wrong_type = false;               // found, of another type
+};
+
+// A key the host cannot hold (empty, too long) is simply absent.
+TypedLookup LookupTyped(CommandContext& ctx, std::string_view key,
+                        FilterType type);
+
+// Replies to a failed Keyspace::Create: ResourceExhausted -> "ERR
+// Insufficient memory to create filter", AlreadyExists -> "ERR item
+// exists", else `generic` followed by the reason.
+void ReplyCreateError(CommandContext& ctx, const Status& status,
+                      std::string_view generic);
+
+// Creates the key; when a concurrent command created it first, returns
+// that filter if it has the right type. Null (reply written) on failure.
+std::shared_ptr<FilterHandle> CreateOrReplyError(CommandContext& ctx,
+                                                 std::string_view key,
+                                                 const CreateParams& params,
+                                                 std::string_view generic);
+
+// LEAD: the single function that decides BF.ADD / BF.MADD / BF.INSERT's
+// "newly added" answers (bloom_commands.cc). (*added)[i] = 1 when item i was
+// not present before; (*statuses)[i] its add's status (OK for an item
+// already present, which is not added again).
+void BloomAddReportingNew(FilterHandle& filter, Args items,
+                          std::vector<uint8_t>* added,
+                          std::vector<Status>* statuses);
+
+// BF.ADD (multi = false) / BF.MADD / BF.INSERT's reply for computed adds.
+void ReplyBloomAdds(CommandContext& ctx, std::span<const uint8_t> added,
+                    std::span<const Status> statuses, bool multi);
+
+// Adds items to a cuckoo filter, copies of one item bounded by
+// FilterHandle::MaxCopies() (cuckoo_commands.cc).
+void AddBoundedCopies(FilterHandle& filter, Args items,
+                      std::vector<Status>* statuses);
+
+// CF.ADD's reply for one add's status.
+void ReplyCuckooAdd(CommandContext& ctx, const Status& status);
+
+}  // namespace shardfilter::commands
+
+#endif  // SHARDFILTER_TOOLS_COMMANDS_FILTER_ACCESS_H_

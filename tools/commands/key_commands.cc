@@ -1,0 +1,192 @@
+// Keyspace and persistence commands: DBSIZE, DEL/UNLINK, EXISTS, TYPE, KEYS,
+// SCAN, FLUSHDB/FLUSHALL, SAVE/BGSAVE/LASTSAVE, SHUTDOWN, TIME.
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "shardfilter/filters/hash.h"
+#include "tools/commands/command_table.h"
+#include "tools/commands/util.h"
+
+namespace shardfilter::commands {
+namespace {
+
+bool Holdable(CommandContext& ctx, std::string_view key) {
+  return !key.empty() && key.size() <= ctx.keyspace.MaxKeyBytes();
+}
+
+// SCAN's cursor: keys are visited in the order of a 62-bit hash of their
+// name, and the cursor is the next hash to visit (+1, so 0 means both
+// "start" and "done"). A key present for the whole iteration is returned
+// (at least once) whatever was created or deleted meanwhile, as Redis
+// promises; each call costs a pass over the key list.
+uint64_t ScanOrder(std::string_view key) {
+  return (HashKey(key, 0x5343414e) >> 2) + 1;  // in [1, 2^62]
+}
+
+}  // namespace
+
+namespace handlers {
+
+void Dbsize(CommandContext& ctx, Args) {
+  ctx.out.Integer(static_cast<int64_t>(ctx.keyspace.Size()));
+}
+
+void Del(CommandContext& ctx, Args args) {
+  int64_t deleted = 0;
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (!Holdable(ctx, args[i])) continue;
+    auto r = ctx.keyspace.Delete(args[i]);
+    if (!r.ok()) return ctx.out.Error("ERR " + r.status().message());
+    deleted += *r ? 1 : 0;
+  }
+  ctx.out.Integer(deleted);
+}
+
+void Exists(CommandContext& ctx, Args args) {
+  int64_t n = 0;
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (Holdable(ctx, args[i]) && ctx.keyspace.Lookup(args[i]).ok()) ++n;
+  }
+  ctx.out.Integer(n);
+}
+
+void Type(CommandContext& ctx, Args args) {
+  if (!Holdable(ctx, args[1])) return ctx.out.SimpleString("none");
+  auto found = ctx.keyspace.Lookup(args[1]);
+  if (!found.ok()) return ctx.out.SimpleString("none");
+  ctx.out.SimpleString(TypeName((*found)->type()));
+}
+
+void Keys(CommandContext& ctx, Args args) {
+  std::vector<std::string> all = ctx.keyspace.Keys();
+  const bool everything = args[1] == "*";
+  std::vector<std::string_view> matched;
+  for (const std::string& k : all) {
+    if (everything || GlobMatch(args[1], k)) matched.push_back(k);
+  }
+  ctx.out.Array(matched.size());
+  for (std::string_view k : matched) ctx.out.Bulk(k);
+}
+
+// SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
+void Scan(CommandContext& ctx, Args args) {
+  int64_t cursor = 0;
+  if (!ParseLongLong(args[1], &cursor) || cursor < 0) {
+    return ctx.out.Error("ERR invalid cursor");
+  }
+  std::string_view pattern, type;
+  bool has_pattern = false, has_type = false;
+  int64_t count = 10;
+  for (size_t i = 2; i < args.size(); i += 2) {
+    if (i + 1 >= args.size()) return ctx.out.Error(kSyntaxError);
+    if (EqualsIgnoreCase(args[i], "MATCH")) {
+      pattern = args[i + 1];
+      has_pattern = pattern != "*";
+    } else if (EqualsIgnoreCase(args[i], "COUNT")) {
+      if (!ParseLongLong(args[i + 1], &count)) {
+        return ctx.out.Error("ERR value is not an integer or out of range");
+      }
+      if (count < 1) return ctx.out.Error(kSyntaxError);
+    } else if (EqualsIgnoreCase(args[i], "TYPE")) {
+      type = args[i + 1];
+      has_type = true;
+    } else {
+      return ctx.out.Error(kSyntaxError);
+    }
+  }
+  std::vector<std::pair<uint64_t, std::string>> order;
+  for (std::string& k : ctx.keyspace.Keys()) {
+    const uint64_t h = ScanOrder(k);
+    if (h >= static_cast<uint64_t>(cursor)) order.emplace_back(h, std::move(k));
+  }
+  std::sort(order.begin(), order.end());
+  std::vector<std::string_view> out;
+  uint64_t next = 0;
+  size_t visited = 0;
+  for (size_t i = 0; i < order.size(); ++i) {
+    // Stop between two different hashes once COUNT keys were visited, so a
+    // (vanishingly rare) hash collision never splits across calls.
+    if (visited >= static_cast<size_t>(count) &&
+        order[i].first != order[i - 1].first) {
+      next = order[i].first;
+      break;
+    }
+    ++visited;
+    const std::string& k = order[i].second;
+    if (has_pattern && !GlobMatch(pattern, k)) continue;
+    if (has_type) {
+      auto found = ctx.keyspace.Lookup(k);
+      if (!found.ok() || !EqualsIgnoreCase(type, TypeName((*found)->type()))) {
+        continue;
+      }
+    }
+    out.push_back(k);
+  }
+  ctx.out.Array(2);
+  ctx.out.Bulk(std::to_string(next));
+  ctx.out.Array(out.size());
+  for (std::string_view k : out) ctx.out.Bulk(k);
+}
+
+// FLUSHDB / FLUSHALL [ASYNC | SYNC]: both run synchronously.
+void Flush(CommandContext& ctx, Args args) {
+  if (args.size() > 2 ||
+      (args.size() == 2 && !EqualsIgnoreCase(args[1], "ASYNC") &&
+       !EqualsIgnoreCase(args[1], "SYNC"))) {
+    return ctx.out.Error(kSyntaxError);
+  }
+  const Status s = ctx.keyspace.Flush();
+  if (!s.ok()) return ctx.out.Error("ERR " + s.message());
+  ctx.out.SimpleString("OK");
+}
+
+void Save(CommandContext& ctx, Args) {
+  const Status s = ctx.keyspace.Checkpoint();
+  if (!s.ok()) return ctx.out.Error("ERR " + s.message());
+  ctx.out.SimpleString("OK");
+}
+
+// BGSAVE [SCHEDULE]: the checkpoint is incremental (dirty shards only) and
+// runs before the reply.
+void Bgsave(CommandContext& ctx, Args args) {
+  if (args.size() > 2 ||
+      (args.size() == 2 && !EqualsIgnoreCase(args[1], "SCHEDULE"))) {
+    return ctx.out.Error(kSyntaxError);
+  }
+  const Status s = ctx.keyspace.Checkpoint();
+  if (!s.ok()) return ctx.out.Error("ERR " + s.message());
+  ctx.out.SimpleString("Background saving started");
+}
+
+void Lastsave(CommandContext& ctx, Args) {
+  ctx.out.Integer(ctx.keyspace.LastCheckpointUnix());
+}
+
+// SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE] [ABORT]. Every filter is
+// checkpointed on the way down whatever the options (journalled writes
+// survive anyway). No reply: the connection closes, as with Redis.
+void Shutdown(CommandContext& ctx, Args args) {
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string o = ToLower(args[i]);
+    if (o == "abort") return ctx.out.Error("ERR No shutdown in progress.");
+    if (o != "nosave" && o != "save" && o != "now" && o != "force") {
+      return ctx.out.Error(kSyntaxError);
+    }
+  }
+  ctx.host.RequestShutdown();
+  ctx.session.close_after_reply = true;
+}
+
+void Time(CommandContext& ctx, Args) {
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  const int64_t us =
+      std::chrono::duration_cast<std::chrono::microseconds>(now).count();
+  ctx.out.Array(2);
+  ctx.out.Bulk(std::to_string(us / 1000000));
+  ctx.out.Bulk(std::to_string(us % 1000000));
+}
+
+}  // namespace handlers
+}  // namespace shardfilter::commands

@@ -1,0 +1,117 @@
+// The host-independent command layer's view of filters and keys.
+//
+// Each host implements these interfaces: shardfilter-server over a Database
+// directory (tools/server/db_keyspace.h), the Redis module (issue 17) over
+// Redis's own keyspace. The command layer (tools/commands/) includes no
+// RocksDB or oneTBB header and links only shardfilter_filters, so the module
+// can reuse it inside redis-server.
+//
+// Thread safety: the server calls a Keyspace and its handles from every
+// event-loop thread at once, so its implementation must be thread-safe; the
+// module calls them from Redis's main thread only.
+#ifndef SHARDFILTER_TOOLS_COMMANDS_KEYSPACE_H_
+#define SHARDFILTER_TOOLS_COMMANDS_KEYSPACE_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shardfilter/filters/filter.h"
+#include "shardfilter/filters/status.h"
+
+namespace shardfilter::commands {
+
+// What a command asks to create, RedisBloom's parameters already resolved
+// and mapped (tools/commands/bloom_commands.cc, cuckoo_commands.cc).
+struct CreateParams {
+  FilterType type = FilterType::kBloom;
+  uint64_t capacity = 100;
+  double error_rate = 0.01;  // Bloom (cuckoo: the width is chosen from it)
+  bool scalable = true;
+  uint32_t expansion = 2;       // capacity factor of the next link, >= 1
+  uint32_t bucket_size = 0;     // cuckoo: 2, 4 or 8
+  uint32_t max_iterations = 0;  // cuckoo: relocation budget
+};
+
+// Figures BF.INFO / CF.INFO / BF.CARD report.
+struct FilterSummary {
+  FilterType type = FilterType::kBloom;
+  uint64_t capacity = 0;  // declared + grown
+  uint64_t bytes = 0;     // memory of the tables
+  uint32_t links = 1;     // most links of any shard ("Number of filters")
+  uint64_t items = 0;     // Bloom: adds that set a bit; cuckoo: held
+  uint64_t deletes = 0;
+  uint64_t buckets = 0;  // cuckoo
+  bool scalable = true;
+  uint32_t expansion = 0;
+  uint32_t bucket_size = 0;     // cuckoo: the layout's slots per bucket
+  uint32_t max_iterations = 0;  // cuckoo
+};
+
+// One filter. Mutations return only once the filter's durability mode
+// allows the write to be acknowledged (journal: journalled; sync: synced).
+class FilterHandle {
+ public:
+  virtual ~FilterHandle() = default;
+  virtual FilterType type() const = 0;
+  // OK; Full (no room / non-scaling filter full); NotFound (dropped
+  // meanwhile); IOError (journal write failed).
+  virtual Status Add(std::string_view item) = 0;
+  // Every item attempted; per_item[i] is item i's status.
+  virtual void AddMany(std::span<const std::string_view> items,
+                       std::vector<Status>* per_item) = 0;
+  virtual bool MayContain(std::string_view item) const = 0;
+  // out[i] = 1 if item i may be present. REQUIRES: out.size() == size.
+  virtual void MayContainMany(std::span<const std::string_view> items,
+                              std::span<uint8_t> out) const = 0;
+  virtual uint32_t Count(std::string_view item) const = 0;
+  // Most copies of one item the commands add (cuckoo: 2 x the bucket size,
+  // what the item's two buckets hold); 0 = no bound (Bloom).
+  virtual uint32_t MaxCopies() const = 0;
+  // OK, NotFound (definitely absent: nothing removed), NotSupported (Bloom).
+  virtual Status Remove(std::string_view item) = 0;
+  virtual FilterSummary Summary() const = 0;
+};
+
+class Keyspace {
+ public:
+  virtual ~Keyspace() = default;
+  // NotFound when no such key; InvalidArgument for a key the host cannot
+  // hold (the commands treat both as absent).
+  virtual Result<std::shared_ptr<FilterHandle>> Lookup(
+      std::string_view key) = 0;
+  // AlreadyExists, InvalidArgument (key, parameters), ResourceExhausted
+  // (over the memory budget).
+  virtual Result<std::shared_ptr<FilterHandle>> Create(
+      std::string_view key, const CreateParams& params) = 0;
+  // True when it existed.
+  virtual Result<bool> Delete(std::string_view key) = 0;
+  // Every key, in byte order.
+  virtual std::vector<std::string> Keys() = 0;
+  virtual uint64_t Size() = 0;
+  virtual Status Flush() = 0;
+  // Makes every filter's state durable as a checkpoint (SAVE / BGSAVE).
+  virtual Status Checkpoint() = 0;
+  // Unix time of the last completed checkpoint (or of the open).
+  virtual int64_t LastCheckpointUnix() = 0;
+  // The filter as one byte string in shardfilter's dump format (the
+  // engine's export: versioned, checksummed; a consistent snapshot).
+  virtual Result<std::string> Dump(std::string_view key) = 0;
+  // Creates `key` holding exactly the dumped filter. AlreadyExists;
+  // InvalidArgument / Corruption / NotSupported for bad bytes (nothing is
+  // created).
+  virtual Status Restore(std::string_view key, std::string_view bytes) = 0;
+  // Largest key the host holds (Database: 1..1024 bytes).
+  virtual size_t MaxKeyBytes() const = 0;
+};
+
+// Redis's TYPE names for our filters: RedisBloom's module type names for
+// Bloom and cuckoo, our own for counting Bloom.
+const char* TypeName(FilterType type);
+
+}  // namespace shardfilter::commands
+
+#endif  // SHARDFILTER_TOOLS_COMMANDS_KEYSPACE_H_

@@ -1,0 +1,75 @@
+// Per-connection state of the command layer (Session), the services a host
+// offers the generic commands (Host), and the context a command runs in.
+//
+// Thread safety: a Session belongs to one connection; a Host is shared by
+// every connection and must be thread-safe.
+#ifndef SHARDFILTER_TOOLS_COMMANDS_SESSION_H_
+#define SHARDFILTER_TOOLS_COMMANDS_SESSION_H_
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "tools/commands/keyspace.h"
+#include "tools/resp/reply_writer.h"
+
+namespace shardfilter::commands {
+
+using Args = std::span<const std::string_view>;
+
+struct Session {
+  uint64_t id = 0;
+  bool authenticated = false;  // meaningful only when a password is set
+  std::string name;            // CLIENT SETNAME / HELLO SETNAME
+  std::string lib_name, lib_ver;
+  std::string peer;  // "ip:port", for CLIENT LIST / INFO
+  // MULTI: commands queued (copied: the request buffer moves on).
+  bool in_multi = false;
+  bool multi_failed = false;  // a queued command was refused: EXECABORT
+  std::vector<std::vector<std::string>> queued;
+  // QUIT: the host closes the connection once this reply is written.
+  bool close_after_reply = false;
+  uint64_t commands = 0;
+  // BF/CF.SCANDUMP: the snapshot being handed out in chunks (one per
+  // connection, so a dump is one consistent instant).
+  std::string dump_key;
+  std::string dump_bytes;
+  // BF/CF.LOADCHUNK: the dump being received (restored when complete).
+  std::string load_key;
+  uint64_t load_total = 0;
+  std::string load_bytes;
+};
+
+class Host {
+ public:
+  virtual ~Host() = default;
+  virtual bool RequiresPassword() const = 0;
+  // AUTH / HELLO AUTH: user is "default" when the client gave none.
+  virtual bool CheckPassword(std::string_view user,
+                             std::string_view password) const = 0;
+  // Appends INFO's "# Section\r\nfield:value\r\n..." for a section the host
+  // owns (server, clients, memory, stats); false for other names.
+  virtual bool AppendInfoSection(std::string_view section,
+                                 std::string* out) = 0;
+  // CONFIG GET: every parameter the host reports, (name, value).
+  virtual std::vector<std::pair<std::string, std::string>> ConfigValues()
+      const = 0;
+  // CLIENT LIST: one line per client, Redis's format.
+  virtual std::string ClientList(const Session& self) = 0;
+  // SHUTDOWN: stop accepting, finish, checkpoint, exit (asynchronously).
+  virtual void RequestShutdown() = 0;
+};
+
+struct CommandContext {
+  Session& session;
+  Keyspace& keyspace;
+  Host& host;
+  resp::ReplyWriter& out;
+};
+
+}  // namespace shardfilter::commands
+
+#endif  // SHARDFILTER_TOOLS_COMMANDS_SESSION_H_

@@ -1,0 +1,42 @@
+// Small helpers of the command layer: argument parsing as Redis parses
+// numbers, Redis's glob matching, and the error texts shared by commands.
+#ifndef SHARDFILTER_TOOLS_COMMANDS_UTIL_H_
+#define SHARDFILTER_TOOLS_COMMANDS_UTIL_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "tools/commands/session.h"
+
+namespace shardfilter::commands {
+
+inline constexpr std::string_view kWrongTypeError =
+    "WRONGTYPE Operation against a key holding the wrong kind of value";
+inline constexpr std::string_view kNotFoundError = "ERR not found";
+inline constexpr std::string_view kItemExistsError = "ERR item exists";
+inline constexpr std::string_view kSyntaxError = "ERR syntax error";
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b);
+std::string ToLower(std::string_view s);
+
+// RedisModule_StringToLongLong / string2ll: strict decimal.
+bool ParseLongLong(std::string_view s, int64_t* out);
+// RedisModule_StringToDouble: strtod over the whole string, no blanks, no
+// NaN.
+bool ParseDouble(std::string_view s, double* out);
+
+// Redis's stringmatchlen: * ? [abc] [^a] [a-z] and \ escapes.
+bool GlobMatch(std::string_view pattern, std::string_view s,
+               bool nocase = false);
+
+// "ERR wrong number of arguments for 'name' command".
+void ReplyWrongArity(resp::ReplyWriter& out, std::string_view name);
+
+// "ERR key length must be 1..N bytes (shardfilter-server)" when a command
+// would create a key the host cannot hold; false when the key is fine.
+bool RefuseKeyName(CommandContext& ctx, std::string_view key);
+
+}  // namespace shardfilter::commands
+
+#endif  // SHARDFILTER_TOOLS_COMMANDS_UTIL_H_

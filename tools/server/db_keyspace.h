@@ -1,0 +1,82 @@
+// DbKeyspace: the server's Keyspace (tools/commands/keyspace.h) over a
+// Database directory. Keys are the Database's filter names (1..1024 bytes);
+// every filter is reached through Database::Get, so a DEL or FLUSHALL on one
+// connection is seen by the next command of every other.
+//
+// Thread safety: every method may be called from any number of threads
+// (Database and ShardedFilter are themselves thread-safe).
+#ifndef SHARDFILTER_TOOLS_SERVER_DB_KEYSPACE_H_
+#define SHARDFILTER_TOOLS_SERVER_DB_KEYSPACE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "shardfilter/engine/database.h"
+#include "tools/commands/keyspace.h"
+
+namespace shardfilter::server {
+
+struct DbKeyspaceOptions {
+  // Memory budget of one filter, its growth included (FilterSpec::max_bytes):
+  // a BF.RESERVE asking for more is refused, a scaling filter stops growing
+  // there (its adds then answer "non scaling filter is full" / "Filter is
+  // full"). 0 = the engine's default.
+  uint64_t max_filter_bytes = 1ull << 30;
+  // Shards of filters the commands create (0 = DefaultShardCount).
+  uint32_t shards = 0;
+};
+
+class DbKeyspace final : public commands::Keyspace {
+ public:
+  // `db` must outlive this object.
+  DbKeyspace(Database* db, const DbKeyspaceOptions& options);
+
+  Result<std::shared_ptr<commands::FilterHandle>> Lookup(
+      std::string_view key) override;
+  Result<std::shared_ptr<commands::FilterHandle>> Create(
+      std::string_view key, const commands::CreateParams& params) override;
+  Result<bool> Delete(std::string_view key) override;
+  std::vector<std::string> Keys() override;
+  uint64_t Size() override;
+  Status Flush() override;
+  Status Checkpoint() override;
+  int64_t LastCheckpointUnix() override;
+  Result<std::string> Dump(std::string_view key) override;
+  Status Restore(std::string_view key, std::string_view bytes) override;
+  size_t MaxKeyBytes() const override { return kMaxFilterNameBytes; }
+
+  // Sum of the filters' table bytes (INFO memory).
+  uint64_t FilterBytes();
+
+  // Called (from the dropping thread) after every drop, so the host can
+  // wake its other threads to call TrimThreadCache: a dropped filter's
+  // memory is then freed without waiting for their next command.
+  void SetDropListener(std::function<void()> listener) {
+    drop_listener_ = std::move(listener);
+  }
+  // Empties the calling thread's handle cache if a drop made it stale.
+  void TrimThreadCache();
+
+ private:
+  // Bumped (release) after every Drop, before the command that dropped
+  // answers; a thread's handle cache (db_keyspace.cc) is valid while it
+  // sees the generation it was filled under (acquire).
+  void Invalidate();
+
+  Database* db_;
+  DbKeyspaceOptions options_;
+  std::atomic<int64_t> last_checkpoint_unix_;
+  std::atomic<uint64_t> generation_{0};
+  std::function<void()> drop_listener_;  // set before serving
+  const uint64_t instance_;
+};
+
+// The FilterSpec a command's parameters become (exposed for tests).
+FilterSpec ToFilterSpec(const commands::CreateParams& params,
+                        const DbKeyspaceOptions& options);
+
+}  // namespace shardfilter::server
+
+#endif  // SHARDFILTER_TOOLS_SERVER_DB_KEYSPACE_H_

@@ -1,0 +1,207 @@
+#include "tools/server/server.h"
+
+#include <sys/resource.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+
+#include "tools/server/event_loop.h"
+
+#ifndef SHARDFILTER_VERSION
+#define SHARDFILTER_VERSION "0"
+#endif
+
+namespace shardfilter::server {
+namespace {
+
+int64_t NowUnix() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string Human(uint64_t bytes) {
+  const char* units[] = {"B", "K", "M", "G", "T"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.2f%s", v, units[u]);
+  return buf;
+}
+
+uint64_t RssBytes() {
+  std::ifstream statm("/proc/self/statm");
+  uint64_t size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+void Field(std::string* out, const char* name, const std::string& value) {
+  *out += name;
+  *out += ':';
+  *out += value;
+  *out += "\r\n";
+}
+
+}  // namespace
+
+Server::Server(const ServerOptions& options, DbKeyspace* keyspace)
+    : options_(options), keyspace_(keyspace) {}
+
+Server::~Server() {
+  Stop();
+  Wait();
+  keyspace_->SetDropListener(nullptr);
+}
+
+Status Server::Start() {
+  uint32_t n = options_.threads;
+  if (n == 0) n = std::max(1u, std::thread::hardware_concurrency());
+  uint16_t port = options_.port;
+  for (uint32_t i = 0; i < n; ++i) {
+    auto loop = std::make_unique<EventLoop>(this);
+    SF_RETURN_IF_ERROR(loop->Listen(options_.bind, &port));
+    loops_.push_back(std::move(loop));
+  }
+  port_ = port;
+  start_unix_ = NowUnix();
+  // A drop wakes every loop so each frees its cached handles of it.
+  keyspace_->SetDropListener([this] {
+    for (auto& loop : loops_) loop->Wake();
+  });
+  for (auto& loop : loops_) {
+    threads_.emplace_back([l = loop.get()] { l->Run(); });
+  }
+  return Status::OK();
+}
+
+void Server::Stop() {
+  stopping_.store(true, std::memory_order_release);
+  for (auto& loop : loops_) loop->Wake();
+}
+
+void Server::Wait() {
+  for (std::thread& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+  threads_.clear();
+}
+
+void Server::RequestShutdown() {
+  if (shutdown_handler_) {
+    shutdown_handler_();
+  } else {
+    Stop();
+  }
+}
+
+bool Server::CheckPassword(std::string_view user,
+                           std::string_view password) const {
+  if (user != "default") return false;
+  if (options_.requirepass.empty()) return true;  // nopass default user
+  const std::string& want = options_.requirepass;
+  // Constant time in the password's content.
+  unsigned diff = want.size() != password.size();
+  for (size_t i = 0; i < password.size(); ++i) {
+    diff |=
+        static_cast<unsigned char>(password[i]) ^
+        static_cast<unsigned char>(want[i % (want.size() ? want.size() : 1)]);
+  }
+  return diff == 0;
+}
+
+bool Server::AppendInfoSection(std::string_view section, std::string* out) {
+  if (section == "server") {
+    utsname u{};
+    uname(&u);
+    *out += "# Server\r\n";
+    Field(out, "redis_version", "7.0.0");
+    Field(out, "shardfilter_version", SHARDFILTER_VERSION);
+    Field(out, "redis_mode", "standalone");
+    Field(out, "os",
+          std::string(u.sysname) + " " + u.release + " " + u.machine);
+    Field(out, "arch_bits", "64");
+    Field(out, "multiplexing_api", "epoll");
+    Field(out, "process_id", std::to_string(getpid()));
+    Field(out, "tcp_port", std::to_string(port_));
+    const int64_t up = NowUnix() - start_unix_;
+    Field(out, "uptime_in_seconds", std::to_string(up));
+    Field(out, "uptime_in_days", std::to_string(up / 86400));
+    Field(out, "event_loops", std::to_string(loops_.size()));
+    return true;
+  }
+  if (section == "clients") {
+    *out += "# Clients\r\n";
+    Field(out, "connected_clients",
+          std::to_string(connected_clients.load(std::memory_order_relaxed)));
+    Field(out, "maxclients", std::to_string(options_.max_clients));
+    Field(out, "blocked_clients", "0");
+    return true;
+  }
+  if (section == "memory") {
+    const uint64_t filters = keyspace_->FilterBytes();
+    const uint64_t rss = RssBytes();
+    *out += "# Memory\r\n";
+    Field(out, "used_memory", std::to_string(filters));
+    Field(out, "used_memory_human", Human(filters));
+    Field(out, "used_memory_rss", std::to_string(rss));
+    Field(out, "used_memory_rss_human", Human(rss));
+    Field(out, "maxmemory", "0");
+    Field(out, "maxmemory_policy", "noeviction");
+    return true;
+  }
+  if (section == "stats") {
+    *out += "# Stats\r\n";
+    Field(out, "total_connections_received",
+          std::to_string(total_connections.load(std::memory_order_relaxed)));
+    Field(out, "total_commands_processed",
+          std::to_string(total_commands.load(std::memory_order_relaxed)));
+    Field(out, "total_net_input_bytes",
+          std::to_string(net_input_bytes.load(std::memory_order_relaxed)));
+    Field(out, "total_net_output_bytes",
+          std::to_string(net_output_bytes.load(std::memory_order_relaxed)));
+    Field(out, "rejected_connections",
+          std::to_string(rejected_connections.load(std::memory_order_relaxed)));
+    Field(out, "keyspace_hits", "0");
+    Field(out, "keyspace_misses", "0");
+    return true;
+  }
+  return false;
+}
+
+std::vector<std::pair<std::string, std::string>> Server::ConfigValues() const {
+  std::string bind;
+  for (const std::string& b : options_.bind)
+    bind += (bind.empty() ? "" : " ") + b;
+  return {
+      {"save", ""},
+      {"appendonly", "no"},
+      {"databases", "1"},
+      {"port", std::to_string(port_)},
+      {"bind", bind},
+      {"protected-mode", options_.protected_mode ? "yes" : "no"},
+      {"timeout", std::to_string(options_.idle_timeout_s)},
+      {"maxclients", std::to_string(options_.max_clients)},
+      {"maxmemory", "0"},
+      {"maxmemory-policy", "noeviction"},
+      {"proto-max-bulk-len", std::to_string(options_.limits.max_bulk_bytes)},
+      {"client-query-buffer-limit", std::to_string(options_.max_query_buffer)},
+      {"dir", options_.db_path},
+      {"cluster-enabled", "no"},
+  };
+}
+
+std::string Server::ClientList(const commands::Session& self) {
+  // Only the calling client: the others belong to other loop threads.
+  return "id=" + std::to_string(self.id) + " addr=" + self.peer +
+         " name=" + self.name + " db=0 lib-name=" + self.lib_name +
+         " lib-ver=" + self.lib_ver + " cmd=client\n";
+}
+
+}  // namespace shardfilter::server

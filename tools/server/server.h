@@ -1,0 +1,122 @@
+// Server: shardfilter-server's network host. One epoll event loop per
+// thread, each with its own SO_REUSEPORT listener on every bound address
+// (the kernel spreads new connections over them); a connection stays on the
+// loop that accepted it, and its commands run inline on that loop against
+// the concurrent engine (no hop to another thread). Every reply produced by
+// one read of a connection's socket goes out in one write.
+//
+// Limits (ServerOptions): bulk length, arguments and query buffer per
+// client (the parser's), output buffer per client (past output_pause_bytes
+// of unsent replies the loop stops reading that client's requests until it
+// reads its replies; past output_hard_limit the connection is closed), max
+// clients, idle timeout. With no password, protected mode refuses peers
+// that are not loopback.
+//
+// Thread safety: Start, Stop and Wait are called by one controlling thread
+// (Stop also from any loop thread, through the Host's RequestShutdown).
+#ifndef SHARDFILTER_TOOLS_SERVER_SERVER_H_
+#define SHARDFILTER_TOOLS_SERVER_SERVER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "shardfilter/filters/status.h"
+#include "tools/commands/session.h"
+#include "tools/resp/request_parser.h"
+#include "tools/server/db_keyspace.h"
+
+namespace shardfilter::server {
+
+struct ServerOptions {
+  // Addresses to listen on (IPv4 or IPv6 literals). An address prefixed
+  // with '-' is optional: failing to bind it is not an error (Redis's
+  // "-::1").
+  std::vector<std::string> bind = {"127.0.0.1", "-::1"};
+  // 0 = an ephemeral port (port() says which).
+  uint16_t port = 6379;
+  // Empty = no password (then protected mode applies).
+  std::string requirepass;
+  bool protected_mode = true;
+  // Event loops; 0 = one per online CPU.
+  uint32_t threads = 0;
+  uint32_t max_clients = 10000;
+  // Close connections idle this long; 0 = never (Redis's `timeout`).
+  uint32_t idle_timeout_s = 0;
+  resp::ParserLimits limits;
+  // Unparsed input a client may accumulate (Redis's client-query-buffer-
+  // limit, 1 GB); past it the connection is closed.
+  uint64_t max_query_buffer = 1ull << 30;
+  // Unsent replies past which the client's further requests wait unread.
+  uint64_t output_pause_bytes = 4ull << 20;
+  // Unsent replies past which the client is disconnected.
+  uint64_t output_hard_limit = 256ull << 20;
+  // For INFO / CONFIG GET dir.
+  std::string db_path;
+};
+
+class EventLoop;
+
+class Server final : public commands::Host {
+ public:
+  Server(const ServerOptions& options, DbKeyspace* keyspace);
+  ~Server() override;
+
+  // Binds every listener and starts the loops. IOError naming the address
+  // when a required one cannot be bound.
+  Status Start();
+  uint16_t port() const { return port_; }
+  // Stops accepting, lets each loop flush what it can, closes every
+  // connection; Wait returns once all loops ended. Idempotent.
+  void Stop();
+  void Wait();
+  // Called by SHUTDOWN (from a loop thread); defaults to Stop().
+  void SetShutdownHandler(std::function<void()> handler) {
+    shutdown_handler_ = std::move(handler);
+  }
+
+  // commands::Host
+  bool RequiresPassword() const override {
+    return !options_.requirepass.empty();
+  }
+  bool CheckPassword(std::string_view user,
+                     std::string_view password) const override;
+  bool AppendInfoSection(std::string_view section, std::string* out) override;
+  std::vector<std::pair<std::string, std::string>> ConfigValues()
+      const override;
+  std::string ClientList(const commands::Session& self) override;
+  void RequestShutdown() override;
+
+  // Shared by the loops.
+  const ServerOptions& options() const { return options_; }
+  DbKeyspace* keyspace() { return keyspace_; }
+  bool stopping() const { return stopping_.load(std::memory_order_acquire); }
+  uint64_t NextClientId() {
+    return next_client_id_.fetch_add(1, std::memory_order_relaxed);
+  }
+  std::atomic<int64_t> connected_clients{0};
+  std::atomic<uint64_t> total_connections{0};
+  std::atomic<uint64_t> rejected_connections{0};
+  std::atomic<uint64_t> total_commands{0};
+  std::atomic<uint64_t> net_input_bytes{0};
+  std::atomic<uint64_t> net_output_bytes{0};
+
+ private:
+  ServerOptions options_;
+  DbKeyspace* keyspace_;
+  uint16_t port_ = 0;
+  std::vector<std::unique_ptr<EventLoop>> loops_;
+  std::vector<std::thread> threads_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<uint64_t> next_client_id_{1};
+  std::function<void()> shutdown_handler_;
+  int64_t start_unix_ = 0;
+};
+
+}  // namespace shardfilter::server
+
+#endif  // SHARDFILTER_TOOLS_SERVER_SERVER_H_

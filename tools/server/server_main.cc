@@ -1,0 +1,216 @@
+// shardfilter-server: RedisBloom's BF.* / CF.* over RESP2/RESP3, on a
+// Database directory. `shardfilter-server --help` prints the options;
+// docs/server.md is the manual.
+//
+// Stops on SIGTERM, SIGINT or SHUTDOWN: stops accepting, closes the
+// connections, checkpoints every filter (Database::Close) and exits 0 (1
+// when the final checkpoint failed).
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+
+#include "shardfilter/engine/database.h"
+#include "tools/server/db_keyspace.h"
+#include "tools/server/server.h"
+
+#ifndef SHARDFILTER_VERSION
+#define SHARDFILTER_VERSION "0"
+#endif
+
+namespace {
+
+using shardfilter::Database;
+using shardfilter::DatabaseOptions;
+
+constexpr const char* kUsage = R"(usage: shardfilter-server --db DIR [options]
+
+Serves RedisBloom's BF.* and CF.* commands over RESP2/RESP3 from the filters
+of a shardfilter store directory (created when missing).
+
+  --db DIR                       store directory (required)
+  --bind ADDR                    listen address; repeat or comma-separate
+                                 (default 127.0.0.1 and, if available, ::1)
+  --port N                       TCP port (default 6379; 0 = any free port)
+  --requirepass PASSWORD         require AUTH (visible in `ps`: prefer
+  --requirepass-file FILE          the file; its first line is the password)
+  --protected-mode yes|no        without a password, refuse non-loopback
+                                 peers (default yes)
+  --threads N                    event loops (default: one per CPU)
+  --maxclients N                 default 10000
+  --timeout SECONDS              close idle clients (default 0 = never)
+  --durability none|journal|sync durability of filters the commands create
+                                 (default journal: acknowledged writes
+                                 survive kill -9)
+  --checkpoint-interval-ms N     background checkpoints (default 60000; 0 off)
+  --max-filter-bytes SIZE        memory budget of one filter incl. growth
+                                 (default 1gb)
+  --shards N                     shards of created filters (default: by size)
+  --proto-max-bulk-len SIZE      largest bulk argument (default 512mb)
+  --client-query-buffer-limit SIZE   unparsed input per client (default 1gb)
+  --client-output-buffer-limit SIZE  unsent replies per client before it is
+                                 disconnected (default 256mb)
+  --version, --help
+SIZE takes Redis's suffixes: 1k = 1000, 1kb = 1024, m/mb, g/gb.
+)";
+
+bool ParseSize(const std::string& s, uint64_t* out) {
+  size_t i = 0;
+  while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
+  if (i == 0) return false;
+  uint64_t v = std::strtoull(s.substr(0, i).c_str(), nullptr, 10);
+  std::string unit = s.substr(i);
+  for (char& c : unit) c = static_cast<char>(std::tolower(c));
+  uint64_t mul = 1;
+  if (unit == "")
+    mul = 1;
+  else if (unit == "k")
+    mul = 1000;
+  else if (unit == "kb")
+    mul = 1024;
+  else if (unit == "m")
+    mul = 1000 * 1000;
+  else if (unit == "mb")
+    mul = 1024 * 1024;
+  else if (unit == "g")
+    mul = 1000ull * 1000 * 1000;
+  else if (unit == "gb")
+    mul = 1024ull * 1024 * 1024;
+  else
+    return false;
+  *out = v * mul;
+  return true;
+}
+
+int Fail(const std::string& message) {
+  std::cerr << "shardfilter-server: " << message << "\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  shardfilter::server::ServerOptions opt;
+  shardfilter::server::DbKeyspaceOptions ks_opt;
+  DatabaseOptions db_opt;
+  db_opt.checkpoint_interval_ms = 60000;
+  bool bind_given = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::cout << kUsage;
+      return 0;
+    }
+    if (a == "--version") {
+      std::cout << "shardfilter-server " << SHARDFILTER_VERSION << "\n";
+      return 0;
+    }
+    if (i + 1 >= argc) return Fail("option " + a + " needs a value");
+    const std::string v = argv[++i];
+    uint64_t n = 0;
+    auto number = [&](uint64_t max) {
+      if (!ParseSize(v, &n) || n > max) {
+        std::exit(Fail("bad value '" + v + "' for " + a));
+      }
+      return n;
+    };
+    if (a == "--db") {
+      db_opt.path = v;
+    } else if (a == "--bind") {
+      if (!bind_given) opt.bind.clear();
+      bind_given = true;
+      std::stringstream ss(v);
+      std::string part;
+      while (std::getline(ss, part, ',')) {
+        if (!part.empty()) opt.bind.push_back(part);
+      }
+    } else if (a == "--port") {
+      opt.port = static_cast<uint16_t>(number(65535));
+    } else if (a == "--requirepass") {
+      opt.requirepass = v;
+    } else if (a == "--requirepass-file") {
+      std::ifstream f(v);
+      if (!f || !std::getline(f, opt.requirepass)) {
+        return Fail("cannot read the password from " + v);
+      }
+      if (!opt.requirepass.empty() && opt.requirepass.back() == '\r') {
+        opt.requirepass.pop_back();
+      }
+      if (opt.requirepass.empty()) return Fail(v + " holds an empty password");
+    } else if (a == "--protected-mode") {
+      if (v != "yes" && v != "no") return Fail("--protected-mode takes yes|no");
+      opt.protected_mode = v == "yes";
+    } else if (a == "--threads") {
+      opt.threads = static_cast<uint32_t>(number(1024));
+    } else if (a == "--maxclients") {
+      opt.max_clients = static_cast<uint32_t>(number(1u << 24));
+    } else if (a == "--timeout") {
+      opt.idle_timeout_s = static_cast<uint32_t>(number(1u << 30));
+    } else if (a == "--durability") {
+      auto d = shardfilter::ParseDurability(v);
+      if (!d.ok()) return Fail(d.status().message());
+      db_opt.default_durability = *d;
+    } else if (a == "--checkpoint-interval-ms") {
+      db_opt.checkpoint_interval_ms = static_cast<uint32_t>(number(1u << 31));
+    } else if (a == "--max-filter-bytes") {
+      ks_opt.max_filter_bytes = number(~0ull);
+    } else if (a == "--shards") {
+      ks_opt.shards = static_cast<uint32_t>(number(256));
+    } else if (a == "--proto-max-bulk-len") {
+      opt.limits.max_bulk_bytes = number(~0ull);
+    } else if (a == "--client-query-buffer-limit") {
+      opt.max_query_buffer = number(~0ull);
+    } else if (a == "--client-output-buffer-limit") {
+      opt.output_hard_limit = number(~0ull);
+      opt.output_pause_bytes =
+          std::min(opt.output_pause_bytes, std::max<uint64_t>(1, n / 2));
+    } else {
+      return Fail("unknown option " + a + " (see --help)");
+    }
+  }
+  if (db_opt.path.empty()) return Fail("--db DIR is required (see --help)");
+  opt.db_path = db_opt.path;
+
+  // SIGTERM/SIGINT are taken by sigwait below: blocked in every thread
+  // (the loops inherit this mask).
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  auto db = Database::Open(db_opt);
+  if (!db.ok())
+    return Fail("cannot open " + db_opt.path + ": " + db.status().ToString());
+  shardfilter::server::DbKeyspace keyspace(db->get(), ks_opt);
+  shardfilter::server::Server server(opt, &keyspace);
+  server.SetShutdownHandler([] { kill(getpid(), SIGTERM); });
+  const shardfilter::Status started = server.Start();
+  if (!started.ok()) {
+    (void)(*db)->Close();
+    return Fail(started.ToString());
+  }
+  std::cout << "shardfilter-server " << SHARDFILTER_VERSION << " ready: port "
+            << server.port() << ", db " << db_opt.path << std::endl;
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  std::cout << "shardfilter-server: " << (sig == SIGINT ? "SIGINT" : "SIGTERM")
+            << ", stopping" << std::endl;
+  server.Stop();
+  server.Wait();
+  const shardfilter::Status closed = (*db)->Close();
+  if (!closed.ok()) {
+    std::cerr << "shardfilter-server: final checkpoint failed: "
+              << closed.ToString() << "\n";
+    return 1;
+  }
+  std::cout << "shardfilter-server: checkpointed, bye" << std::endl;
+  return 0;
+}
