@@ -16,6 +16,8 @@
 #include <cstdlib>
 #include <memory>
 
+#include "shardfilter/filters/memory_advice.h"
+
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
@@ -40,7 +42,9 @@ class AtomicWordTable {
     void* p = std::aligned_alloc(align, rounded);
     if (p == nullptr) return false;
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (align > 64) (void)madvise(p, rounded, MADV_HUGEPAGE);
+    if (align > 64 && HugePageAdvice()) {
+      (void)madvise(p, rounded, MADV_HUGEPAGE);
+    }
 #endif
     words_ = static_cast<std::atomic<uint64_t>*>(p);
     for (uint64_t i = 0; i < words; ++i) {

@@ -38,6 +38,7 @@
 #include <new>
 
 #include "shardfilter/filters/internal/prefetch.h"
+#include "shardfilter/filters/memory_advice.h"
 
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -92,7 +93,9 @@ class CuckooTable {
     void* mem = std::aligned_alloc(align, (bytes + align - 1) / align * align);
     if (mem == nullptr) return false;
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (align == kHugePage) (void)madvise(mem, bytes, MADV_HUGEPAGE);
+    if (align == kHugePage && HugePageAdvice()) {
+      (void)madvise(mem, bytes, MADV_HUGEPAGE);
+    }
 #endif
     auto* words = static_cast<std::atomic<uint64_t>*>(mem);
     for (uint64_t w = 0; w <= data_words_; ++w) {

@@ -1,0 +1,98 @@
+#include "tools/module/filter_value.h"
+
+#include <cstring>
+
+#include "shardfilter/engine/export.h"
+#include "shardfilter/filters/hash.h"
+
+namespace shardfilter::module {
+namespace {
+
+void PutLE(std::string* out, uint64_t v, int n) {
+  for (int i = 0; i < n; ++i) out->push_back(static_cast<char>(v >> (8 * i)));
+}
+
+uint64_t GetLE(std::string_view b, size_t at, size_t n) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < n; ++i) {
+    v |= uint64_t{static_cast<uint8_t>(b[at + i])} << (8 * i);
+  }
+  return v;
+}
+
+Status Bad(const std::string& why) {
+  return Status::Corruption("shardfilter value: " + why);
+}
+
+}  // namespace
+
+uint64_t FilterValue::MemoryBytes() const {
+  uint64_t bytes = sizeof(FilterValue) + raw.capacity() + damage.capacity();
+  if (filter != nullptr) {
+    const ShardedStats stats = filter->Stats();
+    bytes += stats.total.bytes;
+    // Per shard: its lock, chain bookkeeping and link objects (small
+    // against the tables; estimated, not measured).
+    bytes += static_cast<uint64_t>(filter->shard_count()) * 256;
+  }
+  return bytes;
+}
+
+std::string EncodeValue(ShardedFilter& filter) {
+  const std::string payload = ExportShardedFilter(filter);
+  std::string out(kValueMagic, sizeof kValueMagic);
+  out.reserve(kValueHeaderSize + payload.size() + kValueTrailerSize);
+  PutLE(&out, kValueVersion, 2);
+  PutLE(&out, 0, 2);
+  PutLE(&out, payload.size(), 8);
+  out.append(payload);
+  PutLE(&out, Checksum64(out.data(), out.size()), 8);
+  return out;
+}
+
+Result<std::unique_ptr<ShardedFilter>> DecodeValue(std::string_view b) {
+  // Magic, then version (a future version may lay out the rest
+  // differently), then lengths, then the checksum, then the payload.
+  if (b.size() < sizeof kValueMagic ||
+      std::memcmp(b.data(), kValueMagic, sizeof kValueMagic) != 0) {
+    return Status::InvalidArgument(
+        "not a shardfilter value (it does not start with \"SFRM\")");
+  }
+  if (b.size() < 6) return Bad("truncated in the header");
+  const uint64_t version = GetLE(b, 4, 2);
+  if (version == 0) return Bad("version 0");
+  if (version > kValueVersion) {
+    return Status::NotSupported("shardfilter value format version " +
+                                std::to_string(version) +
+                                " is newer than this module supports (" +
+                                std::to_string(kValueVersion) + ")");
+  }
+  if (b.size() < kValueHeaderSize + kValueTrailerSize) {
+    return Bad("truncated: " + std::to_string(b.size()) + " bytes");
+  }
+  const uint64_t len = GetLE(b, 8, 8);
+  if (len != b.size() - kValueHeaderSize - kValueTrailerSize) {
+    return Bad("payload length " + std::to_string(len) + " does not match " +
+               std::to_string(b.size()) + " bytes");
+  }
+  const size_t end = b.size() - kValueTrailerSize;
+  if (Checksum64(b.data(), end) != GetLE(b, end, 8)) {
+    return Bad("checksum mismatch (the value is damaged)");
+  }
+  if (GetLE(b, 6, 2) != 0) return Bad("unknown flags");
+  return LoadExportedFilter(b.substr(kValueHeaderSize, len));
+}
+
+std::unique_ptr<FilterValue> ValueFromBytes(std::string bytes) {
+  auto v = std::make_unique<FilterValue>();
+  auto decoded = DecodeValue(bytes);
+  if (decoded.ok()) {
+    v->filter = std::move(decoded).value();
+  } else {
+    v->damage = decoded.status().ToString();
+    v->raw = std::move(bytes);
+  }
+  return v;
+}
+
+}  // namespace shardfilter::module
