@@ -67,6 +67,12 @@ Result<std::unique_ptr<ShardedFilter>> DecodeValue(std::string_view bytes);
 // the reason (the bytes kept).
 std::unique_ptr<FilterValue> ValueFromBytes(std::string bytes);
 
+// The resolved spec as one argument of the replicated SFM.CREATE command,
+// and back (exact: the rate travels as a hex float). InvalidArgument for
+// text that is not such a spec.
+std::string EncodeSpec(const FilterSpec& spec);
+Result<FilterSpec> DecodeSpec(std::string_view text);
+
 }  // namespace shardfilter::module
 
 #endif  // SHARDFILTER_TOOLS_MODULE_FILTER_VALUE_H_

@@ -146,13 +146,21 @@ constexpr std::array<RedisModuleCmdFunc, sizeof...(I)> MakeTrampolines(
 constexpr auto kTrampolines =
     MakeTrampolines(std::make_index_sequence<kMaxCommands>());
 
-// SFM.CREATE key spec: creates a filter with exactly `spec`.
+// SFM.CREATE key spec: creates a filter with exactly `spec`. From the
+// master or the AOF the spec is applied as it is (the master enforced its
+// budget); from a client, this server's budget applies.
 int SfmCreate(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (argc != 3) return RedisModule_WrongArity(ctx);
   auto spec = DecodeSpec(View(argv[2]));
   if (!spec.ok()) {
     return RedisModule_ReplyWithError(
         ctx, ("ERR " + spec.status().message()).c_str());
+  }
+  const int flags = RedisModule_GetContextFlags(ctx);
+  if ((flags & (REDISMODULE_CTX_FLAGS_REPLICATED |
+                REDISMODULE_CTX_FLAGS_LOADING)) == 0 &&
+      (spec->max_bytes == 0 || spec->max_bytes > g_options.max_filter_bytes)) {
+    spec->max_bytes = g_options.max_filter_bytes;
   }
   ModuleKeyspace ks(ctx, g_options, /*write=*/true);
   const std::string_view key = View(argv[1]);

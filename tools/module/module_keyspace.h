@@ -49,11 +49,6 @@ enum class KeyState { kEmpty, kFilter, kUnavailable, kPending, kOtherType };
 FilterSpec ToFilterSpec(const commands::CreateParams& params,
                         const ModuleOptions& options);
 
-// The resolved spec as one argument of the replicated SFM.CREATE command,
-// and back (exact: the rate travels as a hex float).
-std::string EncodeSpec(const FilterSpec& spec);
-Result<FilterSpec> DecodeSpec(std::string_view text);
-
 class ModuleKeyspace final : public commands::Keyspace {
  public:
   // `write`: keys are opened for writing (write commands).

@@ -1,0 +1,533 @@
+#!/usr/bin/env python3
+"""Integration test of shardfilter.so inside Debian's redis-server (7.0).
+
+Usage: module_test.py <path to shardfilter.so> [test name ...]
+
+Starts every redis-server it needs on free loopback ports (in a temporary
+directory), drives it with redis-py (Debian's python3-redis), and stops
+every server it started, whatever happens. Exit status 0 when every test
+passed.
+"""
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+import redis
+
+MODULE = None
+WORK = None
+
+
+# --- Redis's CRC-64 (Jones polynomial, reflected), for DUMP payloads and
+# RDB files whose bytes a test changes on purpose.
+def _crc64_table():
+    poly = 0x95AC9329AC4BC9B5  # 0xad93d23594c935a9, bit-reversed
+    table = []
+    for i in range(256):
+        crc = i
+        for _ in range(8):
+            crc = (crc >> 1) ^ poly if crc & 1 else crc >> 1
+        table.append(crc)
+    return table
+
+
+_CRC_TABLE = _crc64_table()
+
+
+def crc64(data, crc=0):
+    for b in data:
+        crc = _CRC_TABLE[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc
+
+
+assert crc64(b"123456789") == 0xE9C6D914C4B8D9CA  # Redis's own check value
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """One redis-server with the module loaded, in its own directory."""
+
+    def __init__(self, name, module_args=(), args=()):
+        self.dir = os.path.join(WORK, name)
+        os.makedirs(self.dir, exist_ok=True)
+        self.module_args = list(module_args)
+        self.args = list(args)
+        self.proc = None
+        self.port = None
+
+    def start(self, extra=()):
+        self.port = free_port()
+        cmd = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
+               "--dir", self.dir, "--save", "", "--enable-debug-command", "yes",
+               "--logfile", os.path.join(self.dir, "redis.log"),
+               "--loadmodule", MODULE] + self.module_args + self.args + list(extra)
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("redis-server exited at start; log:\n" +
+                                   self.log())
+            try:
+                c = self.client()
+                c.ping()
+                # Wait until any dataset is loaded.
+                if c.info("persistence").get("loading", 0) == 0:
+                    return self
+            except (redis.ConnectionError, redis.BusyLoadingError):
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("redis-server did not answer; log:\n" + self.log())
+
+    def client(self, **kw):
+        return redis.Redis(host="127.0.0.1", port=self.port,
+                           socket_timeout=60, **kw)
+
+    def log(self):
+        try:
+            with open(os.path.join(self.dir, "redis.log")) as f:
+                return f.read()[-4000:]
+        except OSError:
+            return ""
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self):
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.terminate()  # SIGTERM: Redis's clean shutdown
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def restart(self, extra=()):
+        self.stop()
+        return self.start(extra)
+
+
+SERVERS = []
+
+
+def server(name, module_args=(), args=()):
+    s = Server(name, module_args, args)
+    SERVERS.append(s)
+    return s.start()
+
+
+def expect_error(fn, *fragments):
+    try:
+        fn()
+    except redis.ResponseError as e:
+        text = str(e)
+        for f in fragments:
+            assert f in text, "error %r lacks %r" % (text, f)
+        return text
+    raise AssertionError("no error (expected %r)" % (fragments,))
+
+
+def wait_for(pred, what, timeout=30):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if pred():
+            return
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting for " + what)
+
+
+# --- Tests ---------------------------------------------------------------
+
+def test_commands():
+    s = server("commands")
+    c = s.client()
+    assert c.execute_command("BF.RESERVE", "b", 0.01, 1000) == b"OK"
+    assert c.execute_command("BF.ADD", "b", "x") == 1
+    assert c.execute_command("BF.ADD", "b", "x") == 0
+    assert c.execute_command("BF.MADD", "b", "x", "y", "z") == [0, 1, 1]
+    assert c.execute_command("BF.EXISTS", "b", "y") == 1
+    assert c.execute_command("BF.MEXISTS", "b", "x", "nope") == [1, 0]
+    assert c.execute_command("BF.CARD", "b") == 3
+    info = c.execute_command("BF.INFO", "b")
+    assert info[0] == b"Capacity" and info[1] == 1000, info
+    # Auto-creation with RedisBloom's defaults.
+    assert c.execute_command("BF.ADD", "auto", "a") == 1
+    assert c.execute_command("BF.INFO", "auto", "CAPACITY") == [100]
+    # Errors.
+    expect_error(lambda: c.execute_command("BF.INFO", "missing"), "not found")
+    expect_error(lambda: c.execute_command("BF.RESERVE", "b", 0.01, 10),
+                 "item exists")
+    expect_error(lambda: c.execute_command("BF.ADD", "b"), "wrong number")
+    expect_error(lambda: c.execute_command("BF.RESERVE", "e", 2, 10))
+    # WRONGTYPE against a plain string, and across filter families.
+    c.set("str", "v")
+    for cmd in (("BF.ADD", "str", "a"), ("BF.EXISTS", "str", "a"),
+                ("CF.ADD", "str", "a"), ("CF.EXISTS", "str", "a"),
+                ("CF.ADD", "b", "a"), ("BF.INFO", "str")):
+        expect_error(lambda: c.execute_command(*cmd), "WRONGTYPE")
+    assert c.get("str") == b"v"
+    # Cuckoo.
+    assert c.execute_command("CF.RESERVE", "c", 1000) == b"OK"
+    assert c.execute_command("CF.ADD", "c", "p") == 1
+    assert c.execute_command("CF.ADDNX", "c", "p") == 0
+    assert c.execute_command("CF.COUNT", "c", "p") == 1
+    assert c.execute_command("CF.DEL", "c", "p") == 1
+    assert c.execute_command("CF.EXISTS", "c", "p") == 0
+    assert c.execute_command("CF.INSERT", "c", "ITEMS", "q", "r") == [1, 1]
+    assert c.execute_command("CF.MEXISTS", "c", "q", "zz") == [1, 0]
+    assert c.type("b") == b"shardfltr" and c.type("c") == b"shardfltr"
+    # COMMAND: flags, arity and the first key for cluster clients.
+    raw = s.client()
+    raw.response_callbacks = {}  # COMMAND's replies as Redis sends them
+    entry = raw.execute_command("COMMAND", "INFO", "bf.add")[0]
+    assert entry[0] == b"bf.add" and entry[1] == 3, entry
+    assert b"write" in entry[2] and b"denyoom" in entry[2], entry
+    assert entry[3:6] == [1, 1, 1], entry
+    entry = raw.execute_command("COMMAND", "INFO", "bf.exists")[0]
+    assert b"readonly" in entry[2] and b"fast" in entry[2], entry
+    assert raw.execute_command("COMMAND", "GETKEYS", "BF.MADD", "k1", "a",
+                               "b") == [b"k1"]
+    # The key spec (7.0: the 9th field): argv[1], insert access.
+    specs = entry[8]
+    assert b"RO" in specs[0][1] and b"access" in specs[0][1], specs
+    # Generic commands are Redis's own and see the filters.
+    assert c.exists("b", "c") == 2
+    assert c.delete("auto") == 1 and c.exists("auto") == 0
+    assert c.execute_command("COPY", "b", "b2") == 1
+    assert c.execute_command("BF.EXISTS", "b2", "z") == 1
+    assert c.dump("b") == c.dump("b2")
+    # MULTI/EXEC around module commands.
+    p = c.pipeline(transaction=True)
+    p.execute_command("BF.ADD", "tx", "1")
+    p.execute_command("BF.EXISTS", "tx", "1")
+    assert p.execute() == [1, 1]
+    # Expiry of filter keys is Redis's.
+    assert c.expire("tx", 100) and 0 < c.ttl("tx") <= 100
+
+
+def test_resp3():
+    s = server("resp3")
+    sock = socket.create_connection(("127.0.0.1", s.port))
+    f = sock.makefile("rwb")
+
+    def send(*args):
+        out = b"*%d\r\n" % len(args)
+        for a in args:
+            a = a.encode() if isinstance(a, str) else a
+            out += b"$%d\r\n%s\r\n" % (len(a), a)
+        f.write(out)
+        f.flush()
+
+    send("HELLO", "3")
+    # Skip HELLO's map: read until its last field ("modules" array).
+    line = f.readline()
+    assert line.startswith(b"%"), line
+    n = int(line[1:])
+    depth = [2 * n]
+    while depth:
+        line = f.readline()
+        depth[-1] -= 1
+        if line[:1] in (b"*", b"%", b"~"):
+            k = int(line[1:]) * (2 if line[:1] == b"%" else 1)
+            depth.append(k)
+        elif line[:1] == b"$":
+            f.readline()
+        while depth and depth[-1] == 0:
+            depth.pop()
+    send("BF.ADD", "b", "x")
+    assert f.readline() == b"#t\r\n"
+    send("BF.EXISTS", "b", "nope")
+    assert f.readline() == b"#f\r\n"
+    send("BF.INFO", "b")
+    assert f.readline().startswith(b"%"), "BF.INFO is a map under RESP3"
+    sock.close()
+
+
+def test_prefix():
+    s = server("prefix", module_args=["PREFIX", "sf"])
+    c = s.client()
+    assert c.execute_command("SF.BF.ADD", "k", "a") == 1
+    assert c.execute_command("sf.bf.exists", "k", "a") == 1
+    expect_error(lambda: c.execute_command("BF.ADD", "k", "a"),
+                 "unknown command")
+
+
+def test_bad_load_arguments():
+    for args in (["SHARDS", "3"], ["NOPE", "1"], ["PREFIX"]):
+        port = free_port()
+        d = os.path.join(WORK, "badargs")
+        os.makedirs(d, exist_ok=True)
+        p = subprocess.run(["redis-server", "--port", str(port), "--dir", d,
+                            "--save", "", "--loadmodule", MODULE] + args,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           timeout=30)
+        assert p.returncode != 0, args
+        assert b"shardfilter" in p.stdout, p.stdout[-2000:]
+
+
+def fill(c, key, n, prefix="i"):
+    batch = 1000
+    for at in range(0, n, batch):
+        items = ["%s%d" % (prefix, i) for i in range(at, min(n, at + batch))]
+        c.execute_command("BF.MADD", key, *items)
+
+
+def check_present(c, key, n, prefix="i"):
+    batch = 1000
+    for at in range(0, n, batch):
+        items = ["%s%d" % (prefix, i) for i in range(at, min(n, at + batch))]
+        r = c.execute_command("BF.MEXISTS", key, *items)
+        assert all(v == 1 for v in r), "false negative in %s" % key
+
+
+def test_save_restart_and_debug_reload():
+    s = server("save")
+    c = s.client()
+    c.execute_command("BF.RESERVE", "b", 0.001, 100000)
+    fill(c, "b", 20000)
+    c.execute_command("CF.RESERVE", "c", 10000)
+    c.execute_command("CF.INSERT", "c", "ITEMS", "x", "y", "x")
+    before = c.dump("b")
+    assert c.save()
+    s.restart()
+    c = s.client()
+    check_present(c, "b", 20000)
+    assert c.dump("b") == before
+    assert c.execute_command("CF.COUNT", "c", "x") == 2
+    assert c.execute_command("DEBUG", "RELOAD") == b"OK"
+    check_present(c, "b", 20000)
+    assert c.execute_command("CF.COUNT", "c", "x") == 2
+    assert c.dump("b") == before
+
+
+def test_aof_rewrite_restart():
+    s = server("aof", args=["--appendonly", "yes",
+                            "--aof-use-rdb-preamble", "no"])
+    c = s.client()
+    # > 8 MiB, so the rewrite emits several SFM.CHUNK commands.
+    c.execute_command("BF.RESERVE", "big", 0.0001, 4000000)
+    fill(c, "big", 20000)
+    c.execute_command("CF.ADD", "c", "one")
+    c.bgrewriteaof()
+    wait_for(lambda: c.info("persistence")["aof_rewrite_in_progress"] == 0 and
+             c.info("persistence")["aof_rewrite_scheduled"] == 0,
+             "the AOF rewrite")
+    base = [f for f in os.listdir(os.path.join(s.dir, "appendonlydir"))
+            if f.endswith(".base.aof")]
+    assert base, "no AOF base file"
+    with open(os.path.join(s.dir, "appendonlydir", base[0]), "rb") as f:
+        text = f.read()
+    assert text.count(b"sfm.chunk") >= 2, "the big filter is not chunked"
+    # Writes after the rewrite (auto-create included) go to the AOF tail.
+    c.execute_command("BF.ADD", "after", "late")
+    fill(c, "big", 100, prefix="tail")
+    before = c.dump("big")
+    s.restart()
+    c = s.client()
+    check_present(c, "big", 20000)
+    check_present(c, "big", 100, prefix="tail")
+    assert c.execute_command("BF.EXISTS", "after", "late") == 1
+    assert c.execute_command("CF.EXISTS", "c", "one") == 1
+    assert c.dump("big") == before
+
+
+def test_dump_restore_across_servers():
+    a = server("dump_a")
+    b = server("dump_b", module_args=["SHARDS", "4"])
+    ca, cb = a.client(), b.client()
+    ca.execute_command("BF.RESERVE", "f", 0.01, 50000)
+    fill(ca, "f", 5000)
+    ca.execute_command("CF.INSERT", "cf", "ITEMS", "a", "b")
+    for key in ("f", "cf"):
+        payload = ca.dump(key)
+        assert cb.restore(key, 0, payload)
+        assert cb.dump(key) == payload
+    check_present(cb, "f", 5000)
+    assert cb.execute_command("CF.EXISTS", "cf", "b") == 1
+    # MIGRATE moves a filter between the servers the same way.
+    ca.execute_command("BF.ADD", "mig", "m")
+    assert ca.migrate("127.0.0.1", b.port, "mig", 0, 5000) == b"OK"
+    assert cb.execute_command("BF.EXISTS", "mig", "m") == 1
+    assert ca.exists("mig") == 0
+
+
+def envelope_at(data):
+    at = data.find(b"SFRM")
+    assert at >= 0, "no shardfilter envelope in the bytes"
+    return at
+
+
+def reseal_dump(body):
+    """A DUMP payload with a correct Redis CRC-64 over `body`."""
+    return body + struct.pack("<Q", crc64(body))
+
+
+def test_corrupt_restore_refused():
+    s = server("corrupt", args=["--rdbcompression", "no"])
+    c = s.client()
+    c.execute_command("BF.RESERVE", "f", 0.01, 1000)
+    c.execute_command("BF.ADD", "f", "a")
+    payload = c.dump("f")
+    body = payload[:-8]
+    at = envelope_at(body)
+    # 1. Redis's own checksum catches a flipped byte.
+    bad = bytearray(payload)
+    bad[at + 40] ^= 0xFF
+    expect_error(lambda: c.restore("x1", 0, bytes(bad)), "checksum")
+    # 2. A flipped byte under a valid Redis checksum reaches the module,
+    # whose envelope checksum refuses it.
+    bad = bytearray(body)
+    bad[at + 40] ^= 0xFF
+    expect_error(lambda: c.restore("x2", 0, reseal_dump(bytes(bad))),
+                 "Bad data format")
+    # 3. A future envelope version is refused too.
+    bad = bytearray(body)
+    bad[at + 4] = 9
+    expect_error(lambda: c.restore("x3", 0, reseal_dump(bytes(bad))),
+                 "Bad data format")
+    # 4. Truncated: the string length no longer matches.
+    expect_error(lambda: c.restore("x4", 0, reseal_dump(body[:at + 10])))
+    assert c.exists("x1", "x2", "x3", "x4") == 0
+    assert c.ping() and s.alive()
+    assert c.execute_command("BF.EXISTS", "f", "a") == 1
+    assert "refused a value" in s.log()
+
+
+def test_damaged_rdb_loads_unavailable():
+    s = server("damaged", args=["--rdbcompression", "no"])
+    c = s.client()
+    c.execute_command("BF.ADD", "good", "g")
+    c.execute_command("BF.RESERVE", "bad", 0.01, 1000)
+    c.execute_command("BF.ADD", "bad", "b")
+    c.execute_command("BF.RESERVE", "future", 0.01, 1000)
+    c.save()
+    s.stop()
+    path = os.path.join(s.dir, "dump.rdb")
+    with open(path, "rb") as f:
+        data = bytearray(f.read())
+    # The RDB holds the three envelopes; find each by its key name.
+    for key, change in ((b"bad", "flip"), (b"future", "version")):
+        k = data.find(b"\x03" + key if len(key) == 3 else b"\x06" + key)
+        at = data.find(b"SFRM", k)
+        if change == "flip":
+            data[at + 40] ^= 0xFF
+        else:
+            data[at + 4] = 7
+    body = bytes(data[:-8])
+    data[-8:] = struct.pack("<Q", crc64(body))
+    with open(path, "wb") as f:
+        f.write(data)
+    s.start()  # Redis starts: one bad filter does not take it down
+    c = s.client()
+    assert c.execute_command("BF.EXISTS", "good", "g") == 1
+    expect_error(lambda: c.execute_command("BF.EXISTS", "bad", "b"),
+                 "unavailable", "checksum")
+    expect_error(lambda: c.execute_command("BF.ADD", "future", "b"),
+                 "unavailable", "newer")
+    assert c.type("bad") == b"shardfltr"
+    # Saved back unchanged: still unavailable (not lost) after a restart.
+    c.save()
+    s.restart()
+    c = s.client()
+    expect_error(lambda: c.execute_command("BF.INFO", "future"), "newer")
+    assert c.execute_command("BF.EXISTS", "good", "g") == 1
+    # The user can drop it.
+    assert c.delete("bad", "future") == 2
+
+
+def test_memory_usage():
+    s = server("memory")
+    c = s.client()
+    for key, cmd in (("b", ("BF.RESERVE", "b", 0.01, 2000000)),
+                     ("c", ("CF.RESERVE", "c", 2000000))):
+        c.execute_command(*cmd)
+        info = c.execute_command("BF.INFO" if key == "b" else "CF.INFO", key)
+        size = info[info.index(b"Size") + 1]
+        used = c.memory_usage(key)
+        assert abs(used - size) <= 0.05 * size, (key, used, size)
+
+
+def test_replica():
+    m = server("master", args=["--repl-diskless-sync-delay", "0"])
+    # The replica creates filters with other defaults: SFM.CREATE carries
+    # the master's resolved spec, so it still holds identical bits.
+    r = server("replica", module_args=["SHARDS", "8"])
+    cm, cr = m.client(), r.client()
+    cm.execute_command("BF.RESERVE", "before", 0.001, 3000000)  # ~5 MiB
+    fill(cm, "before", 10000)
+    cr.replicaof("127.0.0.1", m.port)
+    wait_for(lambda: cr.info("replication").get("master_link_status") == "up"
+             and cr.info("replication").get("master_sync_in_progress") == 0,
+             "the replica's sync")
+    cm.execute_command("BF.ADD", "auto", "a")  # auto-created on the master
+    cm.execute_command("CF.INSERT", "cf", "ITEMS", "p", "q")
+    fill(cm, "before", 100, prefix="live")
+    assert cm.execute_command("WAIT", 1, 10000) == 1
+    check_present(cr, "before", 10000)
+    check_present(cr, "before", 100, prefix="live")
+    for key in ("before", "auto", "cf"):
+        assert cr.dump(key) == cm.dump(key), key
+    try:
+        cr.execute_command("BF.ADD", "auto", "x")
+        raise AssertionError("a replica accepted a write")
+    except redis.ReadOnlyError:
+        pass
+
+
+TESTS = [test_commands, test_resp3, test_prefix, test_bad_load_arguments,
+         test_save_restart_and_debug_reload, test_aof_rewrite_restart,
+         test_dump_restore_across_servers, test_corrupt_restore_refused,
+         test_damaged_rdb_loads_unavailable, test_memory_usage, test_replica]
+
+
+def main():
+    global MODULE, WORK
+    if len(sys.argv) < 2:
+        print(__doc__)
+        return 2
+    MODULE = os.path.abspath(sys.argv[1])
+    wanted = set(sys.argv[2:])
+    WORK = tempfile.mkdtemp(prefix="sf-module-test-")
+    failed = 0
+    try:
+        for t in TESTS:
+            if wanted and t.__name__ not in wanted:
+                continue
+            start = time.time()
+            try:
+                t()
+                print("PASS %s (%.1f s)" % (t.__name__, time.time() - start))
+            except Exception:  # noqa: BLE001 - report and go on
+                failed += 1
+                print("FAIL %s" % t.__name__)
+                traceback.print_exc()
+                for s in SERVERS:
+                    if s.proc is not None:
+                        print("--- log of %s ---\n%s" % (s.dir, s.log()))
+            finally:
+                while SERVERS:
+                    SERVERS.pop().stop()
+    finally:
+        while SERVERS:
+            SERVERS.pop().stop()
+        shutil.rmtree(WORK, ignore_errors=True)
+    print("%d failed" % failed)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
