@@ -452,6 +452,8 @@ def test_damaged_rdb_loads_unavailable():
 def test_memory_usage():
     s = server("memory")
     c = s.client()
+    used_before = c.info("memory")["used_memory"]
+    total = 0
     for key, cmd in (("b", ("BF.RESERVE", "b", 0.01, 2000000)),
                      ("c", ("CF.RESERVE", "c", 2000000))):
         c.execute_command(*cmd)
@@ -459,6 +461,16 @@ def test_memory_usage():
         size = info[info.index(b"Size") + 1]
         used = c.memory_usage(key)
         assert abs(used - size) <= 0.05 * size, (key, used, size)
+        total += size
+    # The tables come from Redis's allocator: INFO memory counts them.
+    grown = c.info("memory")["used_memory"] - used_before
+    assert grown >= 0.95 * total, (grown, total)
+    # So maxmemory counts them: over it, writes are refused (deny-oom) and
+    # queries still answer. (Without the filters, Redis would be under.)
+    c.config_set("maxmemory", used_before + total // 2)
+    expect_error(lambda: c.execute_command("BF.ADD", "b", "x"), "OOM")
+    assert c.execute_command("BF.EXISTS", "b", "x") == 0
+    c.config_set("maxmemory", 0)
 
 
 def test_replica():

@@ -322,6 +322,10 @@ extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(
   g_options = ModuleOptions{};
   if (!ParseOptions(ctx, argv, argc)) return REDISMODULE_ERR;
   shardfilter::SetHugePageAdvice(g_options.huge_pages);
+  // Filter tables come from Redis's allocator: maxmemory, INFO memory and
+  // the deny-oom flag of the write commands count them. (No table exists
+  // yet: the data type is registered below.)
+  shardfilter::SetTableAllocator(RedisModule_Alloc, RedisModule_Free);
   if (g_serial == nullptr) {
     g_serial = new tbb::global_control(
         tbb::global_control::max_allowed_parallelism, 1);
