@@ -215,6 +215,24 @@ def test_commands():
     p.execute_command("BF.ADD", "tx", "1")
     p.execute_command("BF.EXISTS", "tx", "1")
     assert p.execute() == [1, 1]
+    # WATCH sees a filter changed by another client.
+    w = s.client()
+    p = w.pipeline(transaction=True)
+    p.watch("b")
+    c.execute_command("BF.ADD", "b", "changed")
+    p.multi()
+    p.execute_command("BF.ADD", "b", "mine")
+    try:
+        p.execute()
+        raise AssertionError("EXEC ran although the watched filter changed")
+    except redis.WatchError:
+        pass
+    # A big filter is freed in the background (free_effort) on UNLINK.
+    c.execute_command("BF.RESERVE", "huge", 0.001, 50000000)
+    assert c.unlink("huge") == 1
+    wait_for(lambda: c.info("memory").get("lazyfree_pending_objects", 0) == 0,
+             "the background free")
+    assert c.info("memory").get("lazyfreed_objects", 0) >= 1
     # Expiry of filter keys is Redis's.
     assert c.expire("tx", 100) and 0 < c.ttl("tx") <= 100
 

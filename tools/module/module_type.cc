@@ -78,9 +78,11 @@ size_t MemUsage(const void* value) {
 void Free(void* value) { delete static_cast<FilterValue*>(value); }
 
 size_t FreeEffort(RedisModuleString*, const void* value) {
-  // Allocations to release: about one per shard link.
+  // One unit per shard and per MiB: Redis frees values of more than 64
+  // units in a background thread (UNLINK), so big filters never stall it.
   const auto* v = static_cast<const FilterValue*>(value);
-  return v->available() ? v->filter->shard_count() : 1;
+  const size_t shards = v->available() ? v->filter->shard_count() : 1;
+  return shards + static_cast<size_t>(v->MemoryBytes() >> 20);
 }
 
 void* Copy(RedisModuleString*, RedisModuleString*, const void* value) {
