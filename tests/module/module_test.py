@@ -66,8 +66,8 @@ class Server:
         self.proc = None
         self.port = None
 
-    def start(self, extra=()):
-        self.port = free_port()
+    def start(self, extra=(), port=None):
+        self.port = port or free_port()
         cmd = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
                "--dir", self.dir, "--save", "", "--enable-debug-command", "yes",
                "--logfile", os.path.join(self.dir, "redis.log"),
@@ -122,6 +122,21 @@ class Server:
 
 
 SERVERS = []
+
+
+def free_cluster_port():
+    """A port p with p and its cluster bus port p + 10000 both free."""
+    import random
+    for _ in range(200):
+        p = random.randint(20000, 45000)
+        try:
+            for q in (p, p + 10000):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", q))
+            return p
+        except OSError:
+            continue
+    raise RuntimeError("no free port pair")
 
 
 def server(name, module_args=(), args=()):
@@ -511,6 +526,8 @@ def test_replica():
     check_present(cr, "before", 100, prefix="live")
     for key in ("before", "auto", "cf"):
         assert cr.dump(key) == cm.dump(key), key
+    assert (cr.execute_command("DEBUG", "DIGEST") ==
+            cm.execute_command("DEBUG", "DIGEST"))
     try:
         cr.execute_command("BF.ADD", "auto", "x")
         raise AssertionError("a replica accepted a write")
@@ -518,10 +535,72 @@ def test_replica():
         pass
 
 
+def test_cluster():
+    """3 masters, the module on each; redis-py's RedisCluster routes BF/CF
+    commands by the key specs; a reshard moves slots holding filters
+    (MIGRATE through the data type) and nothing is lost."""
+    from redis.cluster import RedisCluster
+    nodes = []
+    for i in range(3):
+        port = free_cluster_port()
+        s = Server("cluster%d" % i, args=["--cluster-enabled", "yes",
+                                          "--cluster-config-file",
+                                          "nodes.conf",
+                                          "--cluster-node-timeout", "5000"])
+        SERVERS.append(s)
+        nodes.append(s.start(port=port))
+    addrs = ["127.0.0.1:%d" % s.port for s in nodes]
+    p = subprocess.run(["redis-cli", "--cluster", "create"] + addrs +
+                       ["--cluster-replicas", "0", "--cluster-yes"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       timeout=60)
+    assert p.returncode == 0, p.stdout[-2000:]
+    for s in nodes:
+        wait_for(lambda: s.client().execute_command("CLUSTER", "INFO")
+                 .decode().find("cluster_state:ok") >= 0, "cluster_state ok")
+    rc = RedisCluster(host="127.0.0.1", port=nodes[0].port)
+    keys = ["filter:%d" % i for i in range(64)]
+    per_key = 2000
+    for k in keys:
+        for at in range(0, per_key, 500):
+            rc.execute_command("BF.MADD", k,
+                               *["%s:%d" % (k, j)
+                                 for j in range(at, at + 500)])
+        rc.execute_command("CF.ADD", "cf:" + k, "x")
+    held = [s.client().dbsize() for s in nodes]
+    assert all(h > 0 for h in held) and sum(held) == 128, held
+
+    def check():
+        for k in keys:
+            r = rc.execute_command("BF.MEXISTS", k,
+                                   *["%s:%d" % (k, j)
+                                     for j in range(per_key)])
+            assert all(v == 1 for v in r), "false negative in " + k
+            assert rc.execute_command("CF.EXISTS", "cf:" + k, "x") == 1
+
+    check()
+    # Reshard: move 2000 slots from node 0 to node 1 (keys move by MIGRATE,
+    # i.e. DUMP/RESTORE of the module's data type).
+    ids = [s.client().execute_command("CLUSTER", "MYID").decode()
+           for s in nodes]
+    before = nodes[0].client().dbsize()
+    p = subprocess.run(["redis-cli", "--cluster", "reshard", addrs[0],
+                        "--cluster-from", ids[0], "--cluster-to", ids[1],
+                        "--cluster-slots", "2000", "--cluster-yes"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       timeout=120)
+    assert p.returncode == 0, p.stdout[-2000:]
+    moved = before - nodes[0].client().dbsize()
+    assert moved > 0, "the reshard moved no filter"
+    check()  # the client follows MOVED and refreshes its slot map
+    rc.close()
+
+
 TESTS = [test_commands, test_resp3, test_prefix, test_bad_load_arguments,
          test_save_restart_and_debug_reload, test_aof_rewrite_restart,
          test_dump_restore_across_servers, test_corrupt_restore_refused,
-         test_damaged_rdb_loads_unavailable, test_memory_usage, test_replica]
+         test_damaged_rdb_loads_unavailable, test_memory_usage, test_replica,
+         test_cluster]
 
 
 def main():

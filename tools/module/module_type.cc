@@ -71,6 +71,14 @@ void AofRewrite(RedisModuleIO* aof, RedisModuleString* key, void* value) {
   }
 }
 
+// DEBUG DIGEST / DIGEST-VALUE: the saved bytes (identical on a master and
+// its replicas).
+void Digest(RedisModuleDigest* md, void* value) {
+  const std::string bytes = SavedBytes(*static_cast<FilterValue*>(value));
+  RedisModule_DigestAddStringBuffer(md, bytes.data(), bytes.size());
+  RedisModule_DigestEndSequence(md);
+}
+
 size_t MemUsage(const void* value) {
   return static_cast<const FilterValue*>(value)->MemoryBytes();
 }
@@ -110,6 +118,7 @@ bool RegisterFilterType(RedisModuleCtx* ctx, const std::string& chunk_command) {
   tm.rdb_save = RdbSave;
   tm.aof_rewrite = AofRewrite;
   tm.mem_usage = MemUsage;
+  tm.digest = Digest;
   tm.free = Free;
   tm.free_effort = FreeEffort;
   tm.copy = Copy;

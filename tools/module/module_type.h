@@ -1,6 +1,7 @@
 // The module's native data type "shardfltr": RDB save/load through the
 // FilterValue envelope (filter_value.h), AOF rewrite as chunked SFM.CHUNK
-// commands, memory usage, free, free effort and copy. DUMP, RESTORE and
+// commands, digest (DEBUG DIGEST), memory usage, free, free effort and
+// copy. DUMP, RESTORE and
 // MIGRATE go through rdb_save / rdb_load.
 //
 // Loading policy (rdb_load): a value that is damaged or from a future

@@ -245,7 +245,9 @@ typedef int (*RedisModuleCmdFunc)(RedisModuleCtx* ctx, RedisModuleString** argv,
   X(SaveStringBuffer, void, (RedisModuleIO*, const char*, size_t))             \
   X(LoadStringBuffer, char*, (RedisModuleIO*, size_t*))                        \
   X(IsIOError, int, (RedisModuleIO*))                                          \
-  X(EmitAOF, void, (RedisModuleIO*, const char*, const char*, ...))
+  X(EmitAOF, void, (RedisModuleIO*, const char*, const char*, ...))            \
+  X(DigestAddStringBuffer, void, (RedisModuleDigest*, const char*, size_t))    \
+  X(DigestEndSequence, void, (RedisModuleDigest*))
 
 #define SF_DECLARE_API(name, ret, params) \
   extern ret(*RedisModule_##name) params;
