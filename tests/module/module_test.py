@@ -299,6 +299,21 @@ def test_prefix():
                  "unknown command")
 
 
+def test_budget():
+    s = server("budget", module_args=["MAX-FILTER-BYTES", "1000000"])
+    c = s.client()
+    expect_error(lambda: c.execute_command("BF.RESERVE", "b", 0.01, 10000000),
+                 "Insufficient memory")
+    expect_error(lambda: c.execute_command("CF.RESERVE", "c", 10000000),
+                 "Insufficient memory")
+    assert c.exists("b", "c") == 0
+    assert c.execute_command("BF.RESERVE", "small", 0.01, 10000) == b"OK"
+    # SFM.CREATE from a client cannot bypass the budget either.
+    spec = "v1 1 100000000 0x1.47ae147ae147bp-7 1 0 2 0 0 0 0 0 2"
+    expect_error(lambda: c.execute_command("SFM.CREATE", "x", spec))
+    assert c.exists("x") == 0
+
+
 def test_bad_load_arguments():
     for args in (["SHARDS", "3"], ["NOPE", "1"], ["PREFIX"]):
         port = free_port()
@@ -535,6 +550,29 @@ def test_replica():
         pass
 
 
+def test_replica_big():
+    """A replica syncing a big filter (SF_MODULE_BIG_MB, default 500 MB)."""
+    mb = int(os.environ.get("SF_MODULE_BIG_MB", "500"))
+    m = server("big_master", args=["--repl-diskless-sync-delay", "0"])
+    r = server("big_replica")
+    cm, cr = m.client(), r.client()
+    # Bloom at 1%: ~1.2 bytes per item.
+    cm.execute_command("BF.RESERVE", "big", 0.01, mb * 830000, "NONSCALING")
+    size = cm.execute_command("BF.INFO", "big", "SIZE")[0]
+    assert size >= mb * 0.9 * (1 << 20), size
+    fill(cm, "big", 20000)
+    start = time.time()
+    cr.replicaof("127.0.0.1", m.port)
+    wait_for(lambda: cr.info("replication").get("master_link_status") == "up"
+             and cr.info("replication").get("master_sync_in_progress") == 0,
+             "the replica's sync", timeout=600)
+    print("  %d MB filter synced in %.1f s" % (size >> 20, time.time() - start))
+    check_present(cr, "big", 20000)
+    assert (cr.execute_command("DEBUG", "DIGEST-VALUE", "big") ==
+            cm.execute_command("DEBUG", "DIGEST-VALUE", "big"))
+    assert abs(cr.memory_usage("big") - size) <= 0.05 * size
+
+
 def test_cluster():
     """3 masters, the module on each; redis-py's RedisCluster routes BF/CF
     commands by the key specs; a reshard moves slots holding filters
@@ -596,11 +634,12 @@ def test_cluster():
     rc.close()
 
 
-TESTS = [test_commands, test_resp3, test_prefix, test_bad_load_arguments,
+TESTS = [test_commands, test_resp3, test_prefix, test_budget,
+         test_bad_load_arguments,
          test_save_restart_and_debug_reload, test_aof_rewrite_restart,
          test_dump_restore_across_servers, test_corrupt_restore_refused,
          test_damaged_rdb_loads_unavailable, test_memory_usage, test_replica,
-         test_cluster]
+         test_replica_big, test_cluster]
 
 
 def main():
