@@ -42,6 +42,13 @@ class ModuleFilter final : public commands::FilterHandle {
     ks_->MarkMutated();
     return f_->Remove(item);
   }
+  // FilterHandle::MaxCopies on wip/server (cuckoo copies of one item are
+  // bounded at what its two buckets hold); no `override` until merged.
+  uint32_t MaxCopies() const {
+    if (f_->type() != FilterType::kCuckoo) return 0;
+    const uint32_t b = f_->spec().bucket_size;
+    return 2 * (b != 0 ? b : 4);
+  }
   commands::FilterSummary Summary() const override {
     const FilterSpec& spec = f_->spec();
     const ShardedStats stats = f_->Stats();
