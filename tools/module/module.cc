@@ -293,7 +293,10 @@ bool RegisterCommands(RedisModuleCtx* ctx) {
       return false;
     }
     SetKeySpecInfo(
-        ctx, name, spec.summary, spec.arity,
+        ctx, name, spec.summary,
+        // RedisBloom checks arity itself (RedisModule_WrongArity): so does
+        // the module for kModule commands, and COMMAND shows -1.
+        (spec.flags & commands::kModule) != 0 ? 0 : spec.arity,
         write ? (std::string_view(spec.name) == "cf.del" ? KeyAccess::kRemove
                                                          : KeyAccess::kInsert)
               : KeyAccess::kRead);

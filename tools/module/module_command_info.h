@@ -1,8 +1,7 @@
 // COMMAND metadata of the module's commands (RedisModule_SetCommandInfo):
-// summary, arity (Redis then checks it, with its own error text, which
-// is RedisBloom's too) and one key spec, the key at argv[1], so COMMAND INFO /
-// COMMAND DOCS and cluster clients see the key and what the command does with
-// it.
+// summary, arity (0: not checked by Redis, the module checks it) and one key
+// spec, the key at argv[1], so COMMAND INFO / COMMAND DOCS and cluster
+// clients see the key and what the command does with it.
 #ifndef SHARDFILTER_TOOLS_MODULE_MODULE_COMMAND_INFO_H_
 #define SHARDFILTER_TOOLS_MODULE_MODULE_COMMAND_INFO_H_
 
