@@ -455,6 +455,9 @@ def test_corrupt_restore_refused():
     assert c.ping() and s.alive()
     assert c.execute_command("BF.EXISTS", "f", "a") == 1
     assert "refused a value" in s.log()
+    info = c.info("shardfilter")
+    # Cases 2 and 3 reached the envelope check (4 failed as a short read).
+    assert info["shardfilter_restores_refused"] == 2, info
 
 
 def test_damaged_rdb_loads_unavailable():
@@ -489,6 +492,9 @@ def test_damaged_rdb_loads_unavailable():
     expect_error(lambda: c.execute_command("BF.ADD", "future", "b"),
                  "unavailable", "newer")
     assert c.type("bad") == b"shardfltr"
+    info = c.info("shardfilter")
+    assert info["shardfilter_unavailable_loaded"] == 2, info
+    assert info["shardfilter_values_loaded"] == 1, info
     # Saved back unchanged: still unavailable (not lost) after a restart.
     c.save()
     s.restart()

@@ -177,6 +177,7 @@ int SfmCreate(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (!ks.Install(key, std::move(value))) {
     return RedisModule_ReplyWithError(ctx, "ERR cannot set the key");
   }
+  ++g_counters.filters_created;
   RedisModule_ReplicateVerbatim(ctx);
   return RedisModule_ReplyWithSimpleString(ctx, "OK");
 }
@@ -216,12 +217,34 @@ int SfmChunk(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     // The next expected part, kept in `damage` while pending.
     v->damage = std::to_string(i + 1) + "/" + std::to_string(n);
   } else {
-    if (!ks.Install(key, ValueFromBytes(std::move(v->raw)))) {
+    std::unique_ptr<FilterValue> done = ValueFromBytes(std::move(v->raw));
+    ++(done->available() ? g_counters.values_loaded
+                         : g_counters.unavailable_loaded);
+    if (!ks.Install(key, std::move(done))) {
       return RedisModule_ReplyWithError(ctx, "ERR cannot set the key");
     }
   }
   RedisModule_ReplicateVerbatim(ctx);
   return RedisModule_ReplyWithSimpleString(ctx, "OK");
+}
+
+// INFO shardfilter (and INFO everything / modules).
+void Info(RedisModuleInfoCtx* ctx, int) {
+  RedisModule_InfoAddSection(ctx, "");
+  RedisModule_InfoAddFieldCString(ctx, "prefix", g_options.prefix.c_str());
+  RedisModule_InfoAddFieldULongLong(ctx, "shards", g_options.shards);
+  RedisModule_InfoAddFieldULongLong(ctx, "max_filter_bytes",
+                                    g_options.max_filter_bytes);
+  RedisModule_InfoAddFieldCString(ctx, "huge_pages",
+                                  g_options.huge_pages ? "yes" : "no");
+  RedisModule_InfoAddFieldULongLong(ctx, "filters_created",
+                                    g_counters.filters_created);
+  RedisModule_InfoAddFieldULongLong(ctx, "values_loaded",
+                                    g_counters.values_loaded);
+  RedisModule_InfoAddFieldULongLong(ctx, "unavailable_loaded",
+                                    g_counters.unavailable_loaded);
+  RedisModule_InfoAddFieldULongLong(ctx, "restores_refused",
+                                    g_counters.restores_refused);
 }
 
 bool ParseU64(std::string_view s, uint64_t* out) {
@@ -348,6 +371,7 @@ extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(
                     "taken? load with PREFIX <p> beside RedisBloom)");
     return REDISMODULE_ERR;
   }
+  (void)RedisModule_RegisterInfoFunc(ctx, Info);
   RedisModule_Log(ctx, REDISMODULE_LOGLEVEL_NOTICE,
                   "shardfilter: loaded (prefix '%s', shards %u, max filter "
                   "bytes %llu, huge pages %s)",

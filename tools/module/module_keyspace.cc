@@ -8,6 +8,7 @@
 namespace shardfilter::module {
 
 RedisModuleType* g_filter_type = nullptr;
+ModuleCounters g_counters;
 
 namespace {
 
@@ -184,6 +185,7 @@ Result<std::shared_ptr<commands::FilterHandle>> ModuleKeyspace::Create(
     return Status::IOError("cannot set the key");
   }
   created_ = resolved;
+  ++g_counters.filters_created;
   return std::shared_ptr<commands::FilterHandle>(
       std::make_shared<ModuleFilter>(filter, this));
 }

@@ -42,6 +42,16 @@ struct ModuleOptions {
 // The module's data type (set in RedisModule_OnLoad).
 extern RedisModuleType* g_filter_type;
 
+// Counters for INFO shardfilter (main thread only; a fork child's changes
+// are its own).
+struct ModuleCounters {
+  uint64_t filters_created = 0;     // by commands and SFM.CREATE
+  uint64_t values_loaded = 0;       // rdb_load / SFM.CHUNK, available
+  uint64_t unavailable_loaded = 0;  // loaded as unavailable (damaged)
+  uint64_t restores_refused = 0;    // RESTORE / MIGRATE payloads refused
+};
+extern ModuleCounters g_counters;
+
 // What one key holds, as a command sees it before running.
 enum class KeyState { kEmpty, kFilter, kUnavailable, kPending, kOtherType };
 

@@ -40,16 +40,19 @@ void* RdbLoad(RedisModuleIO* io, int encver) {
     const bool loading = ctx != nullptr && (RedisModule_GetContextFlags(ctx) &
                                             REDISMODULE_CTX_FLAGS_LOADING) != 0;
     if (!loading) {
+      ++g_counters.restores_refused;
       RedisModule_LogIOError(io, REDISMODULE_LOGLEVEL_WARNING,
                              "shardfilter: refused a value: %s",
                              v->damage.c_str());
       return nullptr;
     }
+    ++g_counters.unavailable_loaded;
     RedisModule_LogIOError(io, REDISMODULE_LOGLEVEL_WARNING,
                            "shardfilter: a filter is unavailable (%s); its "
                            "bytes are kept and saved back as they are",
                            v->damage.c_str());
   }
+  if (v->available()) ++g_counters.values_loaded;
   return v.release();
 }
 

@@ -28,6 +28,7 @@ typedef struct RedisModuleIO RedisModuleIO;
 typedef struct RedisModuleType RedisModuleType;
 typedef struct RedisModuleDigest RedisModuleDigest;
 typedef struct RedisModuleCommand RedisModuleCommand;
+typedef struct RedisModuleInfoCtx RedisModuleInfoCtx;
 
 // --- Constants ---
 inline constexpr int REDISMODULE_OK = 0;
@@ -195,6 +196,8 @@ struct RedisModuleCommandInfo {
 
 typedef int (*RedisModuleCmdFunc)(RedisModuleCtx* ctx, RedisModuleString** argv,
                                   int argc);
+typedef void (*RedisModuleInfoFunc)(RedisModuleInfoCtx* ctx,
+                                    int for_crash_report);
 
 // --- Functions, resolved by ResolveApi ---
 // Each X(name, return, params) is a pointer RedisModule_<name>.
@@ -247,7 +250,12 @@ typedef int (*RedisModuleCmdFunc)(RedisModuleCtx* ctx, RedisModuleString** argv,
   X(IsIOError, int, (RedisModuleIO*))                                          \
   X(EmitAOF, void, (RedisModuleIO*, const char*, const char*, ...))            \
   X(DigestAddStringBuffer, void, (RedisModuleDigest*, const char*, size_t))    \
-  X(DigestEndSequence, void, (RedisModuleDigest*))
+  X(DigestEndSequence, void, (RedisModuleDigest*))                             \
+  X(RegisterInfoFunc, int, (RedisModuleCtx*, RedisModuleInfoFunc))             \
+  X(InfoAddSection, int, (RedisModuleInfoCtx*, const char*))                   \
+  X(InfoAddFieldCString, int, (RedisModuleInfoCtx*, const char*, const char*)) \
+  X(InfoAddFieldULongLong, int,                                                \
+    (RedisModuleInfoCtx*, const char*, unsigned long long))
 
 #define SF_DECLARE_API(name, ret, params) \
   extern ret(*RedisModule_##name) params;
