@@ -415,6 +415,41 @@ def test_dump_restore_across_servers():
     assert ca.exists("mig") == 0
 
 
+def test_scandump_loadchunk():
+    """BF/CF.SCANDUMP + LOADCHUNK (when the command layer has them) between
+    two servers; the chunks replicate to the loading server's replica."""
+    a = server("scan_a")
+    b = server("scan_b", args=["--repl-diskless-sync-delay", "0"])
+    r = server("scan_replica")
+    ca, cb, cr = a.client(), b.client(), r.client()
+    raw = a.client()
+    raw.response_callbacks = {}
+    if not raw.execute_command("COMMAND", "INFO", "bf.scandump")[0]:
+        print("  SKIP: this command layer has no BF.SCANDUMP")
+        return
+    cr.replicaof("127.0.0.1", b.port)
+    wait_for(lambda: cr.info("replication").get("master_link_status") == "up",
+             "the replica's sync")
+    ca.execute_command("BF.RESERVE", "f", 0.01, 100000)
+    fill(ca, "f", 3000)
+    ca.execute_command("CF.INSERT", "c", "ITEMS", "x", "y")
+    for cmd, key in (("BF", "f"), ("CF", "c")):
+        it, chunks = 0, []
+        while True:
+            it, data = ca.execute_command(cmd + ".SCANDUMP", key, it)
+            if it == 0:
+                break
+            chunks.append((it, data))
+        for it, data in chunks:
+            assert cb.execute_command(cmd + ".LOADCHUNK", key, it,
+                                      data) == b"OK"
+        assert cb.dump(key) == ca.dump(key), key
+    check_present(cb, "f", 3000)
+    assert cb.execute_command("WAIT", 1, 10000) == 1
+    check_present(cr, "f", 3000)
+    assert cr.dump("f") == ca.dump("f") and cr.dump("c") == ca.dump("c")
+
+
 def envelope_at(data):
     at = data.find(b"SFRM")
     assert at >= 0, "no shardfilter envelope in the bytes"
@@ -645,7 +680,8 @@ def test_cluster():
 TESTS = [test_commands, test_resp3, test_prefix, test_budget,
          test_bad_load_arguments,
          test_save_restart_and_debug_reload, test_aof_rewrite_restart,
-         test_dump_restore_across_servers, test_corrupt_restore_refused,
+         test_dump_restore_across_servers, test_scandump_loadchunk,
+         test_corrupt_restore_refused,
          test_damaged_rdb_loads_unavailable, test_memory_usage, test_replica,
          test_replica_big, test_cluster]
 

@@ -21,6 +21,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -40,6 +41,19 @@ ModuleOptions g_options;
 std::string g_create_command;  // prefixed SFM.CREATE
 // The BF/CF commands registered, by trampoline index.
 std::vector<const commands::CommandSpec*> g_specs;
+// Whether each registered command is replicated even when it changed no
+// filter: LOADCHUNK keeps its progress in the connection's Session until
+// the last chunk, so the replica (and the AOF) must see every chunk.
+std::vector<bool> g_always_replicate;
+// The command layer's per-connection state (SCANDUMP / LOADCHUNK
+// progress), by Redis client id; dropped when the client disconnects.
+std::unordered_map<unsigned long long, commands::Session> g_sessions;
+
+void OnClientChange(RedisModuleCtx*, RedisModuleEvent, uint64_t subevent,
+                    void* data) {
+  if (subevent != REDISMODULE_SUBEVENT_CLIENT_CHANGE_DISCONNECTED) return;
+  g_sessions.erase(static_cast<RedisModuleClientInfoV1*>(data)->id);
+}
 // Redis runs module commands on its main thread: the engine's batch calls
 // run inline there (no oneTBB worker threads inside redis-server).
 tbb::global_control* g_serial = nullptr;
@@ -112,8 +126,9 @@ void ReplicateEffects(RedisModuleCtx* ctx, const ModuleKeyspace& ks,
   if (ks.mutated()) RedisModule_ReplicateVerbatim(ctx);
 }
 
-int RunCommand(const commands::CommandSpec& spec, RedisModuleCtx* ctx,
-               RedisModuleString** argv, int argc) {
+int RunCommand(size_t index, RedisModuleCtx* ctx, RedisModuleString** argv,
+               int argc) {
+  const commands::CommandSpec& spec = *g_specs[index];
   const std::vector<std::string_view> args = Views(argv, argc);
   if ((spec.arity > 0 && argc != spec.arity) ||
       (spec.arity < 0 && argc < -spec.arity)) {
@@ -125,10 +140,17 @@ int RunCommand(const commands::CommandSpec& spec, RedisModuleCtx* ctx,
   if (RefuseKey(ctx, ks, key)) return REDISMODULE_OK;
   ModuleWriter writer(ctx);
   ModuleHost host;
-  commands::Session session;
+  const unsigned long long client = RedisModule_GetClientId(ctx);
+  commands::Session& session = g_sessions[client];
+  session.id = client;
   commands::CommandContext cctx{session, ks, host, writer};
   spec.handler(cctx, args);
-  if (write) ReplicateEffects(ctx, ks, key);
+  if (write) {
+    ReplicateEffects(ctx, ks, key);
+    if (g_always_replicate[index] && !ks.mutated()) {
+      RedisModule_ReplicateVerbatim(ctx);
+    }
+  }
   return REDISMODULE_OK;
 }
 
@@ -136,7 +158,7 @@ int RunCommand(const commands::CommandSpec& spec, RedisModuleCtx* ctx,
 constexpr size_t kMaxCommands = 64;
 template <size_t I>
 int Trampoline(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
-  return RunCommand(*g_specs[I], ctx, argv, argc);
+  return RunCommand(I, ctx, argv, argc);
 }
 template <size_t... I>
 constexpr std::array<RedisModuleCmdFunc, sizeof...(I)> MakeTrampolines(
@@ -299,12 +321,16 @@ std::string Prefixed(const char* name) {
 
 bool RegisterCommands(RedisModuleCtx* ctx) {
   g_specs.clear();
+  g_always_replicate.clear();
   for (const commands::CommandSpec& spec : commands::AllCommands()) {
     const std::string_view group = spec.group;
     if (group != "bf" && group != "cf" && group != "sf") continue;
     if (g_specs.size() == kMaxCommands) return false;
     const size_t index = g_specs.size();
     g_specs.push_back(&spec);
+    const std::string_view base(spec.name);
+    g_always_replicate.push_back(base.size() >= 10 &&
+                                 base.substr(base.size() - 10) == ".loadchunk");
     const std::string name = Prefixed(spec.name);
     const bool write = (spec.flags & commands::kWrite) != 0;
     std::string flags = write ? "write" : "readonly";
@@ -372,6 +398,9 @@ extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(
     return REDISMODULE_ERR;
   }
   (void)RedisModule_RegisterInfoFunc(ctx, Info);
+  (void)RedisModule_SubscribeToServerEvent(
+      ctx, RedisModuleEvent{REDISMODULE_EVENT_CLIENT_CHANGE, 1},
+      OnClientChange);
   RedisModule_Log(ctx, REDISMODULE_LOGLEVEL_NOTICE,
                   "shardfilter: loaded (prefix '%s', shards %u, max filter "
                   "bytes %llu, huge pages %s)",

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "shardfilter/engine/export.h"
 #include "tools/commands/util.h"
 
 namespace shardfilter::module {
@@ -188,6 +189,33 @@ Result<std::shared_ptr<commands::FilterHandle>> ModuleKeyspace::Create(
   ++g_counters.filters_created;
   return std::shared_ptr<commands::FilterHandle>(
       std::make_shared<ModuleFilter>(filter, this));
+}
+
+Result<std::string> ModuleKeyspace::Dump(std::string_view key) {
+  FilterValue* v = nullptr;
+  if (Probe(key, &v) != KeyState::kFilter) {
+    return Status::NotFound("no filter at this key");
+  }
+  return ExportShardedFilter(*v->filter);
+}
+
+Status ModuleKeyspace::Restore(std::string_view key, std::string_view bytes) {
+  if (mode_ == REDISMODULE_READ) return Status::NotSupported("read-only");
+  if (Probe(key, nullptr) != KeyState::kEmpty) {
+    return Status::AlreadyExists("key exists");
+  }
+  auto f = LoadExportedFilter(bytes);
+  if (!f.ok()) return f.status();
+  auto value = std::make_unique<FilterValue>();
+  value->filter = std::move(f).value();
+  if (!Install(key, std::move(value))) {
+    return Status::IOError("cannot set the key");
+  }
+  ++g_counters.values_loaded;
+  // Replicated as the command itself (the replica restores the same
+  // bytes): module.cc replicates every LOADCHUNK verbatim.
+  mutated_ = true;
+  return Status::OK();
 }
 
 Result<bool> ModuleKeyspace::Delete(std::string_view key) {

@@ -83,6 +83,13 @@ class ModuleKeyspace final : public commands::Keyspace {
   int64_t LastCheckpointUnix() override { return 0; }
   size_t MaxKeyBytes() const override { return size_t{512} << 20; }
 
+  // The filter in shardfilter's dump format (the export: engine/export.h),
+  // and a filter created from one; the command layer's SCANDUMP/LOADCHUNK
+  // (Keyspace::Dump/Restore on wip/server; no `override` until merged).
+  // NotFound; AlreadyExists, and the export's errors (nothing created).
+  Result<std::string> Dump(std::string_view key);
+  Status Restore(std::string_view key, std::string_view bytes);
+
   // Set by Create: the resolved spec of the filter this command created.
   const std::optional<FilterSpec>& created() const { return created_; }
   // Set when an add or remove ran on a filter.

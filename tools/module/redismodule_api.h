@@ -199,6 +199,26 @@ typedef int (*RedisModuleCmdFunc)(RedisModuleCtx* ctx, RedisModuleString** argv,
 typedef void (*RedisModuleInfoFunc)(RedisModuleInfoCtx* ctx,
                                     int for_crash_report);
 
+// Server events (RedisModule_SubscribeToServerEvent).
+struct RedisModuleEvent {
+  uint64_t id;
+  uint64_t dataver;
+};
+inline constexpr uint64_t REDISMODULE_EVENT_CLIENT_CHANGE = 4;
+inline constexpr uint64_t REDISMODULE_SUBEVENT_CLIENT_CHANGE_DISCONNECTED = 1;
+// The ClientChange event's data, version 1 (only `id` is read).
+struct RedisModuleClientInfoV1 {
+  uint64_t version;
+  uint64_t flags;
+  uint64_t id;
+  char addr[46];
+  uint16_t port;
+  uint16_t db;
+};
+typedef void (*RedisModuleEventCallback)(RedisModuleCtx* ctx,
+                                         RedisModuleEvent eid,
+                                         uint64_t subevent, void* data);
+
 // --- Functions, resolved by ResolveApi ---
 // Each X(name, return, params) is a pointer RedisModule_<name>.
 #define SF_REDISMODULE_API(X)                                                  \
@@ -254,6 +274,9 @@ typedef void (*RedisModuleInfoFunc)(RedisModuleInfoCtx* ctx,
   X(RegisterInfoFunc, int, (RedisModuleCtx*, RedisModuleInfoFunc))             \
   X(InfoAddSection, int, (RedisModuleInfoCtx*, const char*))                   \
   X(InfoAddFieldCString, int, (RedisModuleInfoCtx*, const char*, const char*)) \
+  X(GetClientId, unsigned long long, (RedisModuleCtx*))                        \
+  X(SubscribeToServerEvent, int,                                               \
+    (RedisModuleCtx*, RedisModuleEvent, RedisModuleEventCallback))             \
   X(InfoAddFieldULongLong, int,                                                \
     (RedisModuleInfoCtx*, const char*, unsigned long long))
 
