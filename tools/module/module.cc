@@ -38,7 +38,7 @@ namespace shardfilter::module {
 namespace {
 
 ModuleOptions g_options;
-std::string g_create_command;  // prefixed SFM.CREATE
+std::string g_create_command;  // SFM.CREATE
 // The BF/CF commands registered, by trampoline index.
 std::vector<const commands::CommandSpec*> g_specs;
 // Whether each registered command is replicated even when it changed no
@@ -351,7 +351,7 @@ bool RegisterCommands(RedisModuleCtx* ctx) {
               : KeyAccess::kRead);
   }
   const std::pair<std::string, RedisModuleCmdFunc> internal[] = {
-      {g_create_command, SfmCreate}, {Prefixed("sfm.chunk"), SfmChunk}};
+      {g_create_command, SfmCreate}, {"sfm.chunk", SfmChunk}};
   for (const auto& [name, fn] : internal) {
     if (RedisModule_CreateCommand(ctx, name.c_str(), fn, "write deny-oom", 1, 1,
                                   1) != REDISMODULE_OK) {
@@ -385,8 +385,10 @@ extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(
   // rdb_load checks RedisModule_IsIOError instead of Redis exiting on a
   // short read (module_type.h).
   RedisModule_SetModuleOptions(ctx, REDISMODULE_OPTIONS_HANDLE_IO_ERRORS);
-  g_create_command = Prefixed("sfm.create");
-  if (!RegisterFilterType(ctx, Prefixed("sfm.chunk"))) {
+  // Never prefixed (RedisBloom has no SFM.*): an AOF or a replication
+  // stream stays loadable whatever PREFIX the reading server uses.
+  g_create_command = "sfm.create";
+  if (!RegisterFilterType(ctx, "sfm.chunk")) {
     RedisModule_Log(ctx, REDISMODULE_LOGLEVEL_WARNING,
                     "shardfilter: cannot create the data type %s", kTypeName);
     return REDISMODULE_ERR;

@@ -30,7 +30,7 @@ inline constexpr int kTypeEncodingVersion = 1;
 inline constexpr size_t kAofChunkBytes = size_t{8} << 20;
 
 // Creates the type; false when Redis refuses it. `chunk_command` is the
-// (prefixed) name of the SFM.CHUNK command the AOF rewrite emits.
+// name of the SFM.CHUNK command the AOF rewrite emits.
 bool RegisterFilterType(RedisModuleCtx* ctx, const std::string& chunk_command);
 
 }  // namespace shardfilter::module
