@@ -684,13 +684,81 @@ def test_cluster():
     rc.close()
 
 
+def test_cluster_failover():
+    """3 masters + 3 replicas; writes acknowledged by WAIT 1 0 survive a
+    master's SIGKILL once its replica took over (no false negative)."""
+    from redis.cluster import RedisCluster
+    import logging
+    import signal
+    logging.getLogger("redis.cluster").setLevel(logging.CRITICAL)
+    nodes = []
+    for i in range(6):
+        port = free_cluster_port()
+        s = Server("failover%d" % i, args=["--cluster-enabled", "yes",
+                                           "--cluster-config-file",
+                                           "nodes.conf",
+                                           "--cluster-node-timeout", "2000"])
+        SERVERS.append(s)
+        nodes.append(s.start(port=port))
+    addrs = ["127.0.0.1:%d" % s.port for s in nodes]
+    p = subprocess.run(["redis-cli", "--cluster", "create"] + addrs +
+                       ["--cluster-replicas", "1", "--cluster-yes"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       timeout=60)
+    assert p.returncode == 0, p.stdout[-2000:]
+    for s in nodes:
+        wait_for(lambda: b"cluster_state:ok" in
+                 s.client().execute_command("CLUSTER", "INFO"),
+                 "cluster_state ok")
+    rc = RedisCluster(host="127.0.0.1", port=nodes[0].port)
+    keys = ["fo:%d" % i for i in range(16)]
+    acked = {}
+    for k in keys:
+        node = rc.get_node_from_key(k)
+        pipe = node.redis_connection.pipeline(transaction=False)
+        items = ["%s:%d" % (k, j) for j in range(500)]
+        pipe.execute_command("BF.MADD", k, *items)
+        pipe.execute_command("WAIT", 1, 0)
+        _, replicas = pipe.execute()
+        assert replicas >= 1
+        acked[k] = items
+    # SIGKILL the master holding keys[0]; its replica must take over.
+    victim_port = rc.get_node_from_key(keys[0]).port
+    victim = [s for s in nodes if s.port == victim_port][0]
+    victim.proc.send_signal(signal.SIGKILL)
+    victim.proc.wait()
+    live = [s for s in nodes if s is not victim]
+    raw = live[0].client()
+    raw.response_callbacks = {}
+    wait_for(lambda: all(r[2][1] != victim_port for r in
+                         raw.execute_command("CLUSTER", "SLOTS")),
+             "a replica to take the killed master's slots", timeout=60)
+    wait_for(lambda: all(b"cluster_state:ok" in
+                         s.client().execute_command("CLUSTER", "INFO")
+                         for s in live), "the failover", timeout=60)
+    rc.close()
+    # Query each key at the master CLUSTER SLOTS names now (redis-py 4.3.4's
+    # RedisCluster cannot initialize while a listed node is down).
+    c = live[0].client()
+    slots = raw.execute_command("CLUSTER", "SLOTS")
+    promoted = False
+    for k, items in acked.items():
+        slot = c.execute_command("CLUSTER", "KEYSLOT", k)
+        owner = [r for r in slots if r[0] <= slot <= r[1]][0][2]
+        promoted |= owner[1] == victim_port
+        oc = redis.Redis(host="127.0.0.1", port=owner[1])
+        r = oc.execute_command("BF.MEXISTS", k, *items)
+        assert all(v == 1 for v in r), "acknowledged item lost in " + k
+    assert not promoted, "the killed master still owns slots"
+
+
 TESTS = [test_commands, test_resp3, test_prefix, test_budget,
          test_bad_load_arguments,
          test_save_restart_and_debug_reload, test_aof_rewrite_restart,
          test_dump_restore_across_servers, test_scandump_loadchunk,
          test_corrupt_restore_refused,
          test_damaged_rdb_loads_unavailable, test_memory_usage, test_replica,
-         test_replica_big, test_cluster]
+         test_replica_big, test_cluster, test_cluster_failover]
 
 
 def main():
