@@ -38,11 +38,12 @@
 #include <new>
 
 #include "shardfilter/filters/internal/prefetch.h"
-#include "shardfilter/filters/memory_advice.h"
 
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
+
+#include "shardfilter/filters/memory_advice.h"
 
 namespace shardfilter::internal {
 
