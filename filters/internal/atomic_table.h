@@ -5,6 +5,7 @@
 // candidates (Linux MADV_HUGEPAGE; a hint, ignored where unsupported): a
 // 60 MiB filter probed at random otherwise misses the TLB on nearly every
 // query, on top of the DRAM miss the blocked layout is built to pay once.
+// A host may turn that off and supply the allocator (filters/memory_advice.h).
 //
 // Thread safety: the object is thread-compatible (allocate/destroy from one
 // thread); the words themselves are atomics that any thread may use.
@@ -15,6 +16,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+
+#include "shardfilter/filters/memory_advice.h"
 
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -27,17 +30,18 @@ class AtomicWordTable {
   AtomicWordTable() = default;
   AtomicWordTable(const AtomicWordTable&) = delete;
   AtomicWordTable& operator=(const AtomicWordTable&) = delete;
-  ~AtomicWordTable() { std::free(words_); }
+  ~AtomicWordTable() { FreeTable(words_); }
 
   // Allocates `words` zeroed words. False (and empty) when memory is
   // unavailable or the size overflows; REQUIRES: not yet allocated.
   bool Allocate(uint64_t words) {
     if (words == 0 || words > (uint64_t{1} << 58)) return false;
     const uint64_t bytes = words * 8;
-    const uint64_t align =
-        bytes >= (uint64_t{4} << 20) ? (uint64_t{2} << 20) : uint64_t{64};
+    const uint64_t align = bytes >= (uint64_t{4} << 20) && HugePageAdvice()
+                               ? (uint64_t{2} << 20)
+                               : uint64_t{64};
     const uint64_t rounded = (bytes + align - 1) / align * align;
-    void* p = std::aligned_alloc(align, rounded);
+    void* p = AllocateTable(rounded, align);
     if (p == nullptr) return false;
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     if (align > 64) (void)madvise(p, rounded, MADV_HUGEPAGE);

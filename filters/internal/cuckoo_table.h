@@ -45,6 +45,8 @@
 #include <sys/mman.h>
 #endif
 
+#include "shardfilter/filters/memory_advice.h"
+
 namespace shardfilter::internal {
 
 class CuckooTable {
@@ -102,8 +104,9 @@ class CuckooTable {
     // larger than the TLB's reach otherwise pays a page walk on top of the
     // DRAM miss. A memory hint, not I/O; harmless where unsupported.
     const uint64_t bytes = (data_words_ + 1) * 8;
-    const uint64_t align = bytes >= kHugePage ? kHugePage : 64;
-    void* mem = std::aligned_alloc(align, (bytes + align - 1) / align * align);
+    const uint64_t align =
+        bytes >= kHugePage && HugePageAdvice() ? kHugePage : 64;
+    void* mem = AllocateTable((bytes + align - 1) / align * align, align);
     if (mem == nullptr) return false;
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     if (align == kHugePage) (void)madvise(mem, bytes, MADV_HUGEPAGE);
@@ -462,7 +465,7 @@ class CuckooTable {
   static constexpr uint64_t kHugePage = 2 << 20;
   // std::atomic<uint64_t> is trivially destructible: freeing is enough.
   struct Free {
-    void operator()(std::atomic<uint64_t>* p) const { std::free(p); }
+    void operator()(std::atomic<uint64_t>* p) const { FreeTable(p); }
   };
   std::unique_ptr<std::atomic<uint64_t>[], Free> words_;
 };

@@ -1,0 +1,800 @@
+#!/usr/bin/env python3
+"""Integration test of shardfilter.so inside Debian's redis-server (7.0).
+
+Usage: module_test.py <path to shardfilter.so> [test name ...]
+
+Starts every redis-server it needs on free loopback ports (in a temporary
+directory), drives it with redis-py (Debian's python3-redis), and stops
+every server it started, whatever happens. Exit status 0 when every test
+passed.
+"""
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+import redis
+
+MODULE = None
+WORK = None
+
+
+# --- Redis's CRC-64 (Jones polynomial, reflected), for DUMP payloads and
+# RDB files whose bytes a test changes on purpose.
+def _crc64_table():
+    poly = 0x95AC9329AC4BC9B5  # 0xad93d23594c935a9, bit-reversed
+    table = []
+    for i in range(256):
+        crc = i
+        for _ in range(8):
+            crc = (crc >> 1) ^ poly if crc & 1 else crc >> 1
+        table.append(crc)
+    return table
+
+
+_CRC_TABLE = _crc64_table()
+
+
+def crc64(data, crc=0):
+    for b in data:
+        crc = _CRC_TABLE[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc
+
+
+assert crc64(b"123456789") == 0xE9C6D914C4B8D9CA  # Redis's own check value
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """One redis-server with the module loaded, in its own directory."""
+
+    def __init__(self, name, module_args=(), args=()):
+        self.dir = os.path.join(WORK, name)
+        os.makedirs(self.dir, exist_ok=True)
+        self.module_args = list(module_args)
+        self.args = list(args)
+        self.proc = None
+        self.port = None
+
+    def start(self, extra=(), port=None):
+        self.port = port or free_port()
+        cmd = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
+               "--dir", self.dir, "--save", "", "--enable-debug-command", "yes",
+               "--logfile", os.path.join(self.dir, "redis.log"),
+               "--loadmodule", MODULE] + self.module_args + self.args + list(extra)
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("redis-server exited at start; log:\n" +
+                                   self.log())
+            try:
+                c = self.client()
+                c.ping()
+                # Wait until any dataset is loaded.
+                if c.info("persistence").get("loading", 0) == 0:
+                    return self
+            except (redis.ConnectionError, redis.BusyLoadingError):
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("redis-server did not answer; log:\n" + self.log())
+
+    def client(self, **kw):
+        return redis.Redis(host="127.0.0.1", port=self.port,
+                           socket_timeout=60, **kw)
+
+    def log(self):
+        try:
+            with open(os.path.join(self.dir, "redis.log")) as f:
+                return f.read()[-4000:]
+        except OSError:
+            return ""
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self):
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.terminate()  # SIGTERM: Redis's clean shutdown
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def restart(self, extra=()):
+        self.stop()
+        return self.start(extra)
+
+
+SERVERS = []
+
+
+def free_cluster_port():
+    """A port p with p and its cluster bus port p + 10000 both free."""
+    import random
+    for _ in range(200):
+        p = random.randint(20000, 45000)
+        try:
+            for q in (p, p + 10000):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", q))
+            return p
+        except OSError:
+            continue
+    raise RuntimeError("no free port pair")
+
+
+def server(name, module_args=(), args=()):
+    s = Server(name, module_args, args)
+    SERVERS.append(s)
+    return s.start()
+
+
+def expect_error(fn, *fragments):
+    try:
+        fn()
+    except redis.ResponseError as e:
+        text = str(e)
+        for f in fragments:
+            assert f in text, "error %r lacks %r" % (text, f)
+        return text
+    raise AssertionError("no error (expected %r)" % (fragments,))
+
+
+def wait_for(pred, what, timeout=30):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if pred():
+            return
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting for " + what)
+
+
+# --- Tests ---------------------------------------------------------------
+
+def test_commands():
+    s = server("commands")
+    c = s.client()
+    assert c.execute_command("BF.RESERVE", "b", 0.01, 1000) == b"OK"
+    assert c.execute_command("BF.ADD", "b", "x") == 1
+    assert c.execute_command("BF.ADD", "b", "x") == 0
+    assert c.execute_command("BF.MADD", "b", "x", "y", "z") == [0, 1, 1]
+    assert c.execute_command("BF.EXISTS", "b", "y") == 1
+    assert c.execute_command("BF.MEXISTS", "b", "x", "nope") == [1, 0]
+    assert c.execute_command("BF.CARD", "b") == 3
+    info = c.execute_command("BF.INFO", "b")
+    assert info[0] == b"Capacity" and info[1] == 1000, info
+    # Auto-creation with RedisBloom's defaults.
+    assert c.execute_command("BF.ADD", "auto", "a") == 1
+    assert c.execute_command("BF.INFO", "auto", "CAPACITY") == [100]
+    # Errors.
+    expect_error(lambda: c.execute_command("BF.INFO", "missing"), "not found")
+    expect_error(lambda: c.execute_command("BF.RESERVE", "b", 0.01, 10),
+                 "item exists")
+    # Arity errors are RedisModule_WrongArity's, as RedisBloom's are.
+    expect_error(lambda: c.execute_command("BF.ADD", "b"),
+                 "wrong number of arguments for 'bf.add' command")
+    expect_error(lambda: c.execute_command("BF.RESERVE", "e", 2, 10))
+    # WRONGTYPE against a plain string, and across filter families.
+    c.set("str", "v")
+    for cmd in (("BF.ADD", "str", "a"), ("BF.EXISTS", "str", "a"),
+                ("CF.ADD", "str", "a"), ("CF.EXISTS", "str", "a"),
+                ("CF.ADD", "b", "a"), ("BF.INFO", "str")):
+        expect_error(lambda: c.execute_command(*cmd), "WRONGTYPE")
+    assert c.get("str") == b"v"
+    # Cuckoo.
+    assert c.execute_command("CF.RESERVE", "c", 1000) == b"OK"
+    assert c.execute_command("CF.ADD", "c", "p") == 1
+    assert c.execute_command("CF.ADDNX", "c", "p") == 0
+    assert c.execute_command("CF.COUNT", "c", "p") == 1
+    assert c.execute_command("CF.DEL", "c", "p") == 1
+    assert c.execute_command("CF.EXISTS", "c", "p") == 0
+    assert c.execute_command("CF.INSERT", "c", "ITEMS", "q", "r") == [1, 1]
+    assert c.execute_command("CF.MEXISTS", "c", "q", "zz") == [1, 0]
+    assert c.type("b") == b"shardfltr" and c.type("c") == b"shardfltr"
+    # COMMAND: flags, arity and the first key for cluster clients.
+    raw = s.client()
+    raw.response_callbacks = {}  # COMMAND's replies as Redis sends them
+    entry = raw.execute_command("COMMAND", "INFO", "bf.add")[0]
+    assert entry[0] == b"bf.add" and entry[1] == -1, entry
+    assert b"write" in entry[2] and b"denyoom" in entry[2], entry
+    assert entry[3:6] == [1, 1, 1], entry
+    entry = raw.execute_command("COMMAND", "INFO", "bf.exists")[0]
+    assert b"readonly" in entry[2] and b"fast" in entry[2], entry
+    assert raw.execute_command("COMMAND", "GETKEYS", "BF.MADD", "k1", "a",
+                               "b") == [b"k1"]
+    # The key spec (7.0: the 9th field): argv[1], insert access.
+    specs = entry[8]
+    assert b"RO" in specs[0][1] and b"access" in specs[0][1], specs
+    # Generic commands are Redis's own and see the filters.
+    assert c.exists("b", "c") == 2
+    assert c.delete("auto") == 1 and c.exists("auto") == 0
+    assert c.execute_command("COPY", "b", "b2") == 1
+    assert c.execute_command("BF.EXISTS", "b2", "z") == 1
+    assert c.dump("b") == c.dump("b2")
+    # MULTI/EXEC around module commands.
+    p = c.pipeline(transaction=True)
+    p.execute_command("BF.ADD", "tx", "1")
+    p.execute_command("BF.EXISTS", "tx", "1")
+    assert p.execute() == [1, 1]
+    # WATCH sees a filter changed by another client.
+    w = s.client()
+    p = w.pipeline(transaction=True)
+    p.watch("b")
+    c.execute_command("BF.ADD", "b", "changed")
+    p.multi()
+    p.execute_command("BF.ADD", "b", "mine")
+    try:
+        p.execute()
+        raise AssertionError("EXEC ran although the watched filter changed")
+    except redis.WatchError:
+        pass
+    # A big filter is freed in the background (free_effort) on UNLINK.
+    c.execute_command("BF.RESERVE", "huge", 0.001, 50000000)
+    assert c.unlink("huge") == 1
+    wait_for(lambda: c.info("memory").get("lazyfree_pending_objects", 0) == 0,
+             "the background free")
+    assert c.info("memory").get("lazyfreed_objects", 0) >= 1
+    # Expiry of filter keys is Redis's.
+    assert c.expire("tx", 100) and 0 < c.ttl("tx") <= 100
+
+
+def test_resp3():
+    s = server("resp3")
+    sock = socket.create_connection(("127.0.0.1", s.port))
+    f = sock.makefile("rwb")
+
+    def send(*args):
+        out = b"*%d\r\n" % len(args)
+        for a in args:
+            a = a.encode() if isinstance(a, str) else a
+            out += b"$%d\r\n%s\r\n" % (len(a), a)
+        f.write(out)
+        f.flush()
+
+    send("HELLO", "3")
+    # Skip HELLO's map: read until its last field ("modules" array).
+    line = f.readline()
+    assert line.startswith(b"%"), line
+    n = int(line[1:])
+    depth = [2 * n]
+    while depth:
+        line = f.readline()
+        depth[-1] -= 1
+        if line[:1] in (b"*", b"%", b"~"):
+            k = int(line[1:]) * (2 if line[:1] == b"%" else 1)
+            depth.append(k)
+        elif line[:1] == b"$":
+            f.readline()
+        while depth and depth[-1] == 0:
+            depth.pop()
+    send("BF.ADD", "b", "x")
+    assert f.readline() == b"#t\r\n"
+    send("BF.EXISTS", "b", "nope")
+    assert f.readline() == b"#f\r\n"
+    send("BF.INFO", "b")
+    assert f.readline().startswith(b"%"), "BF.INFO is a map under RESP3"
+    sock.close()
+
+
+def test_prefix():
+    s = server("prefix", module_args=["PREFIX", "sf"])
+    c = s.client()
+    assert c.execute_command("SF.BF.ADD", "k", "a") == 1
+    assert c.execute_command("sf.bf.exists", "k", "a") == 1
+    expect_error(lambda: c.execute_command("BF.ADD", "k", "a"),
+                 "unknown command")
+    # SFM.* are not prefixed: an AOF rewrite stays loadable anywhere.
+    c.execute_command("SFM.CHUNK", "x", 0, 1, "junk")
+    expect_error(lambda: c.execute_command("SF.BF.EXISTS", "x", "a"),
+                 "unavailable")
+
+
+def test_budget():
+    s = server("budget", module_args=["MAX-FILTER-BYTES", "1000000"])
+    c = s.client()
+    expect_error(lambda: c.execute_command("BF.RESERVE", "b", 0.01, 10000000),
+                 "Insufficient memory")
+    expect_error(lambda: c.execute_command("CF.RESERVE", "c", 10000000),
+                 "Insufficient memory")
+    assert c.exists("b", "c") == 0
+    assert c.execute_command("BF.RESERVE", "small", 0.01, 10000) == b"OK"
+    # SFM.CREATE from a client cannot bypass the budget either.
+    spec = "v1 1 100000000 0x1.47ae147ae147bp-7 1 0 2 0 0 0 0 0 2"
+    expect_error(lambda: c.execute_command("SFM.CREATE", "x", spec))
+    assert c.exists("x") == 0
+
+
+def test_bad_load_arguments():
+    for args in (["SHARDS", "3"], ["NOPE", "1"], ["PREFIX"]):
+        port = free_port()
+        d = os.path.join(WORK, "badargs")
+        os.makedirs(d, exist_ok=True)
+        p = subprocess.run(["redis-server", "--port", str(port), "--dir", d,
+                            "--save", "", "--loadmodule", MODULE] + args,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           timeout=30)
+        assert p.returncode != 0, args
+        assert b"shardfilter" in p.stdout, p.stdout[-2000:]
+
+
+def fill(c, key, n, prefix="i"):
+    batch = 1000
+    for at in range(0, n, batch):
+        items = ["%s%d" % (prefix, i) for i in range(at, min(n, at + batch))]
+        c.execute_command("BF.MADD", key, *items)
+
+
+def check_present(c, key, n, prefix="i"):
+    batch = 1000
+    for at in range(0, n, batch):
+        items = ["%s%d" % (prefix, i) for i in range(at, min(n, at + batch))]
+        r = c.execute_command("BF.MEXISTS", key, *items)
+        assert all(v == 1 for v in r), "false negative in %s" % key
+
+
+def test_save_restart_and_debug_reload():
+    s = server("save")
+    c = s.client()
+    c.execute_command("BF.RESERVE", "b", 0.001, 100000)
+    fill(c, "b", 20000)
+    c.execute_command("CF.RESERVE", "c", 10000)
+    c.execute_command("CF.INSERT", "c", "ITEMS", "x", "y", "x")
+    before = c.dump("b")
+    assert c.save()
+    s.restart()
+    c = s.client()
+    check_present(c, "b", 20000)
+    assert c.dump("b") == before
+    assert c.execute_command("CF.COUNT", "c", "x") == 2
+    assert c.execute_command("DEBUG", "RELOAD") == b"OK"
+    check_present(c, "b", 20000)
+    assert c.execute_command("CF.COUNT", "c", "x") == 2
+    assert c.dump("b") == before
+
+
+def test_aof_rewrite_restart():
+    s = server("aof", args=["--appendonly", "yes",
+                            "--aof-use-rdb-preamble", "no"])
+    c = s.client()
+    # > 8 MiB, so the rewrite emits several SFM.CHUNK commands.
+    c.execute_command("BF.RESERVE", "big", 0.0001, 4000000)
+    fill(c, "big", 20000)
+    c.execute_command("CF.ADD", "c", "one")
+    c.bgrewriteaof()
+    wait_for(lambda: c.info("persistence")["aof_rewrite_in_progress"] == 0 and
+             c.info("persistence")["aof_rewrite_scheduled"] == 0,
+             "the AOF rewrite")
+    base = [f for f in os.listdir(os.path.join(s.dir, "appendonlydir"))
+            if f.endswith(".base.aof")]
+    assert base, "no AOF base file"
+    with open(os.path.join(s.dir, "appendonlydir", base[0]), "rb") as f:
+        text = f.read()
+    assert text.count(b"sfm.chunk") >= 2, "the big filter is not chunked"
+    # Writes after the rewrite (auto-create included) go to the AOF tail.
+    c.execute_command("BF.ADD", "after", "late")
+    fill(c, "big", 100, prefix="tail")
+    before = c.dump("big")
+    s.restart()
+    c = s.client()
+    check_present(c, "big", 20000)
+    check_present(c, "big", 100, prefix="tail")
+    assert c.execute_command("BF.EXISTS", "after", "late") == 1
+    assert c.execute_command("CF.EXISTS", "c", "one") == 1
+    assert c.dump("big") == before
+
+
+def test_dump_restore_across_servers():
+    a = server("dump_a")
+    b = server("dump_b", module_args=["SHARDS", "4"])
+    ca, cb = a.client(), b.client()
+    ca.execute_command("BF.RESERVE", "f", 0.01, 50000)
+    fill(ca, "f", 5000)
+    ca.execute_command("CF.INSERT", "cf", "ITEMS", "a", "b")
+    for key in ("f", "cf"):
+        payload = ca.dump(key)
+        assert cb.restore(key, 0, payload)
+        assert cb.dump(key) == payload
+    check_present(cb, "f", 5000)
+    assert cb.execute_command("CF.EXISTS", "cf", "b") == 1
+    # MIGRATE moves a filter between the servers the same way.
+    ca.execute_command("BF.ADD", "mig", "m")
+    assert ca.migrate("127.0.0.1", b.port, "mig", 0, 5000) == b"OK"
+    assert cb.execute_command("BF.EXISTS", "mig", "m") == 1
+    assert ca.exists("mig") == 0
+
+
+def test_scandump_loadchunk():
+    """BF/CF.SCANDUMP + LOADCHUNK (when the command layer has them) between
+    two servers; the chunks replicate to the loading server's replica."""
+    a = server("scan_a")
+    b = server("scan_b", args=["--repl-diskless-sync-delay", "0"])
+    r = server("scan_replica")
+    ca, cb, cr = a.client(), b.client(), r.client()
+    raw = a.client()
+    raw.response_callbacks = {}
+    if not raw.execute_command("COMMAND", "INFO", "bf.scandump")[0]:
+        print("  SKIP: this command layer has no BF.SCANDUMP")
+        return
+    cr.replicaof("127.0.0.1", b.port)
+    wait_for(lambda: cr.info("replication").get("master_link_status") == "up",
+             "the replica's sync")
+    ca.execute_command("BF.RESERVE", "f", 0.01, 100000)
+    fill(ca, "f", 3000)
+    ca.execute_command("CF.INSERT", "c", "ITEMS", "x", "y")
+    for cmd, key in (("BF", "f"), ("CF", "c")):
+        it, chunks = 0, []
+        while True:
+            it, data = ca.execute_command(cmd + ".SCANDUMP", key, it)
+            if it == 0:
+                break
+            chunks.append((it, data))
+        for it, data in chunks:
+            assert cb.execute_command(cmd + ".LOADCHUNK", key, it,
+                                      data) == b"OK"
+        assert cb.dump(key) == ca.dump(key), key
+    check_present(cb, "f", 3000)
+    assert cb.execute_command("WAIT", 1, 10000) == 1
+    check_present(cr, "f", 3000)
+    assert cr.dump("f") == ca.dump("f") and cr.dump("c") == ca.dump("c")
+
+
+def envelope_at(data):
+    at = data.find(b"SFRM")
+    assert at >= 0, "no shardfilter envelope in the bytes"
+    return at
+
+
+def reseal_dump(body):
+    """A DUMP payload with a correct Redis CRC-64 over `body`."""
+    return body + struct.pack("<Q", crc64(body))
+
+
+def test_corrupt_restore_refused():
+    s = server("corrupt", args=["--rdbcompression", "no"])
+    c = s.client()
+    c.execute_command("BF.RESERVE", "f", 0.01, 1000)
+    c.execute_command("BF.ADD", "f", "a")
+    payload = c.dump("f")
+    body = payload[:-8]
+    at = envelope_at(body)
+    # 1. Redis's own checksum catches a flipped byte.
+    bad = bytearray(payload)
+    bad[at + 40] ^= 0xFF
+    expect_error(lambda: c.restore("x1", 0, bytes(bad)), "checksum")
+    # 2. A flipped byte under a valid Redis checksum reaches the module,
+    # whose envelope checksum refuses it.
+    bad = bytearray(body)
+    bad[at + 40] ^= 0xFF
+    expect_error(lambda: c.restore("x2", 0, reseal_dump(bytes(bad))),
+                 "Bad data format")
+    # 3. A future envelope version is refused too.
+    bad = bytearray(body)
+    bad[at + 4] = 9
+    expect_error(lambda: c.restore("x3", 0, reseal_dump(bytes(bad))),
+                 "Bad data format")
+    # 4. Truncated: the string length no longer matches.
+    expect_error(lambda: c.restore("x4", 0, reseal_dump(body[:at + 10])))
+    assert c.exists("x1", "x2", "x3", "x4") == 0
+    assert c.ping() and s.alive()
+    assert c.execute_command("BF.EXISTS", "f", "a") == 1
+    assert "refused a value" in s.log()
+    info = c.info("shardfilter")
+    # Cases 2 and 3 reached the envelope check (4 failed as a short read).
+    assert info["shardfilter_restores_refused"] == 2, info
+
+
+def test_damaged_rdb_loads_unavailable():
+    s = server("damaged", args=["--rdbcompression", "no"])
+    c = s.client()
+    c.execute_command("BF.ADD", "good", "g")
+    c.execute_command("BF.RESERVE", "bad", 0.01, 1000)
+    c.execute_command("BF.ADD", "bad", "b")
+    c.execute_command("BF.RESERVE", "future", 0.01, 1000)
+    c.save()
+    s.stop()
+    path = os.path.join(s.dir, "dump.rdb")
+    with open(path, "rb") as f:
+        data = bytearray(f.read())
+    # The RDB holds the three envelopes; find each by its key name.
+    for key, change in ((b"bad", "flip"), (b"future", "version")):
+        k = data.find(b"\x03" + key if len(key) == 3 else b"\x06" + key)
+        at = data.find(b"SFRM", k)
+        if change == "flip":
+            data[at + 40] ^= 0xFF
+        else:
+            data[at + 4] = 7
+    body = bytes(data[:-8])
+    data[-8:] = struct.pack("<Q", crc64(body))
+    with open(path, "wb") as f:
+        f.write(data)
+    s.start()  # Redis starts: one bad filter does not take it down
+    c = s.client()
+    assert c.execute_command("BF.EXISTS", "good", "g") == 1
+    expect_error(lambda: c.execute_command("BF.EXISTS", "bad", "b"),
+                 "unavailable", "checksum")
+    expect_error(lambda: c.execute_command("BF.ADD", "future", "b"),
+                 "unavailable", "newer")
+    assert c.type("bad") == b"shardfltr"
+    info = c.info("shardfilter")
+    assert info["shardfilter_unavailable_loaded"] == 2, info
+    assert info["shardfilter_values_loaded"] == 1, info
+    # Saved back unchanged: still unavailable (not lost) after a restart.
+    c.save()
+    s.restart()
+    c = s.client()
+    expect_error(lambda: c.execute_command("BF.INFO", "future"), "newer")
+    assert c.execute_command("BF.EXISTS", "good", "g") == 1
+    # The user can drop it.
+    assert c.delete("bad", "future") == 2
+
+
+def test_memory_usage():
+    s = server("memory")
+    c = s.client()
+    used_before = c.info("memory")["used_memory"]
+    total = 0
+    for key, cmd in (("b", ("BF.RESERVE", "b", 0.01, 2000000)),
+                     ("c", ("CF.RESERVE", "c", 2000000))):
+        c.execute_command(*cmd)
+        info = c.execute_command("BF.INFO" if key == "b" else "CF.INFO", key)
+        size = info[info.index(b"Size") + 1]
+        used = c.memory_usage(key)
+        assert abs(used - size) <= 0.05 * size, (key, used, size)
+        total += size
+    # The tables come from Redis's allocator: INFO memory counts them.
+    grown = c.info("memory")["used_memory"] - used_before
+    assert grown >= 0.95 * total, (grown, total)
+    # So maxmemory counts them: over it, writes are refused (deny-oom) and
+    # queries still answer. (Without the filters, Redis would be under.)
+    c.config_set("maxmemory", used_before + total // 2)
+    expect_error(lambda: c.execute_command("BF.ADD", "b", "x"), "OOM")
+    assert c.execute_command("BF.EXISTS", "b", "x") == 0
+    c.config_set("maxmemory", 0)
+
+
+def test_replica():
+    m = server("master", args=["--repl-diskless-sync-delay", "0"])
+    # The replica creates filters with other defaults: SFM.CREATE carries
+    # the master's resolved spec, so it still holds identical bits.
+    r = server("replica", module_args=["SHARDS", "8"])
+    cm, cr = m.client(), r.client()
+    cm.execute_command("BF.RESERVE", "before", 0.001, 3000000)  # ~5 MiB
+    fill(cm, "before", 10000)
+    cr.replicaof("127.0.0.1", m.port)
+    wait_for(lambda: cr.info("replication").get("master_link_status") == "up"
+             and cr.info("replication").get("master_sync_in_progress") == 0,
+             "the replica's sync")
+    cm.execute_command("BF.ADD", "auto", "a")  # auto-created on the master
+    cm.execute_command("CF.INSERT", "cf", "ITEMS", "p", "q")
+    fill(cm, "before", 100, prefix="live")
+    assert cm.execute_command("WAIT", 1, 10000) == 1
+    check_present(cr, "before", 10000)
+    check_present(cr, "before", 100, prefix="live")
+    for key in ("before", "auto", "cf"):
+        assert cr.dump(key) == cm.dump(key), key
+    assert (cr.execute_command("DEBUG", "DIGEST") ==
+            cm.execute_command("DEBUG", "DIGEST"))
+    try:
+        cr.execute_command("BF.ADD", "auto", "x")
+        raise AssertionError("a replica accepted a write")
+    except redis.ReadOnlyError:
+        pass
+
+
+def test_replica_big():
+    """A replica syncing a big filter (SF_MODULE_BIG_MB, default 500 MB)."""
+    mb = int(os.environ.get("SF_MODULE_BIG_MB", "500"))
+    m = server("big_master", args=["--repl-diskless-sync-delay", "0"])
+    r = server("big_replica")
+    cm, cr = m.client(), r.client()
+    # Bloom at 1%: ~1.2 bytes per item.
+    cm.execute_command("BF.RESERVE", "big", 0.01, mb * 830000, "NONSCALING")
+    size = cm.execute_command("BF.INFO", "big", "SIZE")[0]
+    assert size >= mb * 0.9 * (1 << 20), size
+    fill(cm, "big", 20000)
+    start = time.time()
+    cr.replicaof("127.0.0.1", m.port)
+    wait_for(lambda: cr.info("replication").get("master_link_status") == "up"
+             and cr.info("replication").get("master_sync_in_progress") == 0,
+             "the replica's sync", timeout=600)
+    print("  %d MB filter synced in %.1f s" % (size >> 20, time.time() - start))
+    check_present(cr, "big", 20000)
+    assert (cr.execute_command("DEBUG", "DIGEST-VALUE", "big") ==
+            cm.execute_command("DEBUG", "DIGEST-VALUE", "big"))
+    assert abs(cr.memory_usage("big") - size) <= 0.05 * size
+
+
+def test_cluster():
+    """3 masters, the module on each; redis-py's RedisCluster routes BF/CF
+    commands by the key specs; a reshard moves slots holding filters
+    (MIGRATE through the data type) and nothing is lost."""
+    from redis.cluster import RedisCluster
+    import logging
+    # redis-py logs every MOVED it follows as an exception; expected here.
+    logging.getLogger("redis.cluster").setLevel(logging.CRITICAL)
+    nodes = []
+    for i in range(3):
+        port = free_cluster_port()
+        s = Server("cluster%d" % i, args=["--cluster-enabled", "yes",
+                                          "--cluster-config-file",
+                                          "nodes.conf",
+                                          "--cluster-node-timeout", "5000"])
+        SERVERS.append(s)
+        nodes.append(s.start(port=port))
+    addrs = ["127.0.0.1:%d" % s.port for s in nodes]
+    p = subprocess.run(["redis-cli", "--cluster", "create"] + addrs +
+                       ["--cluster-replicas", "0", "--cluster-yes"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       timeout=60)
+    assert p.returncode == 0, p.stdout[-2000:]
+    for s in nodes:
+        wait_for(lambda: s.client().execute_command("CLUSTER", "INFO")
+                 .decode().find("cluster_state:ok") >= 0, "cluster_state ok")
+    rc = RedisCluster(host="127.0.0.1", port=nodes[0].port)
+    keys = ["filter:%d" % i for i in range(64)]
+    per_key = 2000
+    for k in keys:
+        for at in range(0, per_key, 500):
+            rc.execute_command("BF.MADD", k,
+                               *["%s:%d" % (k, j)
+                                 for j in range(at, at + 500)])
+        rc.execute_command("CF.ADD", "cf:" + k, "x")
+    held = [s.client().dbsize() for s in nodes]
+    assert all(h > 0 for h in held) and sum(held) == 128, held
+
+    def check():
+        for k in keys:
+            r = rc.execute_command("BF.MEXISTS", k,
+                                   *["%s:%d" % (k, j)
+                                     for j in range(per_key)])
+            assert all(v == 1 for v in r), "false negative in " + k
+            assert rc.execute_command("CF.EXISTS", "cf:" + k, "x") == 1
+
+    check()
+    # Reshard: move 2000 slots from node 0 to node 1 (keys move by MIGRATE,
+    # i.e. DUMP/RESTORE of the module's data type).
+    ids = [s.client().execute_command("CLUSTER", "MYID").decode()
+           for s in nodes]
+    before = nodes[0].client().dbsize()
+    p = subprocess.run(["redis-cli", "--cluster", "reshard", addrs[0],
+                        "--cluster-from", ids[0], "--cluster-to", ids[1],
+                        "--cluster-slots", "2000", "--cluster-yes"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       timeout=120)
+    assert p.returncode == 0, p.stdout[-2000:]
+    moved = before - nodes[0].client().dbsize()
+    assert moved > 0, "the reshard moved no filter"
+    check()  # the client follows MOVED and refreshes its slot map
+    rc.close()
+
+
+def test_cluster_failover():
+    """3 masters + 3 replicas; writes acknowledged by WAIT 1 0 survive a
+    master's SIGKILL once its replica took over (no false negative)."""
+    from redis.cluster import RedisCluster
+    import logging
+    import signal
+    logging.getLogger("redis.cluster").setLevel(logging.CRITICAL)
+    nodes = []
+    for i in range(6):
+        port = free_cluster_port()
+        s = Server("failover%d" % i, args=["--cluster-enabled", "yes",
+                                           "--cluster-config-file",
+                                           "nodes.conf",
+                                           "--cluster-node-timeout", "2000"])
+        SERVERS.append(s)
+        nodes.append(s.start(port=port))
+    addrs = ["127.0.0.1:%d" % s.port for s in nodes]
+    p = subprocess.run(["redis-cli", "--cluster", "create"] + addrs +
+                       ["--cluster-replicas", "1", "--cluster-yes"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       timeout=60)
+    assert p.returncode == 0, p.stdout[-2000:]
+    for s in nodes:
+        wait_for(lambda: b"cluster_state:ok" in
+                 s.client().execute_command("CLUSTER", "INFO"),
+                 "cluster_state ok")
+    rc = RedisCluster(host="127.0.0.1", port=nodes[0].port)
+    keys = ["fo:%d" % i for i in range(16)]
+    acked = {}
+    for k in keys:
+        node = rc.get_node_from_key(k)
+        pipe = node.redis_connection.pipeline(transaction=False)
+        items = ["%s:%d" % (k, j) for j in range(500)]
+        pipe.execute_command("BF.MADD", k, *items)
+        pipe.execute_command("WAIT", 1, 0)
+        _, replicas = pipe.execute()
+        assert replicas >= 1
+        acked[k] = items
+    # SIGKILL the master holding keys[0]; its replica must take over.
+    victim_port = rc.get_node_from_key(keys[0]).port
+    victim = [s for s in nodes if s.port == victim_port][0]
+    victim.proc.send_signal(signal.SIGKILL)
+    victim.proc.wait()
+    live = [s for s in nodes if s is not victim]
+    raw = live[0].client()
+    raw.response_callbacks = {}
+    wait_for(lambda: all(r[2][1] != victim_port for r in
+                         raw.execute_command("CLUSTER", "SLOTS")),
+             "a replica to take the killed master's slots", timeout=60)
+    wait_for(lambda: all(b"cluster_state:ok" in
+                         s.client().execute_command("CLUSTER", "INFO")
+                         for s in live), "the failover", timeout=60)
+    rc.close()
+    # Query each key at the master CLUSTER SLOTS names now (redis-py 4.3.4's
+    # RedisCluster cannot initialize while a listed node is down).
+    c = live[0].client()
+    slots = raw.execute_command("CLUSTER", "SLOTS")
+    promoted = False
+    for k, items in acked.items():
+        slot = c.execute_command("CLUSTER", "KEYSLOT", k)
+        owner = [r for r in slots if r[0] <= slot <= r[1]][0][2]
+        promoted |= owner[1] == victim_port
+        oc = redis.Redis(host="127.0.0.1", port=owner[1])
+        r = oc.execute_command("BF.MEXISTS", k, *items)
+        assert all(v == 1 for v in r), "acknowledged item lost in " + k
+    assert not promoted, "the killed master still owns slots"
+
+
+TESTS = [test_commands, test_resp3, test_prefix, test_budget,
+         test_bad_load_arguments,
+         test_save_restart_and_debug_reload, test_aof_rewrite_restart,
+         test_dump_restore_across_servers, test_scandump_loadchunk,
+         test_corrupt_restore_refused,
+         test_damaged_rdb_loads_unavailable, test_memory_usage, test_replica,
+         test_replica_big, test_cluster, test_cluster_failover]
+
+
+def main():
+    global MODULE, WORK
+    if len(sys.argv) < 2:
+        print(__doc__)
+        return 2
+    MODULE = os.path.abspath(sys.argv[1])
+    wanted = set(sys.argv[2:])
+    WORK = tempfile.mkdtemp(prefix="sf-module-test-")
+    failed = 0
+    try:
+        for t in TESTS:
+            if wanted and t.__name__ not in wanted:
+                continue
+            start = time.time()
+            try:
+                t()
+                print("PASS %s (%.1f s)" % (t.__name__, time.time() - start))
+            except Exception:  # noqa: BLE001 - report and go on
+                failed += 1
+                print("FAIL %s" % t.__name__)
+                traceback.print_exc()
+                for s in SERVERS:
+                    if s.proc is not None:
+                        print("--- log of %s ---\n%s" % (s.dir, s.log()))
+            finally:
+                while SERVERS:
+                    SERVERS.pop().stop()
+    finally:
+        while SERVERS:
+            SERVERS.pop().stop()
+        shutil.rmtree(WORK, ignore_errors=True)
+    print("%d failed" % failed)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,153 @@
+#include "tools/module/filter_value.h"
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "shardfilter/engine/export.h"
+#include "shardfilter/filters/hash.h"
+
+namespace shardfilter::module {
+namespace {
+
+void PutLE(std::string* out, uint64_t v, int n) {
+  for (int i = 0; i < n; ++i) out->push_back(static_cast<char>(v >> (8 * i)));
+}
+
+uint64_t GetLE(std::string_view b, size_t at, size_t n) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < n; ++i) {
+    v |= uint64_t{static_cast<uint8_t>(b[at + i])} << (8 * i);
+  }
+  return v;
+}
+
+Status Bad(const std::string& why) {
+  return Status::Corruption("shardfilter value: " + why);
+}
+
+}  // namespace
+
+uint64_t FilterValue::MemoryBytes() const {
+  uint64_t bytes = sizeof(FilterValue) + raw.capacity() + damage.capacity();
+  if (filter != nullptr) {
+    const ShardedStats stats = filter->Stats();
+    bytes += stats.total.bytes;
+    // Per shard: its lock, chain bookkeeping and link objects (small
+    // against the tables; estimated, not measured).
+    bytes += static_cast<uint64_t>(filter->shard_count()) * 256;
+  }
+  return bytes;
+}
+
+std::string EncodeValue(ShardedFilter& filter) {
+  const std::string payload = ExportShardedFilter(filter);
+  std::string out(kValueMagic, sizeof kValueMagic);
+  out.reserve(kValueHeaderSize + payload.size() + kValueTrailerSize);
+  PutLE(&out, kValueVersion, 2);
+  PutLE(&out, 0, 2);
+  PutLE(&out, payload.size(), 8);
+  out.append(payload);
+  PutLE(&out, Checksum64(out.data(), out.size()), 8);
+  return out;
+}
+
+Result<std::unique_ptr<ShardedFilter>> DecodeValue(std::string_view b) {
+  // Magic, then version (a future version may lay out the rest
+  // differently), then lengths, then the checksum, then the payload.
+  if (b.size() < sizeof kValueMagic ||
+      std::memcmp(b.data(), kValueMagic, sizeof kValueMagic) != 0) {
+    return Status::InvalidArgument(
+        "not a shardfilter value (it does not start with \"SFRM\")");
+  }
+  if (b.size() < 6) return Bad("truncated in the header");
+  const uint64_t version = GetLE(b, 4, 2);
+  if (version == 0) return Bad("version 0");
+  if (version > kValueVersion) {
+    return Status::NotSupported("shardfilter value format version " +
+                                std::to_string(version) +
+                                " is newer than this module supports (" +
+                                std::to_string(kValueVersion) + ")");
+  }
+  if (b.size() < kValueHeaderSize + kValueTrailerSize) {
+    return Bad("truncated: " + std::to_string(b.size()) + " bytes");
+  }
+  const uint64_t len = GetLE(b, 8, 8);
+  if (len != b.size() - kValueHeaderSize - kValueTrailerSize) {
+    return Bad("payload length " + std::to_string(len) + " does not match " +
+               std::to_string(b.size()) + " bytes");
+  }
+  const size_t end = b.size() - kValueTrailerSize;
+  if (Checksum64(b.data(), end) != GetLE(b, end, 8)) {
+    return Bad("checksum mismatch (the value is damaged)");
+  }
+  if (GetLE(b, 6, 2) != 0) return Bad("unknown flags");
+  return LoadExportedFilter(b.substr(kValueHeaderSize, len));
+}
+
+std::unique_ptr<FilterValue> ValueFromBytes(std::string bytes) {
+  auto v = std::make_unique<FilterValue>();
+  auto decoded = DecodeValue(bytes);
+  if (decoded.ok()) {
+    v->filter = std::move(decoded).value();
+  } else {
+    v->damage = decoded.status().ToString();
+    v->raw = std::move(bytes);
+  }
+  return v;
+}
+
+// "v1 type capacity fpp shards seed flags k fp_bits bucket kicks max_bytes
+// expansion", flags: 1 classic layout, 2 scalable.
+std::string EncodeSpec(const FilterSpec& s) {
+  char buf[512];
+  std::snprintf(
+      buf, sizeof buf,
+      "v1 %u %" PRIu64 " %a %u %" PRIu64 " %u %u %u %u %u %" PRIu64 " %u",
+      static_cast<unsigned>(s.type), s.capacity, s.fpp, s.shards, s.seed,
+      (s.classic_layout ? 1u : 0u) | (s.scalable ? 2u : 0u), s.k,
+      s.fingerprint_bits, s.bucket_size, s.max_kicks, s.max_bytes, s.expansion);
+  return buf;
+}
+
+Result<FilterSpec> DecodeSpec(std::string_view text) {
+  const std::string t(text);
+  unsigned type = 0, shards = 0, flags = 0, k = 0, fp = 0, bucket = 0,
+           kicks = 0, expansion = 0;
+  uint64_t capacity = 0, seed = 0, max_bytes = 0;
+  char fpp_text[64] = {0};
+  int used = 0;
+  const int n = std::sscanf(
+      t.c_str(),
+      "v1 %u %" SCNu64 " %63s %u %" SCNu64 " %u %u %u %u %u %" SCNu64 " %u%n",
+      &type, &capacity, fpp_text, &shards, &seed, &flags, &k, &fp, &bucket,
+      &kicks, &max_bytes, &expansion, &used);
+  if (n != 12 || static_cast<size_t>(used) != t.size() || type < 1 ||
+      type > 3 || flags > 3) {
+    return Status::InvalidArgument("malformed filter spec");
+  }
+  char* end = nullptr;
+  const double fpp = std::strtod(fpp_text, &end);
+  if (end == fpp_text || *end != '\0') {
+    return Status::InvalidArgument("malformed filter spec rate");
+  }
+  FilterSpec s;
+  s.type = static_cast<FilterType>(type);
+  s.capacity = capacity;
+  s.fpp = fpp;
+  s.shards = shards;
+  s.seed = seed;
+  s.classic_layout = (flags & 1) != 0;
+  s.scalable = (flags & 2) != 0;
+  s.k = k;
+  s.fingerprint_bits = fp;
+  s.bucket_size = bucket;
+  s.max_kicks = kicks;
+  s.max_bytes = max_bytes;
+  s.expansion = expansion;
+  s.durability = Durability::kNone;
+  return s;
+}
+
+}  // namespace shardfilter::module

@@ -1,0 +1,413 @@
+// shardfilter.so: RedisModule_OnLoad, load arguments, and the commands.
+//
+// Every BF.* / CF.* command of the host-independent command layer
+// (tools/commands/) is registered with its flags and key spec; a command
+// runs its handler against a ModuleKeyspace (Redis's keyspace) and a
+// ModuleWriter (RedisModule_ReplyWith*). Two module commands serve
+// persistence and replication (docs/redis-module.md):
+//   SFM.CREATE key spec        creates a filter with a fully resolved spec
+//   SFM.CHUNK key i n bytes    part i of n of a value's envelope (AOF)
+//
+// Replication (deterministic: filters are seeded, so a replica applying
+// the same operations holds identical bits). A command that created a
+// filter replicates SFM.CREATE with the resolved spec (shards, budget and
+// seed included), never its own arguments, so a replica loaded with other
+// options cannot diverge; a command that added or removed items is then
+// replicated verbatim (on the replica the key exists, so nothing is
+// created again). Redis wraps the two in MULTI/EXEC.
+#include <tbb/global_control.h>
+
+#include <array>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "shardfilter/filters/memory_advice.h"
+#include "tools/commands/command_table.h"
+#include "tools/commands/util.h"
+#include "tools/module/module_command_info.h"
+#include "tools/module/module_keyspace.h"
+#include "tools/module/module_type.h"
+#include "tools/module/module_writer.h"
+#include "tools/module/redismodule_api.h"
+
+namespace shardfilter::module {
+namespace {
+
+ModuleOptions g_options;
+std::string g_create_command;  // SFM.CREATE
+// The BF/CF commands registered, by trampoline index.
+std::vector<const commands::CommandSpec*> g_specs;
+// Whether each registered command is replicated even when it changed no
+// filter: LOADCHUNK keeps its progress in the connection's Session until
+// the last chunk, so the replica (and the AOF) must see every chunk.
+std::vector<bool> g_always_replicate;
+// The command layer's per-connection state (SCANDUMP / LOADCHUNK
+// progress), by Redis client id; dropped when the client disconnects.
+std::unordered_map<unsigned long long, commands::Session> g_sessions;
+
+void OnClientChange(RedisModuleCtx*, RedisModuleEvent, uint64_t subevent,
+                    void* data) {
+  if (subevent != REDISMODULE_SUBEVENT_CLIENT_CHANGE_DISCONNECTED) return;
+  g_sessions.erase(static_cast<RedisModuleClientInfoV1*>(data)->id);
+}
+// Redis runs module commands on its main thread: the engine's batch calls
+// run inline there (no oneTBB worker threads inside redis-server).
+tbb::global_control* g_serial = nullptr;
+
+// The command layer's host services, as far as BF/CF commands reach them
+// (the generic commands are Redis's own).
+class ModuleHost final : public commands::Host {
+ public:
+  bool RequiresPassword() const override { return false; }
+  bool CheckPassword(std::string_view, std::string_view) const override {
+    return true;
+  }
+  bool AppendInfoSection(std::string_view, std::string*) override {
+    return false;
+  }
+  std::vector<std::pair<std::string, std::string>> ConfigValues()
+      const override {
+    return {};
+  }
+  std::string ClientList(const commands::Session&) override { return ""; }
+  void RequestShutdown() override {}
+};
+
+std::string_view View(RedisModuleString* s) {
+  size_t len = 0;
+  const char* p = RedisModule_StringPtrLen(s, &len);
+  return {p, len};
+}
+
+std::vector<std::string_view> Views(RedisModuleString** argv, int argc) {
+  std::vector<std::string_view> args(static_cast<size_t>(argc));
+  for (int i = 0; i < argc; ++i) args[i] = View(argv[i]);
+  return args;
+}
+
+// Replies for a key the command cannot use; true when it did.
+bool RefuseKey(RedisModuleCtx* ctx, ModuleKeyspace& ks, std::string_view key) {
+  FilterValue* v = nullptr;
+  switch (ks.Probe(key, &v)) {
+    case KeyState::kEmpty:
+    case KeyState::kFilter:
+      return false;
+    case KeyState::kOtherType:
+      RedisModule_ReplyWithError(
+          ctx, std::string(commands::kWrongTypeError).c_str());
+      return true;
+    case KeyState::kPending:
+      RedisModule_ReplyWithError(
+          ctx,
+          "ERR shardfilter: this filter is being restored (an "
+          "incomplete SFM.CHUNK sequence)");
+      return true;
+    case KeyState::kUnavailable: {
+      const std::string text =
+          "ERR shardfilter: this filter is unavailable: " + v->damage;
+      RedisModule_ReplyWithError(ctx, text.c_str());
+      return true;
+    }
+  }
+  return false;
+}
+
+void ReplicateEffects(RedisModuleCtx* ctx, const ModuleKeyspace& ks,
+                      std::string_view key) {
+  if (ks.created().has_value()) {
+    const std::string spec = EncodeSpec(*ks.created());
+    RedisModule_Replicate(ctx, g_create_command.c_str(), "bb", key.data(),
+                          key.size(), spec.data(), spec.size());
+  }
+  if (ks.mutated()) RedisModule_ReplicateVerbatim(ctx);
+}
+
+int RunCommand(size_t index, RedisModuleCtx* ctx, RedisModuleString** argv,
+               int argc) {
+  const commands::CommandSpec& spec = *g_specs[index];
+  const std::vector<std::string_view> args = Views(argv, argc);
+  if ((spec.arity > 0 && argc != spec.arity) ||
+      (spec.arity < 0 && argc < -spec.arity)) {
+    return RedisModule_WrongArity(ctx);
+  }
+  const bool write = (spec.flags & commands::kWrite) != 0;
+  ModuleKeyspace ks(ctx, g_options, write);
+  const std::string_view key = args[1];  // every BF/CF command has one
+  if (RefuseKey(ctx, ks, key)) return REDISMODULE_OK;
+  ModuleWriter writer(ctx);
+  ModuleHost host;
+  const unsigned long long client = RedisModule_GetClientId(ctx);
+  commands::Session& session = g_sessions[client];
+  session.id = client;
+  commands::CommandContext cctx{session, ks, host, writer};
+  spec.handler(cctx, args);
+  if (write) {
+    ReplicateEffects(ctx, ks, key);
+    if (g_always_replicate[index] && !ks.mutated()) {
+      RedisModule_ReplicateVerbatim(ctx);
+    }
+  }
+  return REDISMODULE_OK;
+}
+
+// Module commands cannot carry user data: one trampoline per command.
+constexpr size_t kMaxCommands = 64;
+template <size_t I>
+int Trampoline(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  return RunCommand(I, ctx, argv, argc);
+}
+template <size_t... I>
+constexpr std::array<RedisModuleCmdFunc, sizeof...(I)> MakeTrampolines(
+    std::index_sequence<I...>) {
+  return {&Trampoline<I>...};
+}
+constexpr auto kTrampolines =
+    MakeTrampolines(std::make_index_sequence<kMaxCommands>());
+
+// SFM.CREATE key spec: creates a filter with exactly `spec`. From the
+// master or the AOF the spec is applied as it is (the master enforced its
+// budget); from a client, this server's budget applies.
+int SfmCreate(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  if (argc != 3) return RedisModule_WrongArity(ctx);
+  auto spec = DecodeSpec(View(argv[2]));
+  if (!spec.ok()) {
+    return RedisModule_ReplyWithError(
+        ctx, ("ERR " + spec.status().message()).c_str());
+  }
+  const int flags = RedisModule_GetContextFlags(ctx);
+  if ((flags & (REDISMODULE_CTX_FLAGS_REPLICATED |
+                REDISMODULE_CTX_FLAGS_LOADING)) == 0 &&
+      (spec->max_bytes == 0 || spec->max_bytes > g_options.max_filter_bytes)) {
+    spec->max_bytes = g_options.max_filter_bytes;
+  }
+  ModuleKeyspace ks(ctx, g_options, /*write=*/true);
+  const std::string_view key = View(argv[1]);
+  if (ks.Probe(key, nullptr) != KeyState::kEmpty) {
+    return RedisModule_ReplyWithError(ctx, "ERR item exists");
+  }
+  auto f = ShardedFilter::Create(*spec);
+  if (!f.ok()) {
+    return RedisModule_ReplyWithError(ctx,
+                                      ("ERR " + f.status().message()).c_str());
+  }
+  auto value = std::make_unique<FilterValue>();
+  value->filter = std::move(f).value();
+  if (!ks.Install(key, std::move(value))) {
+    return RedisModule_ReplyWithError(ctx, "ERR cannot set the key");
+  }
+  ++g_counters.filters_created;
+  RedisModule_ReplicateVerbatim(ctx);
+  return RedisModule_ReplyWithSimpleString(ctx, "OK");
+}
+
+// SFM.CHUNK key i n bytes: part i (0-based) of the n parts of a value's
+// envelope; part 0 replaces the key with a pending value, part n-1
+// decodes it (a damaged envelope leaves an unavailable value, as RDB
+// loading does).
+int SfmChunk(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  if (argc != 5) return RedisModule_WrongArity(ctx);
+  int64_t i = 0, n = 0;
+  if (!commands::ParseLongLong(View(argv[2]), &i) ||
+      !commands::ParseLongLong(View(argv[3]), &n) || n < 1 || i < 0 || i >= n) {
+    return RedisModule_ReplyWithError(ctx, "ERR invalid chunk index");
+  }
+  ModuleKeyspace ks(ctx, g_options, /*write=*/true);
+  const std::string_view key = View(argv[1]);
+  FilterValue* v = nullptr;
+  const KeyState state = ks.Probe(key, &v);
+  if (i == 0) {
+    if (state == KeyState::kOtherType) {
+      return RedisModule_ReplyWithError(
+          ctx, std::string(commands::kWrongTypeError).c_str());
+    }
+    auto fresh = std::make_unique<FilterValue>();
+    fresh->pending = true;
+    v = fresh.get();
+    if (!ks.Install(key, std::move(fresh))) {
+      return RedisModule_ReplyWithError(ctx, "ERR cannot set the key");
+    }
+  } else if (state != KeyState::kPending ||
+             v->damage != std::to_string(i) + "/" + std::to_string(n)) {
+    return RedisModule_ReplyWithError(ctx, "ERR chunk out of sequence");
+  }
+  v->raw.append(View(argv[4]));
+  if (i + 1 < n) {
+    // The next expected part, kept in `damage` while pending.
+    v->damage = std::to_string(i + 1) + "/" + std::to_string(n);
+  } else {
+    std::unique_ptr<FilterValue> done = ValueFromBytes(std::move(v->raw));
+    ++(done->available() ? g_counters.values_loaded
+                         : g_counters.unavailable_loaded);
+    if (!ks.Install(key, std::move(done))) {
+      return RedisModule_ReplyWithError(ctx, "ERR cannot set the key");
+    }
+  }
+  RedisModule_ReplicateVerbatim(ctx);
+  return RedisModule_ReplyWithSimpleString(ctx, "OK");
+}
+
+// INFO shardfilter (and INFO everything / modules).
+void Info(RedisModuleInfoCtx* ctx, int) {
+  RedisModule_InfoAddSection(ctx, "");
+  RedisModule_InfoAddFieldCString(ctx, "prefix", g_options.prefix.c_str());
+  RedisModule_InfoAddFieldULongLong(ctx, "shards", g_options.shards);
+  RedisModule_InfoAddFieldULongLong(ctx, "max_filter_bytes",
+                                    g_options.max_filter_bytes);
+  RedisModule_InfoAddFieldCString(ctx, "huge_pages",
+                                  g_options.huge_pages ? "yes" : "no");
+  RedisModule_InfoAddFieldULongLong(ctx, "filters_created",
+                                    g_counters.filters_created);
+  RedisModule_InfoAddFieldULongLong(ctx, "values_loaded",
+                                    g_counters.values_loaded);
+  RedisModule_InfoAddFieldULongLong(ctx, "unavailable_loaded",
+                                    g_counters.unavailable_loaded);
+  RedisModule_InfoAddFieldULongLong(ctx, "restores_refused",
+                                    g_counters.restores_refused);
+}
+
+bool ParseU64(std::string_view s, uint64_t* out) {
+  int64_t v = 0;
+  if (!commands::ParseLongLong(s, &v) || v < 0) return false;
+  *out = static_cast<uint64_t>(v);
+  return true;
+}
+
+// PREFIX p | SHARDS n | MAX-FILTER-BYTES n | HUGE-PAGES yes|no
+bool ParseOptions(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  for (int i = 0; i < argc; i += 2) {
+    const std::string name = commands::ToLower(View(argv[i]));
+    if (i + 1 >= argc) {
+      RedisModule_Log(ctx, REDISMODULE_LOGLEVEL_WARNING,
+                      "shardfilter: load argument %s needs a value",
+                      name.c_str());
+      return false;
+    }
+    const std::string_view value = View(argv[i + 1]);
+    uint64_t n = 0;
+    bool ok = true;
+    if (name == "prefix") {
+      g_options.prefix = commands::ToLower(value);
+      ok = !value.empty() && value.find(' ') == std::string_view::npos;
+    } else if (name == "shards") {
+      ok = ParseU64(value, &n) && n <= kMaxShards && (n & (n - 1)) == 0;
+      g_options.shards = static_cast<uint32_t>(n);
+    } else if (name == "max-filter-bytes") {
+      ok = ParseU64(value, &n) && n > 0;
+      g_options.max_filter_bytes = n;
+    } else if (name == "huge-pages") {
+      ok = value == "yes" || value == "no";
+      g_options.huge_pages = value == "yes";
+    } else {
+      ok = false;
+    }
+    if (!ok) {
+      RedisModule_Log(ctx, REDISMODULE_LOGLEVEL_WARNING,
+                      "shardfilter: bad load argument %s %.*s", name.c_str(),
+                      static_cast<int>(value.size()), value.data());
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string Prefixed(const char* name) {
+  return g_options.prefix.empty() ? std::string(name)
+                                  : g_options.prefix + "." + name;
+}
+
+bool RegisterCommands(RedisModuleCtx* ctx) {
+  g_specs.clear();
+  g_always_replicate.clear();
+  for (const commands::CommandSpec& spec : commands::AllCommands()) {
+    const std::string_view group = spec.group;
+    if (group != "bf" && group != "cf" && group != "sf") continue;
+    if (g_specs.size() == kMaxCommands) return false;
+    const size_t index = g_specs.size();
+    g_specs.push_back(&spec);
+    const std::string_view base(spec.name);
+    g_always_replicate.push_back(base.size() >= 10 &&
+                                 base.substr(base.size() - 10) == ".loadchunk");
+    const std::string name = Prefixed(spec.name);
+    const bool write = (spec.flags & commands::kWrite) != 0;
+    std::string flags = write ? "write" : "readonly";
+    if (spec.flags & commands::kDenyOom) flags += " deny-oom";
+    if (spec.flags & commands::kFast) flags += " fast";
+    if (RedisModule_CreateCommand(ctx, name.c_str(), kTrampolines[index],
+                                  flags.c_str(), spec.first_key, spec.last_key,
+                                  spec.key_step) != REDISMODULE_OK) {
+      return false;
+    }
+    SetKeySpecInfo(
+        ctx, name, spec.summary,
+        // RedisBloom checks arity itself (RedisModule_WrongArity): so does
+        // the module for kModule commands, and COMMAND shows -1.
+        (spec.flags & commands::kModule) != 0 ? 0 : spec.arity,
+        write ? (std::string_view(spec.name) == "cf.del" ? KeyAccess::kRemove
+                                                         : KeyAccess::kInsert)
+              : KeyAccess::kRead);
+  }
+  const std::pair<std::string, RedisModuleCmdFunc> internal[] = {
+      {g_create_command, SfmCreate}, {"sfm.chunk", SfmChunk}};
+  for (const auto& [name, fn] : internal) {
+    if (RedisModule_CreateCommand(ctx, name.c_str(), fn, "write deny-oom", 1, 1,
+                                  1) != REDISMODULE_OK) {
+      return false;
+    }
+    SetKeySpecInfo(ctx, name,
+                   "shardfilter persistence and replication (internal).",
+                   name == g_create_command ? 3 : 5, KeyAccess::kOverwrite);
+  }
+  return true;
+}
+
+}  // namespace
+}  // namespace shardfilter::module
+
+extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(
+    RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  using namespace shardfilter::module;  // NOLINT
+  if (!ResolveApi(ctx, "shardfilter", 1)) return REDISMODULE_ERR;
+  g_options = ModuleOptions{};
+  if (!ParseOptions(ctx, argv, argc)) return REDISMODULE_ERR;
+  shardfilter::SetHugePageAdvice(g_options.huge_pages);
+  // Filter tables come from Redis's allocator: maxmemory, INFO memory and
+  // the deny-oom flag of the write commands count them. (No table exists
+  // yet: the data type is registered below.)
+  shardfilter::SetTableAllocator(RedisModule_Alloc, RedisModule_Free);
+  if (g_serial == nullptr) {
+    g_serial = new tbb::global_control(
+        tbb::global_control::max_allowed_parallelism, 1);
+  }
+  // rdb_load checks RedisModule_IsIOError instead of Redis exiting on a
+  // short read (module_type.h).
+  RedisModule_SetModuleOptions(ctx, REDISMODULE_OPTIONS_HANDLE_IO_ERRORS);
+  // Never prefixed (RedisBloom has no SFM.*): an AOF or a replication
+  // stream stays loadable whatever PREFIX the reading server uses.
+  g_create_command = "sfm.create";
+  if (!RegisterFilterType(ctx, "sfm.chunk")) {
+    RedisModule_Log(ctx, REDISMODULE_LOGLEVEL_WARNING,
+                    "shardfilter: cannot create the data type %s", kTypeName);
+    return REDISMODULE_ERR;
+  }
+  if (!RegisterCommands(ctx)) {
+    RedisModule_Log(ctx, REDISMODULE_LOGLEVEL_WARNING,
+                    "shardfilter: cannot register the commands (a name is "
+                    "taken? load with PREFIX <p> beside RedisBloom)");
+    return REDISMODULE_ERR;
+  }
+  (void)RedisModule_RegisterInfoFunc(ctx, Info);
+  (void)RedisModule_SubscribeToServerEvent(
+      ctx, RedisModuleEvent{REDISMODULE_EVENT_CLIENT_CHANGE, 1},
+      OnClientChange);
+  RedisModule_Log(ctx, REDISMODULE_LOGLEVEL_NOTICE,
+                  "shardfilter: loaded (prefix '%s', shards %u, max filter "
+                  "bytes %llu, huge pages %s)",
+                  g_options.prefix.c_str(), g_options.shards,
+                  static_cast<unsigned long long>(g_options.max_filter_bytes),
+                  g_options.huge_pages ? "yes" : "no");
+  return REDISMODULE_OK;
+}

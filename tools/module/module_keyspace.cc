@@ -1,0 +1,237 @@
+#include "tools/module/module_keyspace.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "shardfilter/engine/export.h"
+#include "tools/commands/util.h"
+
+namespace shardfilter::module {
+
+RedisModuleType* g_filter_type = nullptr;
+ModuleCounters g_counters;
+
+namespace {
+
+// One filter as the command layer sees it, for one command. Not owning:
+// the FilterValue belongs to Redis's keyspace and outlives the command.
+class ModuleFilter final : public commands::FilterHandle {
+ public:
+  ModuleFilter(ShardedFilter* f, ModuleKeyspace* ks) : f_(f), ks_(ks) {}
+
+  FilterType type() const override { return f_->type(); }
+  Status Add(std::string_view item) override {
+    ks_->MarkMutated();
+    return f_->Add(item);
+  }
+  void AddMany(std::span<const std::string_view> items,
+               std::vector<Status>* per_item) override {
+    ks_->MarkMutated();
+    per_item->clear();
+    (void)f_->AddKeys(items, per_item);  // per_item carries every status
+  }
+  bool MayContain(std::string_view item) const override {
+    return f_->MayContain(item);
+  }
+  void MayContainMany(std::span<const std::string_view> items,
+                      std::span<uint8_t> out) const override {
+    f_->MayContainKeys(items, out);
+  }
+  uint32_t Count(std::string_view item) const override {
+    return f_->Count(item);
+  }
+  Status Remove(std::string_view item) override {
+    ks_->MarkMutated();
+    return f_->Remove(item);
+  }
+  // FilterHandle::MaxCopies on wip/server (cuckoo copies of one item are
+  // bounded at what its two buckets hold); no `override` until merged.
+  uint32_t MaxCopies() const {
+    if (f_->type() != FilterType::kCuckoo) return 0;
+    const uint32_t b = f_->spec().bucket_size;
+    return 2 * (b != 0 ? b : 4);
+  }
+  commands::FilterSummary Summary() const override {
+    const FilterSpec& spec = f_->spec();
+    const ShardedStats stats = f_->Stats();
+    commands::FilterSummary s;
+    s.type = spec.type;
+    s.capacity = stats.total.capacity;
+    s.bytes = stats.total.bytes;
+    s.items = stats.total.items;
+    s.deletes = stats.total.deletes;
+    s.links = 1;
+    for (const ShardStats& sh : stats.shards) {
+      s.links = std::max(s.links, sh.links);
+    }
+    s.scalable = spec.scalable;
+    s.expansion = spec.expansion;
+    s.bucket_size = spec.bucket_size != 0 ? spec.bucket_size : 4;
+    s.max_iterations = spec.max_kicks;
+    if (spec.type == FilterType::kCuckoo && s.bucket_size != 0) {
+      s.buckets = stats.total.slots / s.bucket_size;
+    }
+    return s;
+  }
+
+ private:
+  ShardedFilter* f_;
+  ModuleKeyspace* ks_;
+};
+
+}  // namespace
+
+FilterSpec ToFilterSpec(const commands::CreateParams& p,
+                        const ModuleOptions& options) {
+  FilterSpec spec;
+  spec.type = p.type;
+  spec.capacity = p.capacity;
+  spec.fpp = p.error_rate;
+  spec.shards = options.shards;
+  spec.scalable = p.scalable;
+  spec.expansion = std::clamp<uint32_t>(p.expansion, 1, 16);
+  spec.max_bytes = options.max_filter_bytes;
+  spec.durability = Durability::kNone;
+  if (p.type == FilterType::kCuckoo) {
+    spec.bucket_size = p.bucket_size;
+    spec.max_kicks = p.max_iterations;
+  }
+  return spec;
+}
+
+ModuleKeyspace::ModuleKeyspace(RedisModuleCtx* ctx,
+                               const ModuleOptions& options, bool write)
+    : ctx_(ctx),
+      options_(options),
+      mode_(write ? REDISMODULE_READ | REDISMODULE_WRITE : REDISMODULE_READ) {}
+
+ModuleKeyspace::~ModuleKeyspace() {
+  for (auto& [name, key] : open_) RedisModule_CloseKey(key);
+}
+
+RedisModuleKey* ModuleKeyspace::Open(std::string_view key) {
+  auto it = open_.find(key);
+  if (it != open_.end()) return it->second;
+  RedisModuleString* name =
+      RedisModule_CreateString(ctx_, key.data(), key.size());
+  RedisModuleKey* k = RedisModule_OpenKey(ctx_, name, mode_);
+  RedisModule_FreeString(ctx_, name);
+  if (k == nullptr) return nullptr;
+  open_.emplace(std::string(key), k);
+  return k;
+}
+
+KeyState ModuleKeyspace::Probe(std::string_view key, FilterValue** value) {
+  RedisModuleKey* k = Open(key);
+  if (k == nullptr) return KeyState::kEmpty;
+  const int type = RedisModule_KeyType(k);
+  if (type == REDISMODULE_KEYTYPE_EMPTY) return KeyState::kEmpty;
+  if (type != REDISMODULE_KEYTYPE_MODULE ||
+      RedisModule_ModuleTypeGetType(k) != g_filter_type) {
+    return KeyState::kOtherType;
+  }
+  auto* v = static_cast<FilterValue*>(RedisModule_ModuleTypeGetValue(k));
+  if (value != nullptr) *value = v;
+  if (v->pending) return KeyState::kPending;
+  return v->available() ? KeyState::kFilter : KeyState::kUnavailable;
+}
+
+bool ModuleKeyspace::Install(std::string_view key,
+                             std::unique_ptr<FilterValue> value) {
+  RedisModuleKey* k = Open(key);
+  if (k == nullptr) return false;
+  if (RedisModule_ModuleTypeSetValue(k, g_filter_type, value.get()) !=
+      REDISMODULE_OK) {
+    return false;
+  }
+  value.release();  // Redis owns it now (freed through the type's free)
+  return true;
+}
+
+Result<std::shared_ptr<commands::FilterHandle>> ModuleKeyspace::Lookup(
+    std::string_view key) {
+  FilterValue* v = nullptr;
+  // The module checks the key before the handler runs (module.cc): other
+  // types answer WRONGTYPE, unavailable values their damage.
+  if (Probe(key, &v) != KeyState::kFilter) {
+    return Status::NotFound("no filter at this key");
+  }
+  return std::shared_ptr<commands::FilterHandle>(
+      std::make_shared<ModuleFilter>(v->filter.get(), this));
+}
+
+Result<std::shared_ptr<commands::FilterHandle>> ModuleKeyspace::Create(
+    std::string_view key, const commands::CreateParams& params) {
+  if (mode_ == REDISMODULE_READ) return Status::NotSupported("read-only");
+  if (Probe(key, nullptr) != KeyState::kEmpty) {
+    return Status::AlreadyExists("key exists");
+  }
+  auto f = ShardedFilter::Create(ToFilterSpec(params, options_));
+  if (!f.ok()) {
+    const Status& s = f.status();
+    // A table over max_bytes is, to a client, the memory limit.
+    if (s.IsInvalidArgument() &&
+        (s.message().find("max_bytes") != std::string::npos ||
+         s.message().find("budget") != std::string::npos ||
+         s.message().find("memory limit") != std::string::npos)) {
+      return Status::ResourceExhausted(s.message());
+    }
+    return s;
+  }
+  auto value = std::make_unique<FilterValue>();
+  value->filter = std::move(f).value();
+  ShardedFilter* filter = value->filter.get();
+  const FilterSpec resolved = filter->spec();
+  if (!Install(key, std::move(value))) {
+    return Status::IOError("cannot set the key");
+  }
+  created_ = resolved;
+  ++g_counters.filters_created;
+  return std::shared_ptr<commands::FilterHandle>(
+      std::make_shared<ModuleFilter>(filter, this));
+}
+
+Result<std::string> ModuleKeyspace::Dump(std::string_view key) {
+  FilterValue* v = nullptr;
+  if (Probe(key, &v) != KeyState::kFilter) {
+    return Status::NotFound("no filter at this key");
+  }
+  return ExportShardedFilter(*v->filter);
+}
+
+Status ModuleKeyspace::Restore(std::string_view key, std::string_view bytes) {
+  if (mode_ == REDISMODULE_READ) return Status::NotSupported("read-only");
+  if (Probe(key, nullptr) != KeyState::kEmpty) {
+    return Status::AlreadyExists("key exists");
+  }
+  auto f = LoadExportedFilter(bytes);
+  if (!f.ok()) return f.status();
+  auto value = std::make_unique<FilterValue>();
+  value->filter = std::move(f).value();
+  if (!Install(key, std::move(value))) {
+    return Status::IOError("cannot set the key");
+  }
+  ++g_counters.values_loaded;
+  // Replicated as the command itself (the replica restores the same
+  // bytes): module.cc replicates every LOADCHUNK verbatim.
+  mutated_ = true;
+  return Status::OK();
+}
+
+Result<bool> ModuleKeyspace::Delete(std::string_view key) {
+  RedisModuleKey* k = Open(key);
+  if (k == nullptr || RedisModule_KeyType(k) == REDISMODULE_KEYTYPE_EMPTY) {
+    return false;
+  }
+  return RedisModule_DeleteKey(k) == REDISMODULE_OK;
+}
+
+Status ModuleKeyspace::Flush() {
+  return Status::NotSupported("FLUSHALL is Redis's own command");
+}
+
+Status ModuleKeyspace::Checkpoint() {
+  return Status::NotSupported("SAVE is Redis's own command");
+}
+
+}  // namespace shardfilter::module
