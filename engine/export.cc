@@ -6,6 +6,8 @@
 #include <mutex>
 #include <shared_mutex>
 
+#include <xxhash.h>
+
 #include "shardfilter/engine/internal/access.h"
 #include "shardfilter/engine/internal/shard.h"
 #include "shardfilter/engine/internal/shard_chain.h"

@@ -4,7 +4,6 @@
 // differs).
 #include <algorithm>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 #include "tools/commands/command_table.h"
@@ -133,53 +132,27 @@ void ReplyBloomAdds(CommandContext& ctx, std::span<const uint8_t> added,
   }
 }
 
-// LEAD: BF.ADD's "newly added" answer. Until Bloom adds report "already
-// present" themselves (issue 14), an item counts as new when MayContain was
-// false just before its Add. Two clients adding the same new item at once
-// may then both hear 1 (RedisBloom, single-threaded, answers 1 then 0).
-// Swap this function's body for the engine's report when it lands.
+// BF.ADD's 0/1 comes from the engine (AddOutcome): an add that sets no new
+// bit is "already present", uses no capacity and never grows the filter,
+// and is journalled like any add before it is answered (its bits may
+// belong to a concurrent add whose journal write has not completed: an
+// answer of 0 is as durable as an answer of 1).
 void BloomAddReportingNew(FilterHandle& filter, Args items,
                           std::vector<uint8_t>* added,
                           std::vector<Status>* statuses) {
   const size_t n = items.size();
-  added->assign(n, 0);
-  statuses->assign(n, Status::OK());
   if (n == 1) {
-    if (filter.MayContain(items[0])) return;
-    (*statuses)[0] = filter.Add(items[0]);
-    (*added)[0] = (*statuses)[0].ok();
+    added->assign(1, 0);
+    statuses->assign(1, Status::OK());
+    Result<bool> r = filter.Add(items[0]);
+    if (r.ok()) {
+      (*added)[0] = *r ? 1 : 0;
+    } else {
+      (*statuses)[0] = r.status();
+    }
     return;
   }
-  std::vector<uint8_t> present(n, 0);
-  filter.MayContainMany(items, present);
-  // An item repeated within the request is new only the first time (a
-  // linear scan of the fresh items for small requests, a set for large).
-  constexpr size_t kLinearScan = 32;
-  std::unordered_set<std::string_view> seen;
-  std::vector<std::string_view> fresh;
-  std::vector<size_t> fresh_index;
-  fresh.reserve(n);
-  fresh_index.reserve(n);
-  for (size_t i = 0; i < n; ++i) {
-    if (present[i]) continue;
-    if (n <= kLinearScan) {
-      if (std::find(fresh.begin(), fresh.end(), items[i]) != fresh.end()) {
-        continue;
-      }
-    } else if (!seen.insert(items[i]).second) {
-      continue;
-    }
-    fresh.push_back(items[i]);
-    fresh_index.push_back(i);
-  }
-  if (fresh.empty()) return;
-  std::vector<Status> fresh_status;
-  filter.AddMany(fresh, &fresh_status);
-  for (size_t j = 0; j < fresh.size(); ++j) {
-    const size_t i = fresh_index[j];
-    (*statuses)[i] = fresh_status[j];
-    (*added)[i] = fresh_status[j].ok();
-  }
+  filter.AddMany(items, statuses, added);
 }
 
 namespace handlers {

@@ -4,7 +4,6 @@
 // RedisBloom has no error rate for cuckoo filters: shardfilter sizes them
 // for 1% at capacity (docs/server.md).
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "tools/commands/command_table.h"
@@ -88,11 +87,11 @@ void InsertCommon(CommandContext& ctx, std::string_view key, Args items,
       if (filter->MayContain(items[i])) {
         existed[i] = 1;
       } else {
-        statuses[i] = filter->Add(items[i]);
+        statuses[i] = filter->Add(items[i]).status();
       }
     }
   } else {
-    AddBoundedCopies(*filter, items, &statuses);
+    CuckooAddCopies(*filter, items, &statuses);
   }
   if (!o.multi) {
     const Status& s = statuses[0];
@@ -203,40 +202,17 @@ bool ParseOption(CommandContext& ctx, Args args, std::string_view name,
 
 }  // namespace
 
-// Adds items to a cuckoo filter (a multiset), refusing with Full an item
-// that already has FilterHandle::MaxCopies() copies: copies of one key are
-// bounded by what its two buckets hold and never make the filter grow
-// (DESIGN.md invariant 8; RedisBloom grows instead).
-void AddBoundedCopies(FilterHandle& filter, Args items,
-                      std::vector<Status>* statuses) {
-  const uint32_t max_copies = filter.MaxCopies();
+// Adds a copy of each item (a cuckoo filter is a multiset). The engine
+// bounds the copies of one item and answers Full past the bound: copies
+// never grow the filter (DESIGN.md invariant 8; RedisBloom grows instead).
+void CuckooAddCopies(FilterHandle& filter, Args items,
+                     std::vector<Status>* statuses) {
   if (items.size() == 1) {
-    if (max_copies != 0 && filter.Count(items[0]) >= max_copies) {
-      (*statuses)[0] = Status::Full("too many copies of one item");
-    } else {
-      (*statuses)[0] = filter.Add(items[0]);
-    }
+    (*statuses)[0] = filter.Add(items[0]).status();
     return;
   }
-  std::unordered_map<std::string_view, uint32_t> copies;
-  std::vector<std::string_view> admitted;
-  std::vector<size_t> index;
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (max_copies != 0) {
-      auto [it, fresh] = copies.try_emplace(items[i], 0);
-      if (fresh) it->second = filter.Count(items[i]);
-      if (it->second >= max_copies) {
-        (*statuses)[i] = Status::Full("too many copies of one item");
-        continue;
-      }
-      ++it->second;
-    }
-    admitted.push_back(items[i]);
-    index.push_back(i);
-  }
-  std::vector<Status> added;
-  filter.AddMany(admitted, &added);
-  for (size_t j = 0; j < admitted.size(); ++j) (*statuses)[index[j]] = added[j];
+  std::vector<uint8_t> added;
+  filter.AddMany(items, statuses, &added);
 }
 
 void ReplyCuckooAdd(CommandContext& ctx, const Status& s) {

@@ -35,10 +35,10 @@ std::shared_ptr<FilterHandle> CreateOrReplyError(CommandContext& ctx,
                                                  const CreateParams& params,
                                                  std::string_view generic);
 
-// LEAD: the single function that decides BF.ADD / BF.MADD / BF.INSERT's
-// "newly added" answers (bloom_commands.cc). (*added)[i] = 1 when item i was
-// not present before; (*statuses)[i] its add's status (OK for an item
-// already present, which is not added again).
+// Adds items to a Bloom filter and decides BF.ADD / BF.MADD / BF.INSERT's
+// answers from what the engine reports (bloom_commands.cc): (*added)[i] = 1
+// when item i set a new bit, 0 when every bit was set already (an item
+// repeated in the call is new once); (*statuses)[i] its add's status.
 void BloomAddReportingNew(FilterHandle& filter, Args items,
                           std::vector<uint8_t>* added,
                           std::vector<Status>* statuses);
@@ -47,9 +47,10 @@ void BloomAddReportingNew(FilterHandle& filter, Args items,
 void ReplyBloomAdds(CommandContext& ctx, std::span<const uint8_t> added,
                     std::span<const Status> statuses, bool multi);
 
-// Adds items to a cuckoo filter, copies of one item bounded by
-// FilterHandle::MaxCopies() (cuckoo_commands.cc).
-void AddBoundedCopies(FilterHandle& filter, Args items,
+// Adds a copy of each item to a cuckoo filter (cuckoo_commands.cc). The
+// engine bounds the copies of one item (2 x bucket size - 1) and answers
+// Full past it: copies never grow a filter.
+void CuckooAddCopies(FilterHandle& filter, Args items,
                       std::vector<Status>* statuses);
 
 // CF.ADD's reply for one add's status.

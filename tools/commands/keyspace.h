@@ -57,20 +57,27 @@ class FilterHandle {
  public:
   virtual ~FilterHandle() = default;
   virtual FilterType type() const = 0;
-  // OK; Full (no room / non-scaling filter full); NotFound (dropped
-  // meanwhile); IOError (journal write failed).
-  virtual Status Add(std::string_view item) = 0;
-  // Every item attempted; per_item[i] is item i's status.
+  // true when the item was added, false when a Bloom filter already held
+  // every bit of it (nothing changed, no capacity used; still journalled,
+  // and acknowledged only as durable as an add: the bits it found may
+  // belong to an add whose journal write has not completed). Counting and
+  // cuckoo filters (multisets) add a copy: always true. Errors: Full (no
+  // room, a non-scaling filter full, or the most copies of one item a
+  // cuckoo or counting filter keeps: copies never grow a filter);
+  // NotFound (dropped meanwhile); IOError (journal write failed);
+  // ResourceExhausted (growth over the memory budget).
+  virtual Result<bool> Add(std::string_view item) = 0;
+  // Every item attempted; per_item[i] is item i's status and, where it is
+  // OK, added[i] what Add would answer (an item repeated within the call
+  // counts as added once).
   virtual void AddMany(std::span<const std::string_view> items,
-                       std::vector<Status>* per_item) = 0;
+                       std::vector<Status>* per_item,
+                       std::vector<uint8_t>* added) = 0;
   virtual bool MayContain(std::string_view item) const = 0;
   // out[i] = 1 if item i may be present. REQUIRES: out.size() == size.
   virtual void MayContainMany(std::span<const std::string_view> items,
                               std::span<uint8_t> out) const = 0;
   virtual uint32_t Count(std::string_view item) const = 0;
-  // Most copies of one item the commands add (cuckoo: 2 x the bucket size,
-  // what the item's two buckets hold); 0 = no bound (Bloom).
-  virtual uint32_t MaxCopies() const = 0;
   // OK, NotFound (definitely absent: nothing removed), NotSupported (Bloom).
   virtual Status Remove(std::string_view item) = 0;
   virtual FilterSummary Summary() const = 0;

@@ -3,9 +3,9 @@
 // Why: with a journalled durability every engine add call is one RocksDB
 // write (WAL append + memtable insert); 16 pipelined BF.ADDs were 16 writes.
 // As one batch they are one write per shard touched, and the answers are
-// those of running the commands one by one: BloomAddReportingNew counts an
-// item repeated in the run as new once, AddBoundedCopies counts copies
-// across the run, and a non-scaling filter that fills up fails every later
+// those of running the commands one by one: the engine counts an item
+// repeated in the run as new once (Bloom) and bounds copies across the run
+// (cuckoo), and a non-scaling filter that fills up fails every later
 // item (a Bloom filter's "full" is monotonic).
 #include <string>
 #include <vector>
@@ -57,7 +57,7 @@ bool RunGroup(CommandContext& ctx, std::span<const Args> requests, size_t begin,
   if (bloom) {
     BloomAddReportingNew(*found.handle, items, &added, &statuses);
   } else {
-    AddBoundedCopies(*found.handle, items, &statuses);
+    CuckooAddCopies(*found.handle, items, &statuses);
   }
   size_t at = 0;
   for (size_t r = begin; r < end; ++r) {

@@ -22,11 +22,20 @@ class DbFilter final : public commands::FilterHandle {
   explicit DbFilter(std::shared_ptr<ShardedFilter> f) : f_(std::move(f)) {}
 
   FilterType type() const override { return f_->type(); }
-  Status Add(std::string_view item) override { return f_->Add(item); }
+  Result<bool> Add(std::string_view item) override {
+    SF_ASSIGN_OR_RETURN(AddOutcome o, f_->Insert(item));
+    return o == AddOutcome::kAdded;
+  }
   void AddMany(std::span<const std::string_view> items,
-               std::vector<Status>* per_item) override {
+               std::vector<Status>* per_item,
+               std::vector<uint8_t>* added) override {
     per_item->clear();
-    (void)f_->AddKeys(items, per_item);  // per_item carries every status
+    std::vector<AddOutcome> outcomes;
+    (void)f_->AddKeys(items, per_item, &outcomes);  // per_item: every status
+    added->assign(items.size(), 0);
+    for (size_t i = 0; i < items.size(); ++i) {
+      (*added)[i] = (*per_item)[i].ok() && outcomes[i] == AddOutcome::kAdded;
+    }
   }
   bool MayContain(std::string_view item) const override {
     return f_->MayContain(item);
@@ -39,11 +48,6 @@ class DbFilter final : public commands::FilterHandle {
     return f_->Count(item);
   }
   Status Remove(std::string_view item) override { return f_->Remove(item); }
-  uint32_t MaxCopies() const override {
-    if (f_->type() != FilterType::kCuckoo) return 0;
-    const uint32_t b = f_->spec().bucket_size;
-    return 2 * (b != 0 ? b : 4);
-  }
 
   commands::FilterSummary Summary() const override {
     const FilterSpec& spec = f_->spec();
