@@ -4,13 +4,15 @@
 # default): creates one filter of each type, loads keys, queries them,
 # checkpoints, reopens, verifies, and prints the filters' figures; then the
 # in-memory demo of every filter type (measured FPR against target, bits per
-# key, throughput).
+# key, throughput); then shardfilter-server on the same store, on a free
+# loopback port, driven with redis-cli (RedisBloom's BF.*/CF.* commands), and
+# stopped cleanly with SHUTDOWN (a checkpoint, exit 0).
 #   tools/run.sh [DB_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install-deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j"$(nproc)" --target shardfilter
+cmake --build build -j"$(nproc)" --target shardfilter shardfilter-server
 sf=build/tools/shardfilter
 db=${1:-./data}
 n=1000000
@@ -46,3 +48,29 @@ run "$sf" --db "$db" list
 run "$sf" --db "$db" info demo_urls
 run "$sf" --db "$db" verify
 run "$sf" demo
+
+# The server: the same store, now reached by any Redis client.
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+say "build/tools/shardfilter-server --db $db --port $port &"
+build/tools/shardfilter-server --db "$db" --port "$port" &
+server=$!
+trap 'kill "$server" 2>/dev/null || true' EXIT
+for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+cli() { say "redis-cli -p $port $*"; redis-cli -p "$port" "$@"; }
+cli BF.EXISTS demo_urls https://example.com/page/42    # the CLI's filter, served
+cli BF.RESERVE server_urls 0.01 100000
+cli BF.MADD server_urls a b c
+cli BF.ADD server_urls a                               # 0: already present
+cli BF.MEXISTS server_urls a b zz
+cli BF.INFO server_urls
+cli CF.ADD server_seen alice
+cli CF.COUNT server_seen alice
+cli TYPE server_seen
+cli DBSIZE
+cli SHUTDOWN || true                                   # checkpoints, exits 0
+rc=0
+wait "$server" || rc=$?
+trap - EXIT
+say "server stopped (exit $rc)"
+[ "$rc" -eq 0 ] || exit 1
+run "$sf" --db "$db" exists server_urls a zz

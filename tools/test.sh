@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
 # Builds and runs the whole test suite, as CI does (.ci/run calls this).
-# Stages (each prints its wall time at the end):
-#   release  gcc Release tree (build/): every test (ctest labels unit,
-#            concurrency, crash);
-#   tsan     gcc ThreadSanitizer tree (build-tsan/): the concurrency tests;
-#   asan     gcc AddressSanitizer + UBSan tree (build-asan/), assertions on
-#            (no NDEBUG): the unit tests.
-# Every tree uses Ninja, so both cores compile (the Makefile generator builds
-# the targets of one `--build --target a b c` one after another), and ccache
-# when it is installed (a no-op on a fresh machine).
-# Flags: --quick runs the release stage only.
+# Three trees, each printing its stages' wall times at the end:
+#   build-ci/build  gcc Release, portable (baseline x86-64, as packaged):
+#                   every ctest label (unit, concurrency, crash, server,
+#                   module), the Node.js client suite against the server and
+#                   the module, then the install test (a consumer project
+#                   built with find_package and pkg-config against a
+#                   temporary prefix) and the package test (.deb installed,
+#                   service and module started, package removed);
+#   build-tsan      gcc ThreadSanitizer: the concurrency tests;
+#   build-clang     clang 14, AddressSanitizer + UBSan, assertions on
+#                   (no NDEBUG), -Werror=thread-safety: the unit tests, then
+#                   every libFuzzer target for a bounded time.
+# Every tree uses Ninja, so both cores compile, and ccache when it is
+# installed (a no-op on a fresh machine).
+# Flags: --quick runs the Release tree's ctest only.
+# Environment: SF_FUZZ_SECONDS (per fuzz target, default 15).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install-deps.sh
@@ -54,13 +60,27 @@ configure() {  # dir, extra cmake args...
   cmake -S . -B "$dir" -G Ninja "${launcher[@]}" "$@" >/dev/null
 }
 
-stage "release: build"
-configure build -DCMAKE_BUILD_TYPE=Release
-cmake --build build -j"$jobs"
+rel=build-ci/build
+stage "release (portable): build"
+configure "$rel" -DCMAKE_BUILD_TYPE=Release -DSHARDFILTER_NATIVE=OFF
+cmake --build "$rel" -j"$jobs"
 stage "release: every test"
-ctest --test-dir build --output-on-failure -j"$jobs" --timeout 600
+# The server and module suites skip (exit 77) when a client is missing;
+# here every client is installed, so a skip is a failure.
+SF_REQUIRE_CLIENTS=1 ctest --test-dir "$rel" --output-on-failure -j"$jobs" --timeout 600
 
 [ "$quick" = 1 ] && exit 0
+
+stage "release: Node.js clients (node-redis, ioredis; RESP2, RESP3)"
+tests/clients/node/run.sh server "$rel"
+tests/clients/node/run.sh module "$rel"
+
+# Both scripts reconfigure the same tree without tests and benchmarks (the
+# libraries are not rebuilt) and install it / package it.
+stage "release: install test (find_package, pkg-config)"
+JOBS=$jobs tests/install/run.sh "$PWD" build-ci
+stage "release: package test (.deb)"
+JOBS=$jobs tests/package/run.sh "$PWD" build-ci
 
 # Sanitizer trees skip benchmarks and build only the test programs they run.
 san_targets() {  # label
@@ -74,25 +94,26 @@ san_targets() {  # label
     esac
   done
 }
-san_build() {  # dir sanitizer label
-  local dir=$1 san=$2 label=$3
-  # RelWithDebInfo without -DNDEBUG: assertions run in the sanitizer trees.
-  configure "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1" \
-    -DSHARDFILTER_SANITIZE="$san" -DSHARDFILTER_BUILD_BENCHMARKS=OFF
-  mapfile -t targets < <(san_targets "$label")
-  [ ${#targets[@]} -eq 0 ] && return 0
-  cmake --build "$dir" -j"$jobs" --target "${targets[@]}"
-}
 
 stage "tsan: build"
-san_build build-tsan thread concurrency
+# RelWithDebInfo without -DNDEBUG: assertions run in the sanitizer trees.
+configure build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1" \
+  -DSHARDFILTER_SANITIZE=thread -DSHARDFILTER_BUILD_BENCHMARKS=OFF
+mapfile -t targets < <(san_targets concurrency)
+cmake --build build-tsan -j"$jobs" --target "${targets[@]}"
 stage "tsan: concurrency tests"
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
   ctest --test-dir build-tsan --output-on-failure -j"$jobs" -L concurrency --timeout 900
 
-stage "asan: build"
-san_build build-asan address unit
-stage "asan: unit tests"
+stage "clang asan+ubsan+fuzz: build"
+CXX=clang++-14 CC=clang-14 configure build-clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DSHARDFILTER_FUZZ=ON \
+  -DSHARDFILTER_BUILD_BENCHMARKS=OFF
+mapfile -t targets < <(san_targets unit)
+cmake --build build-clang -j"$jobs" --target "${targets[@]}" shardfilter_fuzz
+stage "clang: unit tests (ASan + UBSan, assertions on)"
 ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="print_stacktrace=1" \
-  ctest --test-dir build-asan --output-on-failure -j"$jobs" -L unit --timeout 900
+  ctest --test-dir build-clang --output-on-failure -j"$jobs" -L unit --timeout 900
+stage "clang: fuzz every decoder (${SF_FUZZ_SECONDS:-15} s a target)"
+tests/fuzz/run.sh build-clang "${SF_FUZZ_SECONDS:-15}"
