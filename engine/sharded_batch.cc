@@ -172,7 +172,8 @@ Status ShardedFilter::RunBatch(bool remove, std::span<const uint64_t> hashes,
           if (st.ok()) {
             // A Bloom key already present is journalled too (AddOutcome).
             ok.push_back(slice[idx]);
-            RecordForMigration(g.involved[j], slice[idx], remove);
+            RecordForMigration(g.involved[j], slice[idx], remove,
+                               outcome == AddOutcome::kAlreadyPresent);
           } else {
             out[idx] = std::move(st);
           }

@@ -145,7 +145,8 @@ Result<AddOutcome> ShardedFilter::InsertHash(uint64_t hash) {
     // the bits it found may be those of an add not yet durable.
     SF_RETURN_IF_ERROR(internal::ChainAdd(spec_, s, hash, &outcome));
     seq = s.last_seq.fetch_add(1, std::memory_order_relaxed) + 1;
-    RecordForMigration(index, hash, false);
+    RecordForMigration(index, hash, false,
+                       outcome == AddOutcome::kAlreadyPresent);
   }
   s.dirty.store(true, std::memory_order_relaxed);
   if (journal_ == nullptr || durability_ == Durability::kNone) {
@@ -170,9 +171,9 @@ Result<AddOutcome> ShardedFilter::InsertHash(uint64_t hash) {
 }
 
 void ShardedFilter::RecordForMigration(uint32_t shard, uint64_t hash,
-                                       bool remove) {
+                                       bool remove, bool maybe_present) {
   if (internal::Migration* m = migration_.load(std::memory_order_relaxed)) {
-    m->Record(shard, hash, remove);
+    m->Record(shard, hash, remove, maybe_present);
   }
 }
 

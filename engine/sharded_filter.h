@@ -304,7 +304,9 @@ class ShardedFilter {
   // Hands a successful op to a running migration (M2 in
   // engine/internal/migration.h). REQUIRES: the shard's lock held (and
   // order_mu for ordered types).
-  void RecordForMigration(uint32_t shard, uint64_t hash, bool remove);
+  // `maybe_present`: a Bloom add that found the key present (AddOutcome).
+  void RecordForMigration(uint32_t shard, uint64_t hash, bool remove,
+                          bool maybe_present = false);
   // Applies one op kind to a batch; shared by the four batch calls.
   Status RunBatch(bool remove, std::span<const uint64_t> hashes,
                   std::vector<Status>* per_item,

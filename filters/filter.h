@@ -47,8 +47,9 @@ struct FilterStats {
   uint64_t bytes = 0;        // memory of the table itself
   uint64_t slots = 0;        // bits (Bloom), counters, or fingerprint slots
   uint32_t k = 0;            // slots per key (Bloom / counting)
-  uint64_t items = 0;        // Bloom: adds that set a new bit; others:
-                             // items currently held
+  uint64_t items = 0;        // Bloom: adds that set a new bit (distinct
+                             // keys as far as the filter can tell); others:
+                             // copies held (adds minus removes)
   uint64_t deletes = 0;      // successful removes (counting / cuckoo)
   double fill_ratio = 0;     // non-zero slots / slots (load factor for
                              // cuckoo)

@@ -48,6 +48,11 @@ TEST_F(CliLimitsTest, BloomRepeatedKeyIsAlreadyPresentNotFull) {
       << r.err;
   auto info = Sf({"info", "b"});
   EXPECT_EQ(Field(info.out, "items"), "1") << info.out;
+  // Case 8: info says what `items` counts, and why a young scalable filter
+  // measures about half its target rate.
+  EXPECT_NE(Field(info.out, "items_counts").find("distinct keys"),
+            std::string::npos)
+      << info.out;
 }
 
 TEST_F(CliLimitsTest, BloomReAddingAFileKeepsOneLink) {
@@ -62,6 +67,9 @@ TEST_F(CliLimitsTest, BloomReAddingAFileKeepsOneLink) {
   }
   auto info = Sf({"info", "s"});
   EXPECT_EQ(Field(info.out, "current_capacity"), "10000") << info.out;
+  EXPECT_NE(Field(info.out, "link0_fpr").find("0.005 (link 0 runs at half"),
+            std::string::npos)
+      << info.out;
 }
 
 // Case 2: before, 41 copies grew the filter to 6.3M capacity and 64 MiB,

@@ -35,6 +35,15 @@ std::string Hex(uint64_t v) {
   return buf;
 }
 
+// What `items` counts, per type (one meaning everywhere: what the filter
+// can tell it holds).
+const char* ItemsMeaning(FilterType t) {
+  return t == FilterType::kBloom
+             ? "distinct keys as far as the filter can tell: adds that set a "
+               "new bit (a key whose bits were all set is already present)"
+             : "copies held: adds minus removes";
+}
+
 // "auto" for a spec field left to the type's default.
 std::string OrAuto(uint32_t v) { return v == 0 ? "auto" : std::to_string(v); }
 
@@ -58,6 +67,12 @@ void PrintText(const FilterInfo& info, std::ostream& out) {
                             : std::string("no"));
   row("current_capacity", std::to_string(t.capacity));
   row("target_fpr", Fmt("%g", s.fpp));
+  if (s.scalable) {
+    // Why a young scalable filter measures about half its target.
+    row("link0_fpr", Fmt("%g", s.fpp / 2) +
+                         " (link 0 runs at half the target so that the "
+                         "compound rate of all links stays under it)");
+  }
   row("estimated_fpr", Fmt("%.3g", t.estimated_fpr));
   row("shards", std::to_string(info.stats.shards.size()));
   row("seed", Hex(s.seed));
@@ -72,6 +87,7 @@ void PrintText(const FilterInfo& info, std::ostream& out) {
     row("bucket_size", OrAuto(s.bucket_size));
   }
   row("items", std::to_string(t.items));
+  row("items_counts", ItemsMeaning(s.type));
   if (s.type != FilterType::kBloom) row("deletes", std::to_string(t.deletes));
   row("fill", Fmt("%.2f%%", t.fill_ratio * 100));
   row("estimated_cardinality", Fmt("%.0f", t.estimated_cardinality));
@@ -119,6 +135,7 @@ void PrintJson(const FilterInfo& info, std::ostream& out) {
       << ",\"k\":" << KOf(info)
       << ",\"fingerprint_bits\":" << s.fingerprint_bits
       << ",\"bucket_size\":" << s.bucket_size << ",\"items\":" << t.items
+      << ",\"items_counts\":" << JsonString(ItemsMeaning(s.type))
       << ",\"deletes\":" << t.deletes << ",\"fill_ratio\":" << Num(t.fill_ratio)
       << ",\"estimated_fpr\":" << Num(t.estimated_fpr)
       << ",\"estimated_cardinality\":" << Num(t.estimated_cardinality)

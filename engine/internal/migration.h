@@ -23,6 +23,16 @@
 //      can be destroyed: no mutation holds a pointer to it afterwards.
 //  M5. Lock order: Database catalog mutex, then the source's FilterState::mu,
 //      then its shard locks ascending, then a queue mutex (leaf).
+//  M6. A Bloom source is a set; a counting or cuckoo target a multiset. So
+//      that the target holds one copy per key: the fill adds each retained
+//      hash once (whatever its count: one per add, duplicates included);
+//      a queued add that found the key present in the source
+//      (maybe_present) is replayed only if the target does not already
+//      hold it (and once per hash within a drain); and the queue is
+//      replayed only after the fill (a key the fill has not reached yet
+//      would otherwise get a second copy from it). An add that set new
+//      bits in the source is a key it did not hold, never in the snapshot:
+//      always replayed.
 #ifndef SHARDFILTER_ENGINE_INTERNAL_MIGRATION_H_
 #define SHARDFILTER_ENGINE_INTERNAL_MIGRATION_H_
 
@@ -44,6 +54,8 @@ namespace shardfilter::internal {
 struct QueuedOp {
   uint64_t hash;
   bool remove;
+  // M6: a Bloom source's add that found the key present already.
+  bool maybe_present;
 };
 
 class Migration {
@@ -55,10 +67,11 @@ class Migration {
   }
 
   // M2. Thread-safe (one mutex per source shard).
-  void Record(uint32_t shard, uint64_t hash, bool remove) {
+  void Record(uint32_t shard, uint64_t hash, bool remove,
+              bool maybe_present = false) {
     Queue& q = queues_[shard];
     std::lock_guard lock(q.mu);
-    q.ops.push_back({hash, remove});
+    q.ops.push_back({hash, remove, maybe_present});
     queued_.fetch_add(1, std::memory_order_relaxed);
   }
   // Moves out shard i's queued ops (in order).

@@ -2,6 +2,7 @@
 // the protocol, engine/internal/migration.h for the invariants M1-M5).
 #include <chrono>
 #include <shared_mutex>
+#include <unordered_set>
 
 #include "shardfilter/engine/internal/access.h"
 #include "shardfilter/engine/internal/database_impl.h"
@@ -44,15 +45,29 @@ Result<uint64_t> Drain(Migration& m, TailJournal* tail = nullptr) {
   uint64_t n = 0;
   std::vector<uint64_t> run;
   std::vector<Status> per_item;
+  // M6: set semantics from a Bloom source into a multiset target.
+  const bool set_into_multiset = m.source->type() == FilterType::kBloom &&
+                                 m.target->type() != FilterType::kBloom;
+  std::unordered_set<uint64_t> run_seen;
   for (uint32_t s = 0; s < m.queue_count(); ++s) {
     std::vector<QueuedOp> ops = m.Take(s);
     size_t i = 0;
     while (i < ops.size()) {
       const bool remove = ops[i].remove;
       run.clear();
+      run_seen.clear();
       for (; i < ops.size() && ops[i].remove == remove; ++i) {
+        if (set_into_multiset && !remove) {
+          const uint64_t h = ops[i].hash;
+          if (ops[i].maybe_present &&
+              (run_seen.count(h) != 0 || m.target->MayContainHash(h))) {
+            continue;  // the target holds the key already
+          }
+          run_seen.insert(h);
+        }
         run.push_back(ops[i].hash);
       }
+      if (run.empty()) continue;
       if (remove) {
         m.target->RemoveHashes(run, &per_item).ok();
       } else {
@@ -320,7 +335,8 @@ void RunMigration(DatabaseImpl& d, Migration& m, const std::string& name) {
         return fail(s.WithContext("the target cannot hold the source's keys"));
       }
       m.items_done.fetch_add(pairs.size(), std::memory_order_relaxed);
-      if (bloom_source) {  // M3: adds commute
+      // M3: adds commute; M6: not into a multiset before the fill ends.
+      if (bloom_source && ts.type == FilterType::kBloom) {
         auto r = Drain(m);
         if (!r.ok()) return fail(r.status());
       }
