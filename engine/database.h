@@ -81,6 +81,16 @@ struct DatabaseOptions {
   // Size of checkpoint chunks, in [4096, kMaxChunkBytes]. Smaller chunks
   // only serve tests of multi-chunk shards.
   uint32_t chunk_bytes = kMaxChunkBytes;
+  // Read-only opens only (the `verify` command): a damaged record in a
+  // filter's memory-mapped journal is not an open error; that shard keeps
+  // the ops before it and Verify() lists the damage among its problems.
+  // Otherwise such damage fails Open with Corruption.
+  bool report_journal_damage = false;
+  // Journal every filter into the RocksDB `journal` column family, as
+  // stores did before the memory-mapped filter journal (docs/
+  // format-store.md): for tests of that format, and for stores that an
+  // older build must still read. Slower (a RocksDB write per call).
+  bool journal_in_rocksdb = false;
 };
 
 // What one Checkpoint call did. Counters are for this call only.

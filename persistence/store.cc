@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "shardfilter/filters/hash.h"
+#include "shardfilter/persistence/filter_journal.h"
 #include "shardfilter/persistence/internal/hash_memtable.h"
 #include "shardfilter/persistence/internal/rocks_status.h"
 #include "shardfilter/persistence/keys.h"
@@ -234,6 +235,7 @@ Status Store::CreateFilter(std::string_view name, const FilterDescriptor& d) {
   if (auto* hashes = hashes_cf_.load(std::memory_order_acquire)) {
     batch.DeleteRange(hashes, prefix, end);
   }
+  batch.Delete(default_cf_, FilterJournalEpochKey(name));  // a stale one
   batch.Put(catalog_cf_, ToSlice(name), EncodeDescriptor(d));
   return Write(&batch, true, "creating " + DescribeName(name));
 }
@@ -243,6 +245,7 @@ Status Store::DropFilter(std::string_view name) {
   std::string prefix = NamePrefix(name);
   std::string end = PrefixSuccessor(prefix);
   batch.Delete(catalog_cf_, ToSlice(name));
+  batch.Delete(default_cf_, FilterJournalEpochKey(name));
   batch.DeleteRange(shards_cf_, prefix, end);
   batch.DeleteRange(journal_cf_, prefix, end);
   if (auto* hashes = hashes_cf_.load(std::memory_order_acquire)) {

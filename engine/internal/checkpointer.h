@@ -50,10 +50,21 @@ Status CheckpointFilter(persistence::Store* store, ShardedFilter& f,
 // committed blob (or builds an empty shard for generation 0), then replays
 // the journal after the checkpoint. Shards are recovered in parallel.
 // *replayed / *skipped_removes receive the replay counts.
+// The filter's memory-mapped journal (engine/internal/filter_log.h) is
+// replayed after the RocksDB journal family's entries, each shard in seq
+// order up to its first gap. `tolerate_damage`: a damaged record ends its
+// shard's replay quietly (read-only verify opens) instead of failing with
+// Corruption.
 Result<std::unique_ptr<ShardedFilter>> RecoverFilter(
     const persistence::Store& store, std::string_view name,
     const persistence::FilterDescriptor& d, uint64_t* replayed,
-    uint64_t* skipped_removes);
+    uint64_t* skipped_removes, bool tolerate_damage = false);
+
+// Reads every segment of the filter's journal: *records += the records
+// past the checkpoint; each damaged segment adds a problem (Verify).
+Status ScanFilterJournal(const persistence::Store& store, std::string_view name,
+                         const persistence::FilterDescriptor& d,
+                         uint64_t* records, std::vector<std::string>* problems);
 
 }  // namespace shardfilter::internal
 
