@@ -1,10 +1,12 @@
 #include "shardfilter/engine/database.h"
 
 #include <chrono>
+#include <set>
 
 #include "shardfilter/engine/internal/access.h"
 #include "shardfilter/engine/internal/database_impl.h"
 #include "shardfilter/engine/internal/filter_factory.h"
+#include "shardfilter/engine/internal/filter_log.h"
 #include "shardfilter/persistence/dedup_journal.h"
 #include "shardfilter/persistence/dedup_log.h"
 #include "shardfilter/persistence/values.h"
@@ -108,14 +110,18 @@ Result<std::unique_ptr<Database>> Database::Open(
   SF_ASSIGN_OR_RETURN(impl->store, persistence::Store::Open(
                                        {options.path, options.create_if_missing,
                                         options.read_only}));
-  impl->journal = std::make_unique<internal::JournalSink>(impl->store.get());
+  impl->journal = std::make_unique<internal::JournalSink>(
+      impl->store.get(), options.journal_in_rocksdb);
   SF_ASSIGN_OR_RETURN(auto catalog, impl->store->LoadCatalog());
+  std::set<uint64_t> epochs;  // of the filters' journals
   for (auto& entry : catalog) {
     uint64_t replayed = 0, skipped = 0;
     SF_ASSIGN_OR_RETURN(
         std::unique_ptr<ShardedFilter> f,
-        internal::RecoverFilter(*impl->store, entry.name, entry.descriptor,
-                                &replayed, &skipped, impl->NewAccount()));
+        internal::RecoverFilter(
+            *impl->store, entry.name, entry.descriptor, &replayed, &skipped,
+            impl->NewAccount(),
+            options.read_only && options.report_journal_damage));
     impl->replayed_ops += replayed;
     impl->replay_skipped_removes += skipped;
     if (!options.read_only) {
@@ -124,12 +130,22 @@ Result<std::unique_ptr<Database>> Database::Open(
     }
     ShardedFilterAccess::Attach(*f, impl->journal.get(), options.read_only,
                                 options.durability_override);
+    if (!options.read_only) {
+      internal::FilterLog* log = ShardedFilterAccess::log(*f);
+      for (uint32_t i = 0; i < f->shard_count(); ++i) {
+        log->Retire(i, entry.descriptor.shards[i].sequence);  // dead ones
+      }
+      epochs.insert(log->epoch());
+    }
     auto state = std::make_shared<FilterState>(std::move(entry.descriptor));
     // Not shared yet; the lock (uncontended) keeps the analysis exact.
     internal::MutexLock lock(impl->mu);
     impl->filters.emplace(
         entry.name, OpenFilter{std::shared_ptr<ShardedFilter>(std::move(f)),
                                std::move(state)});
+  }
+  if (!options.read_only) {
+    internal::RemoveStaleJournals(impl->store->path(), epochs);
   }
   if (options.checkpoint_interval_ms > 0 && !options.read_only) {
     DatabaseImpl* raw = impl.get();
@@ -303,6 +319,13 @@ Result<VerifyReport> Database::Verify() const {
   out.bytes = r.bytes;
   out.orphan_values = r.orphan_values;
   out.problems = std::move(r.problems);
+  // The filters' memory-mapped journals (engine/internal/filter_log.h).
+  SF_ASSIGN_OR_RETURN(auto catalog, impl_->store->LoadCatalog());
+  for (const auto& entry : catalog) {
+    SF_RETURN_IF_ERROR(internal::ScanFilterJournal(
+        *impl_->store, entry.name, entry.descriptor, &out.journal_entries,
+        &out.problems));
+  }
   // The dedup journals live beside RocksDB, not in it.
   auto table = impl_->store->Dedup(false);
   if (!table.ok()) return out;  // no dedup families: no sets

@@ -91,6 +91,16 @@ struct DatabaseOptions {
   // MemoryBudget::Default(), kDefaultBudgetShare of the lower of physical
   // memory and the process's cgroup limit.
   std::shared_ptr<MemoryBudget> memory_budget;
+  // Read-only opens only (the `verify` command): a damaged record in a
+  // filter's memory-mapped journal is not an open error; that shard keeps
+  // the ops before it and Verify() lists the damage among its problems.
+  // Otherwise such damage fails Open with Corruption.
+  bool report_journal_damage = false;
+  // Journal every filter into the RocksDB `journal` column family, as
+  // stores did before the memory-mapped filter journal (docs/
+  // format-store.md): for tests of that format, and for stores that an
+  // older build must still read. Slower (a RocksDB write per call).
+  bool journal_in_rocksdb = false;
 };
 
 // What one Checkpoint call did. Counters are for this call only.

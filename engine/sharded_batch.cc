@@ -5,6 +5,7 @@
 #include <shared_mutex>
 
 #include "shardfilter/engine/internal/access.h"
+#include "shardfilter/engine/internal/filter_log.h"
 #include "shardfilter/engine/internal/journal_sink.h"
 #include "shardfilter/engine/internal/parallel.h"
 #include "shardfilter/engine/internal/shard.h"
@@ -152,6 +153,17 @@ Status ShardedFilter::RunBatch(bool remove, std::span<const uint64_t> hashes,
       for (size_t i = base; i < results.size(); ++i) results[i] = st;
       break;
     }
+    if (journal && log_->mmap()) {
+      RunMappedSlice(remove, slice, g.involved, g.offsets, g.order, base, out,
+                     outcomes);
+      continue;
+    }
+    if (journal) {
+      if (Status f = log_->failure(); !f.ok()) {  // L4
+        for (size_t i = 0; i < slice.size(); ++i) out[i] = f;
+        continue;
+      }
+    }
     std::vector<std::vector<uint64_t>> done(g.involved.size());
     std::vector<uint64_t> seqs(g.involved.size(), 0);
     ForEachGroup(g.involved.size(), slice.size(), [&](size_t j) {
@@ -191,6 +203,7 @@ Status ShardedFilter::RunBatch(bool remove, std::span<const uint64_t> hashes,
       if (!ok.empty()) sh.dirty.store(true, std::memory_order_relaxed);
     });
     if (!journal) continue;
+    // The RocksDB journal family (filters that retain hashes).
     JournalBatch batch;
     for (size_t j = 0; j < g.involved.size(); ++j) {
       if (!done[j].empty()) {
@@ -200,21 +213,15 @@ Status ShardedFilter::RunBatch(bool remove, std::span<const uint64_t> hashes,
     }
     if (batch.entries() == 0) continue;
     Status st = journal_->Write(&batch, durability_ == Durability::kSync);
-    if (st.ok()) continue;
-    // Not acknowledged: undo what can be undone (see AddHash) and report.
-    for (size_t j = 0; j < g.involved.size(); ++j) {
-      Shard& sh = shards_[g.involved[j]];
-      if (NeedsOrder(spec_.type)) {
-        std::lock_guard order(sh.order_mu);
-        for (uint64_t h : done[j]) {
-          Status undo = remove ? internal::ChainAdd(spec_, sh, h)
-                               : internal::ChainRemove(sh, h);
-          if (undo.ok()) RecordForMigration(g.involved[j], h, !remove);
-        }
-      }
+    if (!st.ok()) log_->Fail(st.WithContext("writing the journal"));  // L4
+    for (size_t j = 0; j < g.involved.size(); ++j) {  // L2: ascending
+      if (done[j].empty()) continue;
+      Status c = st.ok() ? log_->Complete(g.involved[j], seqs[j], seqs[j])
+                         : log_->failure();
+      if (c.ok()) continue;
       for (uint32_t k = g.offsets[g.involved[j]];
            k < g.offsets[g.involved[j] + 1]; ++k) {
-        if (out[g.order[k]].ok()) out[g.order[k]] = st;
+        if (out[g.order[k]].ok()) out[g.order[k]] = c;
       }
     }
   }
@@ -222,6 +229,106 @@ Status ShardedFilter::RunBatch(bool remove, std::span<const uint64_t> hashes,
     if (!r.ok()) return r;
   }
   return Status::OK();
+}
+
+// One slice through the memory-mapped journal (FilterLog L1-L4): per shard
+// group, records of at most kMaxRecordHashes items, each reserved before its
+// items are applied; every record committed before any watermark wait, the
+// waits in ascending shard order (L2).
+void ShardedFilter::RunMappedSlice(bool remove, std::span<const uint64_t> slice,
+                                   std::span<const uint32_t> involved,
+                                   std::span<const uint32_t> offsets,
+                                   std::span<const uint32_t> order, size_t base,
+                                   Status* out,
+                                   std::vector<AddOutcome>* outcomes) {
+  internal::FilterLog& log = *log_;
+  if (Status f = log.failure(); !f.ok()) {
+    for (size_t i = 0; i < slice.size(); ++i) out[i] = f;
+    return;
+  }
+  const uint8_t op =
+      static_cast<uint8_t>(remove ? JournalOp::kRemove : JournalOp::kAdd);
+  struct Rec {
+    char* slot = nullptr;
+    uint64_t seq = 0;
+    std::vector<uint64_t> hashes;
+  };
+  std::vector<std::vector<Rec>> recs(involved.size());
+  const bool ordered = NeedsOrder(spec_.type);
+  ForEachGroup(involved.size(), slice.size(), [&](size_t j) {
+    const uint32_t shard = involved[j];
+    Shard& sh = shards_[shard];
+    const uint32_t begin = offsets[shard], end = offsets[shard + 1];
+    {
+      std::unique_lock<std::mutex> order_lock;
+      if (ordered) order_lock = std::unique_lock(sh.order_mu);  // S3, L1
+      for (uint32_t c = begin; c < end; c += internal::kMaxRecordHashes) {
+        const uint32_t stop = std::min<uint32_t>(
+            end, c + static_cast<uint32_t>(internal::kMaxRecordHashes));
+        const size_t n = stop - c;
+        Rec rec;
+        Status space;
+        if (ordered) {
+          space = log.EnsureSpace(
+              shard, n, sh.last_seq.load(std::memory_order_relaxed) + 1);
+        } else {
+          std::lock_guard reserve(log.reserve_mu(shard));
+          space = log.EnsureSpace(
+              shard, n, sh.last_seq.load(std::memory_order_relaxed) + 1);
+          if (space.ok()) {
+            rec.seq = sh.last_seq.fetch_add(1, std::memory_order_relaxed) + 1;
+            rec.slot = log.Reserve(shard, rec.seq, n);
+          }
+        }
+        if (!space.ok()) {  // nothing of this record was applied
+          for (uint32_t k = c; k < stop; ++k) out[order[k]] = space;
+          continue;
+        }
+        rec.hashes.reserve(n);
+        for (uint32_t k = c; k < stop; ++k) {
+          const uint32_t idx = order[k];
+          AddOutcome outcome = AddOutcome::kAdded;
+          Status st = remove
+                          ? internal::ChainRemove(sh, slice[idx])
+                          : internal::ChainAdd(spec_, sh, slice[idx], &outcome);
+          if (outcomes != nullptr) (*outcomes)[base + idx] = outcome;
+          if (st.ok()) {
+            rec.hashes.push_back(slice[idx]);
+            RecordForMigration(shard, slice[idx], remove,
+                               outcome == AddOutcome::kAlreadyPresent);
+          } else {
+            out[idx] = std::move(st);
+          }
+        }
+        if (ordered) {
+          if (rec.hashes.empty()) continue;  // no seq taken
+          rec.seq = sh.last_seq.fetch_add(1, std::memory_order_relaxed) + 1;
+          rec.slot = log.Reserve(shard, rec.seq, rec.hashes.size());
+        }
+        if (!rec.hashes.empty())
+          sh.dirty.store(true, std::memory_order_relaxed);
+        recs[j].push_back(std::move(rec));
+      }
+    }
+    for (Rec& r : recs[j]) {
+      persistence::CommitRecord(r.slot, r.hashes.empty() ? 0 : op, r.hashes);
+    }
+  });
+  for (size_t j = 0; j < involved.size(); ++j) {  // L2: ascending shards
+    if (recs[j].empty()) continue;
+    const uint32_t shard = involved[j];
+    Status c = log.Complete(shard, recs[j].front().seq, recs[j].back().seq);
+    if (c.ok()) {
+      uint64_t n = 0;
+      for (const Rec& r : recs[j]) n += r.hashes.size();
+      journal_->Count(n);
+      continue;
+    }
+    for (const Rec& r : recs[j]) persistence::UncommitRecord(r.slot);  // L4
+    for (uint32_t k = offsets[shard]; k < offsets[shard + 1]; ++k) {
+      if (out[order[k]].ok()) out[order[k]] = c;
+    }
+  }
 }
 
 void ShardedFilter::MayContainHashes(std::span<const uint64_t> hashes,

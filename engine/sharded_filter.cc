@@ -8,6 +8,7 @@
 
 #include "shardfilter/engine/internal/access.h"
 #include "shardfilter/engine/internal/filter_factory.h"
+#include "shardfilter/engine/internal/filter_log.h"
 #include "shardfilter/engine/internal/journal_sink.h"
 #include "shardfilter/engine/internal/memory_account.h"
 #include "shardfilter/engine/internal/migration.h"
@@ -16,10 +17,7 @@
 
 namespace shardfilter {
 
-using internal::JournalSink;
 using internal::Shard;
-using persistence::JournalBatch;
-using persistence::JournalOp;
 
 const char* DurabilityName(Durability d) {
   switch (d) {
@@ -118,8 +116,9 @@ Status DetachedError(uint8_t state) {
 }  // namespace
 
 // The single-key mutation path (Shard invariants S2, S3): under the shard's
-// lock shared, apply; on success take a sequence and journal it; release;
-// return (the acknowledgement).
+// lock shared, apply and take a sequence, journal it (engine/
+// sharded_journal.cc, FilterLog L1-L4), release, return (the
+// acknowledgement).
 Result<AddOutcome> ShardedFilter::InsertHash(uint64_t hash) {
   if (ShardedFilter* f = Forward()) return f->InsertHash(hash);
   SF_RETURN_IF_ERROR(CheckWritable());
@@ -133,40 +132,20 @@ Result<AddOutcome> ShardedFilter::InsertHash(uint64_t hash) {
   if (uint8_t d = detached_.load(std::memory_order_relaxed)) {
     return DetachedError(d);
   }
-  uint64_t seq;
+  if (Journalled()) return JournalledInsert(index, s, hash);
   AddOutcome outcome = AddOutcome::kAdded;
   if (NeedsOrder(spec_.type)) {
     std::lock_guard order(s.order_mu);
     SF_RETURN_IF_ERROR(internal::ChainAdd(spec_, s, hash, &outcome));
-    seq = s.last_seq.fetch_add(1, std::memory_order_relaxed) + 1;
+    s.last_seq.fetch_add(1, std::memory_order_relaxed);
     RecordForMigration(index, hash, false);
   } else {
-    // A Bloom key already present is still journalled below (AddOutcome):
-    // the bits it found may be those of an add not yet durable.
     SF_RETURN_IF_ERROR(internal::ChainAdd(spec_, s, hash, &outcome));
-    seq = s.last_seq.fetch_add(1, std::memory_order_relaxed) + 1;
+    s.last_seq.fetch_add(1, std::memory_order_relaxed);
     RecordForMigration(index, hash, false,
                        outcome == AddOutcome::kAlreadyPresent);
   }
   s.dirty.store(true, std::memory_order_relaxed);
-  if (journal_ == nullptr || durability_ == Durability::kNone) {
-    return outcome;
-  }
-  JournalBatch batch;
-  batch.Add(name_, index, seq, JournalOp::kAdd, {&hash, 1});
-  if (spec_.retain_hashes) batch.Retain(name_, JournalOp::kAdd, {&hash, 1});
-  Status st = journal_->Write(&batch, durability_ == Durability::kSync);
-  if (!st.ok() && NeedsOrder(spec_.type)) {
-    // Not acknowledged: undo, so that memory (and the next checkpoint)
-    // matches what the journal says. Bloom bits cannot be unset; an extra
-    // positive is allowed, a missing key is not. A link appended by this
-    // add stays (empty): replay appends it at the same point (shard_chain.h).
-    std::lock_guard order(s.order_mu);
-    if (internal::ChainRemove(s, hash).ok()) {
-      RecordForMigration(index, hash, true);
-    }
-  }
-  if (!st.ok()) return st;
   return outcome;
 }
 
@@ -195,30 +174,15 @@ Status ShardedFilter::RemoveHash(uint64_t hash) {
   if (uint8_t d = detached_.load(std::memory_order_relaxed)) {
     return DetachedError(d);
   }
-  uint64_t seq;
+  if (Journalled()) return JournalledRemove(index, s, hash);
   {
     std::lock_guard order(s.order_mu);
     SF_RETURN_IF_ERROR(internal::ChainRemove(s, hash));
-    seq = s.last_seq.fetch_add(1, std::memory_order_relaxed) + 1;
+    s.last_seq.fetch_add(1, std::memory_order_relaxed);
     RecordForMigration(index, hash, true);
   }
   s.dirty.store(true, std::memory_order_relaxed);
-  if (journal_ == nullptr || durability_ == Durability::kNone) {
-    return Status::OK();
-  }
-  JournalBatch batch;
-  batch.Add(name_, index, seq, JournalOp::kRemove, {&hash, 1});
-  if (spec_.retain_hashes) {
-    batch.Retain(name_, JournalOp::kRemove, {&hash, 1});
-  }
-  Status st = journal_->Write(&batch, durability_ == Durability::kSync);
-  if (!st.ok()) {
-    std::lock_guard order(s.order_mu);
-    if (internal::ChainAdd(spec_, s, hash).ok()) {
-      RecordForMigration(index, hash, false);
-    }
-  }
-  return st;
+  return Status::OK();
 }
 
 bool ShardedFilter::MayContainHash(uint64_t hash) const {

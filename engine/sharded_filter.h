@@ -44,6 +44,7 @@ class MemoryBudget;
 namespace internal {
 class MemoryAccount;
 struct Shard;
+class FilterLog;
 class JournalSink;
 class Migration;
 class ShardedFilterAccess;
@@ -224,8 +225,12 @@ class ShardedFilter {
   // Adds; Full when a cuckoo shard has no room (nothing changed). With a
   // journalled durability the entry is written (and synced, for kSync)
   // before this returns OK. NotSupported on a read-only Database; NotFound
-  // after the filter was dropped; IOError when the journal write failed
-  // (the in-memory change is then undone where the type can undo it).
+  // after the filter was dropped; IOError when the journal could not take
+  // the op (nothing changed) or its write / sync failed: then nothing is
+  // undone, the filter's writes stop (every later mutation fails with that
+  // IOError) and checkpoints are refused until the Database is reopened,
+  // which reloads it from checkpoint + journal (engine/internal/
+  // filter_log.h L4). An op that returned IOError may or may not survive.
   Status Add(std::string_view key) { return AddHash(Hash(key)); }
   Status AddHash(uint64_t hash) { return InsertHash(hash).status(); }
   // As Add, reporting the outcome: kAdded, kAlreadyPresent (Bloom: no new
@@ -311,7 +316,22 @@ class ShardedFilter {
   Status RunBatch(bool remove, std::span<const uint64_t> hashes,
                   std::vector<Status>* per_item,
                   std::vector<AddOutcome>* outcomes = nullptr);
+  // One slice of a batch through the memory-mapped journal
+  // (sharded_batch.cc); out[i] is item i's result.
+  void RunMappedSlice(bool remove, std::span<const uint64_t> slice,
+                      std::span<const uint32_t> involved,
+                      std::span<const uint32_t> offsets,
+                      std::span<const uint32_t> order, size_t base,
+                      Status* out, std::vector<AddOutcome>* outcomes);
   Status CheckWritable() const;
+  // The journalled single-key paths (engine/sharded_journal.cc, FilterLog
+  // L1-L4). REQUIRES: the shard's lock held shared, the filter live.
+  Result<AddOutcome> JournalledInsert(uint32_t index, internal::Shard& s,
+                                      uint64_t hash);
+  Status JournalledRemove(uint32_t index, internal::Shard& s, uint64_t hash);
+  bool Journalled() const {
+    return journal_ != nullptr && durability_ != Durability::kNone;
+  }
 
   // Unique in the process (Database::Version tells filters apart by it).
   const uint64_t id_;
@@ -326,6 +346,9 @@ class ShardedFilter {
   // Set by Database: where journal entries go (null: standalone or
   // durability none). Not owned; outlives this filter's use by Database.
   internal::JournalSink* journal_ = nullptr;
+  // The journal's run-time state (segments, watermarks, stopped state):
+  // made at recovery or Attach, before the filter is shared.
+  std::unique_ptr<internal::FilterLog> log_;
   bool read_only_ = false;
   // *spec_.durability or the session override; set before the filter is
   // shared (constructor, Attach), constant afterwards.

@@ -11,6 +11,7 @@
 
 #include "shardfilter/persistence/internal/hash_memtable.h"
 #include "shardfilter/persistence/internal/rocks_status.h"
+#include "shardfilter/persistence/filter_journal.h"
 #include "shardfilter/persistence/keys.h"
 #include "shardfilter/persistence/store.h"
 
@@ -188,6 +189,7 @@ Status Store::CommitMigration(std::string_view name, const FilterDescriptor& d,
                     ShardPrefix(name, static_cast<uint32_t>(d.shards.size())),
                     end);
   batch.DeleteRange(journal_cf_, prefix, end);
+  batch.Delete(default_cf_, FilterJournalEpochKey(name));  // the source's
   if (!d.retain_hashes) {
     if (auto* cf = hashes_cf_.load(std::memory_order_acquire)) {
       batch.DeleteRange(cf, prefix, end);

@@ -11,6 +11,7 @@
 
 #include "shardfilter/filters/hash.h"
 #include "shardfilter/filters/internal/tsan.h"
+#include "shardfilter/persistence/filter_journal.h"
 #include "shardfilter/persistence/internal/hash_memtable.h"
 #include "shardfilter/persistence/internal/info_log.h"
 #include "shardfilter/persistence/internal/rocks_status.h"
@@ -378,6 +379,7 @@ Status Store::CreateFilter(std::string_view name, const FilterDescriptor& d) {
   if (auto* hashes = hashes_cf_.load(std::memory_order_acquire)) {
     batch.DeleteRange(hashes, prefix, end);
   }
+  batch.Delete(default_cf_, FilterJournalEpochKey(name));  // a stale one
   batch.Put(catalog_cf_, ToSlice(name), EncodeDescriptor(d));
   return Write(&batch, true, "creating " + DescribeName(name));
 }
@@ -387,6 +389,7 @@ Status Store::DropFilter(std::string_view name) {
   std::string prefix = NamePrefix(name);
   std::string end = PrefixSuccessor(prefix);
   batch.Delete(catalog_cf_, ToSlice(name));
+  batch.Delete(default_cf_, FilterJournalEpochKey(name));
   batch.DeleteRange(shards_cf_, prefix, end);
   batch.DeleteRange(journal_cf_, prefix, end);
   if (auto* hashes = hashes_cf_.load(std::memory_order_acquire)) {

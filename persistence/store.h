@@ -166,6 +166,14 @@ class Store {
   // durable, so that a later synced commit has little left to flush).
   Status SyncWal();
 
+  // The epoch of the filter's memory-mapped journal
+  // (persistence/filter_journal.h): 0 when it has none. Create, Drop and
+  // CommitMigration delete it in their WriteBatch, so that a later filter
+  // of the name never replays an earlier one's segments.
+  Result<uint64_t> GetFilterJournalEpoch(std::string_view name) const;
+  // Puts it (synced).
+  Status PutFilterJournalEpoch(std::string_view name, uint64_t epoch);
+
   // Reads back and checks every value in the three column families.
   Status Verify(StoreVerifyReport* report) const;
 

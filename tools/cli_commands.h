@@ -41,6 +41,7 @@ enum class OpenMode {
   kReadOnly,       // read commands: nothing is ever written
   kWriteExisting,  // the store must already exist
   kWriteOrCreate,  // `create`: makes the directory when missing
+  kVerify,         // read-only; journal damage is Verify's problem to list
 };
 
 // Opens the store at ctx.db_path. Errors carry context ("opening store

@@ -151,9 +151,12 @@ Result<std::unique_ptr<Database>> OpenStore(
     std::optional<Durability> durability_override) {
   DatabaseOptions options;
   options.path = ctx.db_path;
-  options.read_only = mode == OpenMode::kReadOnly;
+  options.read_only =
+      mode == OpenMode::kReadOnly || mode == OpenMode::kVerify;
   options.create_if_missing = mode == OpenMode::kWriteOrCreate;
   options.durability_override = durability_override;
+  // verify reports journal damage as a problem (exit 1), not an open error.
+  options.report_journal_damage = mode == OpenMode::kVerify;
   auto db = Database::Open(options);
   if (db.ok()) return db;
   const Status& s = db.status();
@@ -235,7 +238,7 @@ int RunCheckpoint(CommandContext& ctx) {
 }
 
 int RunVerify(CommandContext& ctx) {
-  auto db = OpenStore(ctx, OpenMode::kReadOnly);
+  auto db = OpenStore(ctx, OpenMode::kVerify);
   if (!db.ok() && db.status().IsCorruption()) {
     // A store that does not open is what verify is for: one problem.
     ctx.out << "problems 1\nproblem: " << db.status().ToString() << "\n";

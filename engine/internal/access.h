@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "shardfilter/engine/internal/filter_log.h"
+#include "shardfilter/engine/internal/journal_sink.h"
 #include "shardfilter/engine/internal/shard.h"
 #include "shardfilter/engine/sharded_filter.h"
 
@@ -55,6 +57,29 @@ class ShardedFilterAccess {
     if (f.spec_.retain_hashes && f.durability_ == Durability::kNone) {
       f.durability_ = Durability::kJournal;
     }
+    if (f.log_ == nullptr) {
+      f.log_ = std::make_unique<FilterLog>(f.name_, f.shard_count_);
+    }
+    if (journal != nullptr) {
+      // Filters that retain hashes write them in the op's RocksDB
+      // WriteBatch: they keep the journal family; others map segments.
+      const bool mmap = !f.spec_.retain_hashes && !read_only &&
+                        f.durability_ != Durability::kNone &&
+                        !journal->rocksdb_only();
+      f.log_->Configure(journal->store(), mmap,
+                        f.durability_ == Durability::kSync);
+    }
+    for (uint32_t i = 0; i < f.shard_count_; ++i) {  // L2's start
+      f.log_->SetRecovered(
+          i, f.shards_[i].last_seq.load(std::memory_order_relaxed));
+    }
+  }
+
+  // The filter's journal state (null before Attach or recovery).
+  static FilterLog* log(ShardedFilter& f) { return f.log_.get(); }
+  // Recovery, before the filter is shared.
+  static void SetLog(ShardedFilter& f, std::unique_ptr<FilterLog> log) {
+    f.log_ = std::move(log);
   }
 
   static Shard& shard(ShardedFilter& f, uint32_t i) { return f.shards_[i]; }

@@ -1,15 +1,21 @@
 #include "shardfilter/engine/internal/checkpointer.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <filesystem>
 #include <shared_mutex>
 #include <string>
 
 #include "shardfilter/engine/internal/access.h"
 #include "shardfilter/engine/internal/filter_factory.h"
+#include "shardfilter/engine/internal/filter_log.h"
 #include "shardfilter/engine/internal/parallel.h"
 #include "shardfilter/engine/internal/shard.h"
 #include "shardfilter/engine/internal/shard_chain.h"
+#include "shardfilter/persistence/dedup_log.h"
+#include "shardfilter/persistence/filter_journal.h"
 
 namespace shardfilter::internal {
 
@@ -22,6 +28,10 @@ using persistence::ShardRecord;
 Status CheckpointFilter(persistence::Store* store, ShardedFilter& f,
                         FilterState* state, uint32_t chunk_bytes,
                         CheckpointStats* stats) {
+  // L4: a stopped filter's memory may hold an unacknowledged op.
+  if (FilterLog* log = ShardedFilterAccess::log(f)) {
+    SF_RETURN_IF_ERROR(log->failure());
+  }
   FilterDescriptor next = state->committed;
   std::vector<uint32_t> changed;
   auto redirty = [&] {
@@ -71,7 +81,9 @@ Status CheckpointFilter(persistence::Store* store, ShardedFilter& f,
     return s;
   }
   state->committed = next;
+  FilterLog* log = ShardedFilterAccess::log(f);
   for (uint32_t i : changed) {
+    if (log != nullptr) log->Retire(i, next.shards[i].sequence);
     Shard& sh = ShardedFilterAccess::shard(f, i);
     sh.checkpoint_generation.store(next.shards[i].generation,
                                    std::memory_order_relaxed);
@@ -86,6 +98,44 @@ Status CheckpointFilter(persistence::Store* store, ShardedFilter& f,
 }
 
 namespace {
+
+// The segment files of the filter's epoch, per shard in segment order.
+Result<std::vector<std::vector<std::string>>> ListSegments(
+    const std::string& store_path, std::string_view name, uint64_t epoch,
+    uint32_t shards) {
+  std::vector<std::vector<std::pair<uint64_t, std::string>>> found(shards);
+  std::vector<std::vector<std::string>> out(shards);
+  if (epoch == 0) return out;
+  const std::string dir = persistence::FilterJournalEpochDir(store_path, epoch);
+  std::error_code ec;
+  if (!std::filesystem::exists(dir, ec)) return out;  // nothing written yet
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string file = entry.path().filename().string();
+    unsigned shard = 0;
+    unsigned long long number = 0;
+    char again[48];
+    if (std::sscanf(file.c_str(), "%3u-%8llu.sfj", &shard, &number) != 2) {
+      continue;
+    }
+    std::snprintf(again, sizeof again, "%03u-%08llu.sfj", shard, number);
+    if (file != again) continue;  // e.g. a ".tmp" a kill left: not a segment
+    if (shard >= shards) {
+      return Status::Corruption(DescribeName(name) + ": journal segment " +
+                                entry.path().string() + " names shard " +
+                                std::to_string(shard) + " of " +
+                                std::to_string(shards));
+    }
+    found[shard].emplace_back(number, entry.path().string());
+  }
+  if (ec) {
+    return Status::IOError("listing " + dir + ": " + ec.message());
+  }
+  for (uint32_t i = 0; i < shards; ++i) {
+    std::sort(found[i].begin(), found[i].end());
+    for (auto& [n, path] : found[i]) out[i].push_back(std::move(path));
+  }
+  return out;
+}
 
 // Replays one journal entry. Adds must succeed (the original did, and
 // replay applies ops in their original order: S3); a remove that finds
@@ -116,12 +166,83 @@ Status ReplayEntry(const FilterSpec& spec, Shard& shard, const JournalEntry& e,
   return Status::OK();
 }
 
+// A shard's segments, opened and read (filter_journal.h J3 for damage; with
+// tolerate_damage, reading stops at the damaged segment instead).
+struct LoadedSegments {
+  std::vector<std::shared_ptr<persistence::Segment>> segs;
+  std::vector<std::vector<persistence::FilterJournalRecord>> recs;
+  // J2: the RocksDB entries from here on are superseded.
+  uint64_t first_base() const {
+    return segs.empty() ? ~uint64_t{0} : segs[0]->header().base_seq;
+  }
+};
+
+Status LoadSegments(const std::vector<std::string>& paths, uint32_t shard,
+                    uint64_t epoch, std::string_view name, bool tolerate_damage,
+                    LoadedSegments* out) {
+  using persistence::Segment;
+  const std::string boot = persistence::CurrentBootId().substr(0, 64);
+  for (const std::string& path : paths) {
+    const std::string what = DescribeName(name) + " journal " + path;
+    SF_ASSIGN_OR_RETURN(std::shared_ptr<Segment> seg,
+                        Segment::OpenExisting(path));
+    const persistence::SegmentHeader& h = seg->header();
+    if (h.epoch != epoch || h.shard != shard || h.name != name) {
+      return Status::Corruption(what + ": header names another filter");
+    }
+    const bool later_boot = h.boot_id != boot;
+    std::vector<persistence::FilterJournalRecord> recs;
+    Status decoded = Status::OK();
+    if (!later_boot && seg->size() != h.file_bytes) {
+      decoded = Status::Corruption(
+          what + ": file is " + std::to_string(seg->size()) +
+          " bytes, its header says " + std::to_string(h.file_bytes));
+    } else {
+      decoded = persistence::DecodeSegmentRecords(seg->records(), later_boot,
+                                                  what, &recs);
+    }
+    if (!decoded.ok() && !tolerate_damage) return decoded;
+    out->segs.push_back(std::move(seg));
+    out->recs.push_back(std::move(recs));
+    if (!decoded.ok()) break;  // the records before the damage, then a gap
+  }
+  return Status::OK();
+}
+
+// Replays the loaded records after *last (L2: in seq order, up to the
+// first gap; J2: a later segment supersedes an earlier one's records from
+// its base seq on).
+Status ApplySegments(const FilterSpec& spec, Shard& sh, LoadedSegments& l,
+                     bool gap, uint64_t* last, uint64_t* replayed,
+                     std::atomic<uint64_t>* skipped) {
+  for (size_t k = 0; k < l.recs.size() && !gap; ++k) {
+    const uint64_t until =
+        k + 1 < l.segs.size() ? l.segs[k + 1]->header().base_seq : ~uint64_t{0};
+    for (const persistence::FilterJournalRecord& rec : l.recs[k]) {
+      if (rec.seq >= until || rec.seq <= *last) continue;  // J2; dead
+      if (rec.seq != *last + 1) {
+        gap = true;  // L2: the rest was never acknowledged
+        break;
+      }
+      if (rec.op != 0) {
+        JournalEntry e;
+        e.op = static_cast<JournalOp>(rec.op);
+        e.hashes = rec.hashes;
+        SF_RETURN_IF_ERROR(ReplayEntry(spec, sh, e, replayed, skipped));
+      }
+      *last = rec.seq;
+      l.segs[k]->max_seq.store(rec.seq, std::memory_order_relaxed);
+    }
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 Result<std::unique_ptr<ShardedFilter>> RecoverFilter(
     const persistence::Store& store, std::string_view name,
     const FilterDescriptor& d, uint64_t* replayed, uint64_t* skipped_removes,
-    std::shared_ptr<MemoryAccount> account) {
+    std::shared_ptr<MemoryAccount> account, bool tolerate_damage) {
   FilterSpec spec = SpecFromDescriptor(d);
   const uint32_t shards = spec.shards;
   // Invariant 8: the whole filter against the budget before any shard is
@@ -140,8 +261,15 @@ Result<std::unique_ptr<ShardedFilter>> RecoverFilter(
   // shared (the ParallelFor join orders it with what follows).
   auto f = ShardedFilterAccess::MakeEmpty(std::string(name), spec,
                                           std::move(account));
+  auto log = std::make_unique<FilterLog>(std::string(name), shards);
+  SF_ASSIGN_OR_RETURN(const uint64_t epoch, store.GetFilterJournalEpoch(name));
+  log->SetEpoch(epoch);
+  SF_ASSIGN_OR_RETURN(std::vector<std::vector<std::string>> segment_paths,
+                      ListSegments(store.path(), name, epoch, shards));
   std::vector<Status> errors(shards);
   std::vector<uint64_t> last_seq(shards, 0), counts(shards, 0);
+  std::vector<std::vector<std::shared_ptr<persistence::Segment>>> segments(
+      shards);
   std::atomic<uint64_t> skipped{0};
   ParallelFor(shards, [&](size_t i) {
     const ShardRecord& r = d.shards[i];
@@ -158,17 +286,37 @@ Result<std::unique_ptr<ShardedFilter>> RecoverFilter(
         SF_ASSIGN_OR_RETURN(chain, DecodeChain(spec, blob, what));
       }
       InstallChain(sh, std::move(chain));
-      last_seq[i] = r.sequence;
-      return store.ReadJournal(
+      // L2: a shard's ops are replayed in seq order up to the first gap
+      // (what follows a gap was never acknowledged): first the RocksDB
+      // journal family's entries, then the segments' records.
+      uint64_t& last = last_seq[i];
+      last = r.sequence;
+      bool gap = false;
+      LoadedSegments loaded;
+      SF_RETURN_IF_ERROR(LoadSegments(segment_paths[i],
+                                      static_cast<uint32_t>(i), epoch, name,
+                                      tolerate_damage, &loaded));
+      const uint64_t superseded = loaded.first_base();
+      SF_RETURN_IF_ERROR(store.ReadJournal(
           name, i, r.sequence, [&](uint64_t seq, const JournalEntry& e) {
-            last_seq[i] = seq;
+            if (seq >= superseded) return Status::OK();  // J2
+            if (gap || seq != last + 1) {
+              gap = true;
+              return Status::OK();
+            }
+            last = seq;
             return ReplayEntry(spec, sh, e, &counts[i], &skipped);
-          });
+          }));
+      SF_RETURN_IF_ERROR(
+          ApplySegments(spec, sh, loaded, gap, &last, &counts[i], &skipped));
+      segments[i] = std::move(loaded.segs);
+      return Status::OK();
     };
     errors[i] = run();
   });
   for (const Status& s : errors) SF_RETURN_IF_ERROR(s);
   for (uint32_t i = 0; i < shards; ++i) {
+    for (auto& seg : segments[i]) log->AdoptSegment(i, std::move(seg));
     Shard& sh = ShardedFilterAccess::shard(*f, i);
     sh.last_seq.store(last_seq[i], std::memory_order_relaxed);
     // Replayed shards are dirty: their next checkpoint truncates the journal.
@@ -182,8 +330,45 @@ Result<std::unique_ptr<ShardedFilter>> RecoverFilter(
                               std::memory_order_relaxed);
     *replayed += counts[i];
   }
+  ShardedFilterAccess::SetLog(*f, std::move(log));
   *skipped_removes += skipped.load(std::memory_order_relaxed);
   return f;
+}
+
+Status ScanFilterJournal(const persistence::Store& store, std::string_view name,
+                         const FilterDescriptor& d, uint64_t* records,
+                         std::vector<std::string>* problems) {
+  SF_ASSIGN_OR_RETURN(const uint64_t epoch, store.GetFilterJournalEpoch(name));
+  auto paths = ListSegments(store.path(), name, epoch,
+                            static_cast<uint32_t>(d.shards.size()));
+  if (!paths.ok()) {
+    problems->push_back(paths.status().ToString());
+    return Status::OK();
+  }
+  const std::string boot = persistence::CurrentBootId().substr(0, 64);
+  for (uint32_t i = 0; i < paths->size(); ++i) {
+    for (const std::string& path : (*paths)[i]) {
+      auto seg = persistence::Segment::OpenExisting(path);
+      std::vector<persistence::FilterJournalRecord> recs;
+      Status s = seg.status();
+      if (s.ok()) {
+        const auto& h = (*seg)->header();
+        const bool later = h.boot_id != boot;
+        s = persistence::DecodeSegmentRecords(
+            (*seg)->records(), later, DescribeName(name) + " journal " + path,
+            &recs);
+        if (s.ok() && !later && (*seg)->size() != h.file_bytes) {
+          s = Status::Corruption(DescribeName(name) + " journal " + path +
+                                 ": shorter than its header says");
+        }
+      }
+      if (!s.ok()) problems->push_back(s.ToString());
+      for (const auto& r : recs) {
+        if (r.seq > d.shards[i].sequence) ++*records;
+      }
+    }
+  }
+  return Status::OK();
 }
 
 }  // namespace shardfilter::internal

@@ -59,10 +59,22 @@ Status CheckpointFilter(persistence::Store* store, ShardedFilter& f,
 // *replayed / *skipped_removes receive the replay counts.
 // The filter's tables are charged to `account` before any shard is read
 // (ResourceExhausted naming the filter when over the budget).
+// The filter's memory-mapped journal (engine/internal/filter_log.h) is
+// replayed after the RocksDB journal family's entries, each shard in seq
+// order up to its first gap. `tolerate_damage`: a damaged record ends its
+// shard's replay quietly (read-only verify opens) instead of failing with
+// Corruption.
 Result<std::unique_ptr<ShardedFilter>> RecoverFilter(
     const persistence::Store& store, std::string_view name,
     const persistence::FilterDescriptor& d, uint64_t* replayed,
-    uint64_t* skipped_removes, std::shared_ptr<MemoryAccount> account);
+    uint64_t* skipped_removes, std::shared_ptr<MemoryAccount> account,
+    bool tolerate_damage = false);
+
+// Reads every segment of the filter's journal: *records += the records
+// past the checkpoint; each damaged segment adds a problem (Verify).
+Status ScanFilterJournal(const persistence::Store& store, std::string_view name,
+                         const persistence::FilterDescriptor& d,
+                         uint64_t* records, std::vector<std::string>* problems);
 
 }  // namespace shardfilter::internal
 

@@ -13,7 +13,10 @@ namespace shardfilter::internal {
 
 class JournalSink {
  public:
-  explicit JournalSink(persistence::Store* store) : store_(store) {}
+  explicit JournalSink(persistence::Store* store, bool rocksdb_only = false)
+      : store_(store), rocksdb_only_(rocksdb_only) {}
+  // DatabaseOptions::journal_in_rocksdb.
+  bool rocksdb_only() const { return rocksdb_only_; }
 
   Status Write(persistence::JournalBatch* batch, bool sync) {
     Status s = store_->WriteJournal(batch, sync);
@@ -23,11 +26,18 @@ class JournalSink {
     }
     return s;
   }
+  // An op (or batch) journalled elsewhere (the memory-mapped journal).
+  void Count(uint64_t ops) {
+    writes_.fetch_add(1, std::memory_order_relaxed);
+    ops_.fetch_add(ops, std::memory_order_relaxed);
+  }
+  persistence::Store* store() const { return store_; }
   uint64_t writes() const { return writes_.load(std::memory_order_relaxed); }
   uint64_t ops() const { return ops_.load(std::memory_order_relaxed); }
 
  private:
   persistence::Store* store_;  // not owned; outlives the sink
+  bool rocksdb_only_ = false;
   std::atomic<uint64_t> writes_{0};
   std::atomic<uint64_t> ops_{0};
 };

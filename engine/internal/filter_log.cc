@@ -1,0 +1,228 @@
+#include "shardfilter/engine/internal/filter_log.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <random>
+#include <thread>
+
+#include "shardfilter/persistence/dedup_log.h"
+#include "shardfilter/persistence/store.h"
+
+namespace shardfilter::internal {
+
+using persistence::Segment;
+using persistence::SegmentHeader;
+
+uint64_t NewJournalEpoch() {
+  std::random_device rd;
+  uint64_t e = 0;
+  while (e == 0) {
+    e = (uint64_t{rd()} << 32) ^ rd() ^
+        static_cast<uint64_t>(
+            std::chrono::steady_clock::now().time_since_epoch().count());
+  }
+  return e;
+}
+
+void RemoveStaleJournals(const std::string& store_path,
+                         const std::set<uint64_t>& keep) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path dir = persistence::FilterJournalDir(store_path);
+  if (!fs::is_directory(dir, ec)) return;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string n = entry.path().filename().string();
+    if (n.size() != 16 ||
+        n.find_first_not_of("0123456789abcdef") != std::string::npos) {
+      continue;
+    }
+    const uint64_t epoch = std::stoull(n, nullptr, 16);
+    if (keep.count(epoch) == 0) fs::remove_all(entry.path(), ec);
+  }
+}
+
+FilterLog::FilterLog(std::string name, uint32_t shards)
+    : name_(std::move(name)),
+      shard_count_(shards),
+      shards_(std::make_unique<LogShard[]>(shards)) {
+  // 32 MiB of segments per filter, 1 to 8 MiB each: a segment is created
+  // every 25,000 to 200,000 single-key ops of a shard.
+  uint64_t per = (uint64_t{32} << 20) / shards;
+  per = std::clamp<uint64_t>(per, uint64_t{1} << 20, uint64_t{8} << 20);
+  segment_bytes_ = per;
+  if (uint64_t t = persistence::SegmentBytesForTesting()) segment_bytes_ = t;
+}
+
+FilterLog::~FilterLog() = default;
+
+void FilterLog::Configure(persistence::Store* store, bool mmap, bool sync) {
+  store_ = store;
+  mmap_ = mmap;
+  sync_ = sync;
+}
+
+void FilterLog::AdoptSegment(uint32_t shard, std::shared_ptr<Segment> s) {
+  LogShard& L = shards_[shard];
+  L.next_number = std::max(L.next_number, s->header().number + 1);
+  std::lock_guard lock(L.mu);
+  L.segments.push_back(std::move(s));
+  L.unsynced_from = L.segments.size();  // loaded ones are not ours to sync
+}
+
+void FilterLog::SetRecovered(uint32_t shard, uint64_t last_seq) {
+  LogShard& L = shards_[shard];
+  L.copied.store(last_seq, std::memory_order_relaxed);
+  std::lock_guard lock(L.mu);
+  L.synced = last_seq;
+}
+
+Status FilterLog::EnsureEpoch() {
+  std::lock_guard lock(epoch_mu_);
+  if (epoch_.load(std::memory_order_relaxed) != 0) return Status::OK();
+  SF_ASSIGN_OR_RETURN(uint64_t e, store_->GetFilterJournalEpoch(name_));
+  if (e == 0) {
+    e = NewJournalEpoch();
+    SF_RETURN_IF_ERROR(store_->PutFilterJournalEpoch(name_, e));
+  }
+  epoch_.store(e, std::memory_order_release);
+  return Status::OK();
+}
+
+Status FilterLog::EnsureSpace(uint32_t shard, size_t hashes,
+                              uint64_t next_seq) {
+  LogShard& L = shards_[shard];
+  const uint64_t need = persistence::FilterJournalRecordBytes(hashes);
+  if (L.active != nullptr && L.tail + need <= L.active->size()) {
+    return Status::OK();
+  }
+  SF_RETURN_IF_ERROR(failure());
+  SF_RETURN_IF_ERROR(EnsureEpoch());
+  SegmentHeader h;
+  h.shard = shard;
+  h.epoch = epoch();
+  h.number = L.next_number;
+  h.base_seq = next_seq;  // J2
+  h.file_bytes = std::max<uint64_t>(
+      segment_bytes_,
+      (persistence::kSegmentHeaderBytes + need + 4095) / 4096 * 4096);
+  h.boot_id = persistence::CurrentBootId().substr(0, 64);
+  h.name = name_;
+  SF_ASSIGN_OR_RETURN(
+      std::shared_ptr<Segment> seg,
+      Segment::Create(
+          persistence::SegmentPath(store_->path(), h.epoch, shard, h.number), h,
+          sync_));
+  ++L.next_number;
+  {
+    std::lock_guard lock(L.mu);
+    L.segments.push_back(seg);
+  }
+  L.active = std::move(seg);
+  L.tail = persistence::kSegmentHeaderBytes;
+  return Status::OK();
+}
+
+char* FilterLog::Reserve(uint32_t shard, uint64_t seq, size_t hashes) {
+  LogShard& L = shards_[shard];
+  char* p = L.active->data() + L.tail;
+  persistence::PutRecordHeader(p, seq,
+                               static_cast<uint32_t>(8 + 8 * hashes));  // J1
+  L.tail += persistence::FilterJournalRecordBytes(hashes);
+  L.active->max_seq.store(seq, std::memory_order_relaxed);
+  return p;
+}
+
+Status FilterLog::Complete(uint32_t shard, uint64_t first_seq,
+                           uint64_t last_seq) {
+  LogShard& L = shards_[shard];
+  // L2: wait for every lower seq, then move the watermark past ours.
+  for (int spins = 0; L.copied.load(std::memory_order_acquire) != first_seq - 1;
+       ++spins) {
+    if (failed()) return failure();
+    if (spins > 64) std::this_thread::yield();
+  }
+  L.copied.store(last_seq, std::memory_order_release);
+  if (!sync_ || !mmap_) return Status::OK();
+  return Sync(L, last_seq);
+}
+
+Status FilterLog::Sync(LogShard& L, uint64_t last_seq) {
+  std::unique_lock lock(L.mu);
+  while (L.synced < last_seq) {  // L3
+    if (failed()) return failure();
+    if (L.syncing) {
+      L.cv.wait(lock);
+      continue;
+    }
+    L.syncing = true;
+    const uint64_t target = L.copied.load(std::memory_order_acquire);
+    std::vector<std::shared_ptr<Segment>> todo(
+        L.segments.begin() + static_cast<std::ptrdiff_t>(
+                                 std::min(L.unsynced_from, L.segments.size())),
+        L.segments.end());
+    const size_t keep = L.segments.empty() ? 0 : L.segments.size() - 1;
+    lock.unlock();
+    Status s;
+    for (const auto& seg : todo) {
+      s = seg->Sync();
+      if (!s.ok()) break;
+    }
+    lock.lock();
+    L.syncing = false;
+    if (!s.ok()) {
+      Fail(s.WithContext("syncing the journal of " + name_));
+      L.cv.notify_all();
+      return failure();
+    }
+    // The newest segment stays to sync (more records land in it); the
+    // older ones are complete. Retire() may have shortened the list: clamp.
+    L.unsynced_from = std::min(std::max(L.unsynced_from, keep),
+                               L.segments.empty() ? 0 : L.segments.size() - 1);
+    L.synced = std::max(L.synced, target);
+    L.cv.notify_all();
+  }
+  return Status::OK();
+}
+
+Status FilterLog::failure() const {
+  if (!failed()) return Status::OK();
+  std::lock_guard lock(fail_mu_);
+  return fail_status_;
+}
+
+void FilterLog::Fail(const Status& cause) {
+  std::lock_guard lock(fail_mu_);
+  if (failed_.load(std::memory_order_relaxed)) return;
+  fail_status_ = Status::IOError(
+      "writes to " + name_ +
+      " are stopped until it is reopened (reloaded from its checkpoint and "
+      "journal): " +
+      cause.ToString());
+  failed_.store(true, std::memory_order_release);
+}
+
+void FilterLog::Retire(uint32_t shard, uint64_t seq) {
+  LogShard& L = shards_[shard];
+  std::lock_guard lock(L.mu);
+  // The newest segment may be the active one (written under the
+  // reservation, which we do not hold): it stays.
+  size_t removed_before_unsynced = 0;
+  std::vector<std::shared_ptr<Segment>> keep;
+  for (size_t i = 0; i < L.segments.size(); ++i) {
+    const auto& seg = L.segments[i];
+    const bool newest = i + 1 == L.segments.size();
+    if (!newest && seg->max_seq.load(std::memory_order_relaxed) <= seq) {
+      ::unlink(seg->path().c_str());  // dead: the checkpoint covers it
+      if (i < L.unsynced_from) ++removed_before_unsynced;
+      continue;
+    }
+    keep.push_back(seg);
+  }
+  L.unsynced_from -= std::min(L.unsynced_from, removed_before_unsynced);
+  L.segments = std::move(keep);
+}
+
+}  // namespace shardfilter::internal

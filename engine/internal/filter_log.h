@@ -1,0 +1,170 @@
+// FilterLog: the run-time side of one ShardedFilter's journal: the
+// memory-mapped segments of persistence/filter_journal.h (durability
+// journal / sync, filters that do not retain hashes) and, for every
+// journalled filter, the per-shard acknowledgement watermark and the
+// stopped state.
+//
+// Invariants (the code cites them):
+//  L1. Reservation: a shard's seqs and record slots are handed out by one
+//      reserver at a time (the shard's order_mu for counting and cuckoo,
+//      which also covers the apply; `reserve_mu` for Bloom), seq and slot
+//      together, so slot order is seq order (filter_journal.h J1). Space is
+//      reserved BEFORE the op is applied (EnsureSpace / a Bloom add's slot),
+//      so the only failure after an op changed memory is a sync I/O error.
+//  L2. Watermark: `copied` = s means every op of the shard with seq <= s
+//      has its record committed (or, on the RocksDB path, its WriteBatch
+//      written). Only the writer of seq s moves it, from s - 1 to its last
+//      seq: so it moves in seq order, and an op is acknowledged only once
+//      every lower seq of its shard is durable. A kill therefore leaves
+//      unacknowledged ops only above the first missing seq, and replay,
+//      which applies a shard's records in seq order and stops at the first
+//      gap, restores every acknowledged op and no op out of order (case 7
+//      of issue 13). Writers commit all their records before waiting, and a
+//      batch waits shard by shard in ascending order, so waits never cycle.
+//  L3. Group commit (sync): `synced` = s means records <= s are on disk. A
+//      writer whose seq is above it either becomes the one syncing (it
+//      syncs every segment written since the last sync, then raises
+//      `synced` to the watermark it read before syncing) or waits for the
+//      next sync covering its seq; concurrent writers share one fdatasync.
+//  L4. Never undo: an op that changed memory and then failed to become
+//      durable stops the filter: every later mutation fails with IOError
+//      naming the cause, checkpoints are refused (no unacknowledged copy is
+//      checkpointed), and the writers whose ops were not acknowledged
+//      un-commit their records, so that a reload (reopen) from checkpoint +
+//      journal recovers exactly the acknowledged ops.
+//
+// Thread safety: as described per member; all public methods may be called
+// concurrently.
+#ifndef SHARDFILTER_ENGINE_INTERNAL_FILTER_LOG_H_
+#define SHARDFILTER_ENGINE_INTERNAL_FILTER_LOG_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "shardfilter/filters/status.h"
+#include "shardfilter/persistence/filter_journal.h"
+
+namespace shardfilter::persistence {
+class Store;
+}
+
+namespace shardfilter::internal {
+
+// Hashes per journal record at most (a batch writes several records).
+inline constexpr size_t kMaxRecordHashes = 16384;
+
+// A tiny test-and-test-and-set lock: a Bloom reservation holds it for a
+// few stores (L1), or, once per segment, while the next segment is
+// created: waiters yield after a short spin so the holder gets the CPU.
+class SpinLock {
+ public:
+  void lock() {
+    while (flag_.exchange(true, std::memory_order_acquire)) {
+      for (int spins = 0; flag_.load(std::memory_order_relaxed); ++spins) {
+        if (spins > 100) std::this_thread::yield();
+      }
+    }
+  }
+  void unlock() { flag_.store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> flag_{false};
+};
+
+class FilterLog {
+ public:
+  FilterLog(std::string name, uint32_t shards);
+  ~FilterLog();
+
+  // Attach (before the filter is shared): `mmap` selects the segments
+  // (else ops go to the RocksDB journal family and only L2 / L4 apply).
+  void Configure(persistence::Store* store, bool mmap, bool sync);
+  bool mmap() const { return mmap_; }
+
+  // Recovery (before sharing): the filter's epoch (0: none yet), the
+  // segments read for a shard with the highest seq replayed from each, and
+  // the last seq recovered (the watermark's start).
+  void SetEpoch(uint64_t epoch) { epoch_.store(epoch); }
+  void AdoptSegment(uint32_t shard, std::shared_ptr<persistence::Segment> s);
+  void SetRecovered(uint32_t shard, uint64_t last_seq);
+
+  // --- The mutation path (L1); REQUIRES: the shard's reservation held ---
+  SpinLock& reserve_mu(uint32_t shard) { return shards_[shard].reserve_mu; }
+  // Makes room in the active segment for a record of `hashes` hashes
+  // (creating the epoch or the next segment, with base `next_seq`).
+  Status EnsureSpace(uint32_t shard, size_t hashes, uint64_t next_seq);
+  // Writes the record header for `seq` (REQUIRES: EnsureSpace for at least
+  // this many hashes since the last Reserve) and returns its slot.
+  char* Reserve(uint32_t shard, uint64_t seq, size_t hashes);
+
+  // --- After the records are committed (or written to RocksDB) ---
+  // L2 then, under sync, L3. Non-OK: the op is not acknowledged (the filter
+  // is stopped); the caller un-commits its slots (L4).
+  Status Complete(uint32_t shard, uint64_t first_seq, uint64_t last_seq);
+
+  // L4: OK unless the filter is stopped.
+  Status failure() const;
+  bool failed() const { return failed_.load(std::memory_order_acquire); }
+  void Fail(const Status& cause);
+
+  // After a checkpoint covering `seq` committed: unlinks the shard's
+  // segments (other than the active one) whose records are all <= seq.
+  void Retire(uint32_t shard, uint64_t seq);
+
+  uint64_t epoch() const { return epoch_.load(std::memory_order_acquire); }
+
+ private:
+  struct alignas(64) LogShard {
+    SpinLock reserve_mu;                           // L1 (Bloom)
+    std::shared_ptr<persistence::Segment> active;  // L1
+    uint64_t tail = 0;                             // L1: next slot offset
+    uint64_t next_number = 1;                      // L1
+    std::atomic<uint64_t> copied{0};               // L2
+    std::mutex mu;                                 // segments, sync state
+    std::vector<std::shared_ptr<persistence::Segment>>
+        segments;                // GUARDED_BY(mu)
+    std::condition_variable cv;  // L3
+    uint64_t synced = 0;         // GUARDED_BY(mu)
+    bool syncing = false;        // GUARDED_BY(mu)
+    size_t unsynced_from = 0;    // index in segments   // GUARDED_BY(mu)
+  };
+
+  Status EnsureEpoch();
+  Status Sync(LogShard& s, uint64_t last_seq);
+
+  const std::string name_;
+  const uint32_t shard_count_;
+  std::unique_ptr<LogShard[]> shards_;
+  persistence::Store* store_ = nullptr;
+  bool mmap_ = false;
+  bool sync_ = false;
+  uint64_t segment_bytes_ = 0;
+  std::mutex epoch_mu_;
+  std::atomic<uint64_t> epoch_{0};  // set once, under epoch_mu_
+  std::atomic<bool> failed_{false};
+  mutable std::mutex fail_mu_;
+  Status fail_status_;  // GUARDED_BY(fail_mu_)
+};
+
+// Picks a fresh random epoch (never 0).
+uint64_t NewJournalEpoch();
+
+// A writable open: removes the epoch directories under
+// <store>/filter-journal that no filter names (a dropped or migrated
+// filter's, or one whose creation did not commit). Only directories this
+// code makes (16 hex digits) are touched; errors are ignored (they are
+// retried at the next open).
+void RemoveStaleJournals(const std::string& store_path,
+                         const std::set<uint64_t>& keep);
+
+}  // namespace shardfilter::internal
+
+#endif  // SHARDFILTER_ENGINE_INTERNAL_FILTER_LOG_H_

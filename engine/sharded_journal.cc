@@ -1,0 +1,155 @@
+// ShardedFilter: the journalled single-key mutation paths. The order of
+// steps is what engine/internal/filter_log.h L1-L4 and Shard S2/S3 need:
+//
+//   memory-mapped journal (filters that do not retain hashes):
+//     reserve journal space (counting / cuckoo: under order_mu, before
+//     applying; Bloom: seq and slot under the shard's reservation lock,
+//     before applying) -> apply -> take the seq and the record slot together
+//     (L1) -> release order_mu -> copy the record, commit word last (J1) ->
+//     wait until every lower seq of the shard is committed, move the
+//     watermark (L2) -> sync: share an fdatasync (L3) -> acknowledge.
+//   RocksDB journal family (filters that retain hashes: the retained
+//     set is written in the same WriteBatch):
+//     apply and take the seq (under order_mu for ordered types) -> write the
+//     batch (outside order_mu) -> L2 -> acknowledge.
+//
+// Nothing is ever undone (L4): a failure after the apply stops the filter.
+#include <mutex>
+
+#include "shardfilter/engine/internal/filter_log.h"
+#include "shardfilter/engine/internal/journal_sink.h"
+#include "shardfilter/engine/internal/shard.h"
+#include "shardfilter/engine/internal/shard_chain.h"
+#include "shardfilter/engine/sharded_filter.h"
+#include "shardfilter/persistence/filter_journal.h"
+
+namespace shardfilter {
+
+using internal::FilterLog;
+using internal::Shard;
+using persistence::JournalBatch;
+using persistence::JournalOp;
+
+namespace {
+
+bool NeedsOrder(FilterType t) { return t != FilterType::kBloom; }
+
+uint8_t OpByte(JournalOp op) { return static_cast<uint8_t>(op); }
+
+}  // namespace
+
+Result<AddOutcome> ShardedFilter::JournalledInsert(uint32_t index, Shard& s,
+                                                   uint64_t hash) {
+  FilterLog& log = *log_;
+  SF_RETURN_IF_ERROR(log.failure());  // L4
+  AddOutcome outcome = AddOutcome::kAdded;
+  uint64_t seq = 0;
+  if (log.mmap()) {
+    char* slot = nullptr;
+    Status applied;
+    if (NeedsOrder(spec_.type)) {
+      std::lock_guard order(s.order_mu);  // S3, L1
+      const uint64_t next = s.last_seq.load(std::memory_order_relaxed) + 1;
+      SF_RETURN_IF_ERROR(log.EnsureSpace(index, 1, next));
+      SF_RETURN_IF_ERROR(internal::ChainAdd(spec_, s, hash, &outcome));
+      seq = s.last_seq.fetch_add(1, std::memory_order_relaxed) + 1;
+      slot = log.Reserve(index, seq, 1);
+      RecordForMigration(index, hash, false);
+    } else {
+      {
+        std::lock_guard reserve(log.reserve_mu(index));  // L1
+        const uint64_t next = s.last_seq.load(std::memory_order_relaxed) + 1;
+        SF_RETURN_IF_ERROR(log.EnsureSpace(index, 1, next));
+        seq = s.last_seq.fetch_add(1, std::memory_order_relaxed) + 1;
+        slot = log.Reserve(index, seq, 1);
+      }
+      // Bloom adds commute: applied outside the reservation. A failed add
+      // (Full) still commits its slot, as "no op", so seqs stay contiguous.
+      applied = internal::ChainAdd(spec_, s, hash, &outcome);
+      if (applied.ok()) {
+        RecordForMigration(index, hash, false,
+                           outcome == AddOutcome::kAlreadyPresent);
+      }
+    }
+    if (applied.ok()) {
+      // A Bloom key already present is journalled too (AddOutcome).
+      s.dirty.store(true, std::memory_order_relaxed);
+      persistence::CommitRecord(slot, OpByte(JournalOp::kAdd), {&hash, 1});
+    } else {
+      persistence::CommitRecord(slot, 0, {});
+    }
+    Status done = log.Complete(index, seq, seq);  // L2, L3
+    if (!done.ok()) {
+      persistence::UncommitRecord(slot);  // L4: not acknowledged
+      return done;
+    }
+    if (!applied.ok()) return applied;
+    journal_->Count(1);
+    return outcome;
+  }
+  if (NeedsOrder(spec_.type)) {
+    std::lock_guard order(s.order_mu);  // S3
+    SF_RETURN_IF_ERROR(internal::ChainAdd(spec_, s, hash, &outcome));
+    seq = s.last_seq.fetch_add(1, std::memory_order_relaxed) + 1;
+    RecordForMigration(index, hash, false);
+  } else {
+    SF_RETURN_IF_ERROR(internal::ChainAdd(spec_, s, hash, &outcome));
+    seq = s.last_seq.fetch_add(1, std::memory_order_relaxed) + 1;
+    RecordForMigration(index, hash, false,
+                       outcome == AddOutcome::kAlreadyPresent);
+  }
+  s.dirty.store(true, std::memory_order_relaxed);
+  JournalBatch batch;
+  batch.Add(name_, index, seq, JournalOp::kAdd, {&hash, 1});
+  if (spec_.retain_hashes) batch.Retain(name_, JournalOp::kAdd, {&hash, 1});
+  Status st = journal_->Write(&batch, durability_ == Durability::kSync);
+  if (!st.ok()) {
+    log.Fail(st.WithContext("writing the journal"));  // L4: no undo
+    return log.failure();
+  }
+  SF_RETURN_IF_ERROR(log.Complete(index, seq, seq));  // L2
+  return outcome;
+}
+
+Status ShardedFilter::JournalledRemove(uint32_t index, Shard& s,
+                                       uint64_t hash) {
+  FilterLog& log = *log_;
+  SF_RETURN_IF_ERROR(log.failure());  // L4
+  uint64_t seq = 0;
+  char* slot = nullptr;
+  {
+    std::lock_guard order(s.order_mu);  // S3, L1
+    if (log.mmap()) {
+      const uint64_t next = s.last_seq.load(std::memory_order_relaxed) + 1;
+      SF_RETURN_IF_ERROR(log.EnsureSpace(index, 1, next));
+    }
+    SF_RETURN_IF_ERROR(internal::ChainRemove(s, hash));
+    seq = s.last_seq.fetch_add(1, std::memory_order_relaxed) + 1;
+    if (log.mmap()) slot = log.Reserve(index, seq, 1);
+    RecordForMigration(index, hash, true);
+  }
+  s.dirty.store(true, std::memory_order_relaxed);
+  if (log.mmap()) {
+    persistence::CommitRecord(slot, OpByte(JournalOp::kRemove), {&hash, 1});
+    Status done = log.Complete(index, seq, seq);
+    if (!done.ok()) {
+      persistence::UncommitRecord(slot);  // L4
+      return done;
+    }
+    journal_->Count(1);
+    return done;
+  }
+  JournalBatch batch;
+  batch.Add(name_, index, seq, JournalOp::kRemove, {&hash, 1});
+  if (spec_.retain_hashes) {
+    batch.Retain(name_, JournalOp::kRemove, {&hash, 1});
+  }
+  Status st = journal_->Write(&batch, durability_ == Durability::kSync);
+  if (!st.ok()) {
+    log.Fail(st.WithContext("writing the journal"));  // L4: no undo
+    return log.failure();
+  }
+  return log.Complete(index, seq, seq);  // L2
+}
+
+}  // namespace shardfilter

@@ -1,0 +1,425 @@
+#include "shardfilter/persistence/filter_journal.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+
+#include "shardfilter/filters/internal/coding.h"
+#include "shardfilter/persistence/keys.h"
+
+namespace shardfilter::persistence {
+
+namespace {
+
+using shardfilter::internal::ByteReader;
+using shardfilter::internal::LoadLE;
+using shardfilter::internal::PutU32;
+using shardfilter::internal::PutU64;
+
+constexpr char kMagic[8] = {'S', 'F', 'F', 'J', 'S', 'E', 'G', '1'};
+constexpr uint64_t kSeed = 0x6a6c66746c696673;  // "sfiltflj"
+constexpr uint32_t kMaxBody = 1u << 30;
+
+void StoreU32(char* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<char>(v >> (8 * i));
+}
+void StoreU64(char* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<char>(v >> (8 * i));
+}
+
+uint32_t HeaderCheck(uint32_t len, uint64_t seq) {
+  char b[12];
+  StoreU32(b, len);
+  StoreU64(b + 4, seq);
+  return static_cast<uint32_t>(XXH3_64bits_withSeed(b, sizeof b, kSeed)) | 1u;
+}
+
+// Over the 16 header bytes and the body (J1: seq, length and body).
+uint64_t CommitWord(const char* p, uint32_t len) {
+  return XXH3_64bits_withSeed(p, 16 + len, kSeed) | 1u;
+}
+
+std::atomic<uint64_t>* CommitSlot(char* p, uint32_t len) {
+  // 8-aligned (records are), so the atomic view is well formed.
+  return reinterpret_cast<std::atomic<uint64_t>*>(p + 16 + len);
+}
+
+bool AllZero(const char* p, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    if (p[i] != 0) return false;
+  }
+  return true;
+}
+
+Status Errno(const std::string& what, const std::string& path) {
+  return Status::IOError(what + " " + path + ": " + std::strerror(errno));
+}
+
+std::mutex& HookMu() {
+  static std::mutex mu;
+  return mu;
+}
+JournalFaultFn& FaultHook() {
+  static JournalFaultFn fn;
+  return fn;
+}
+JournalSyncedFn& SyncedHook() {
+  static JournalSyncedFn fn;
+  return fn;
+}
+Status Fault(std::string_view what, const std::string& path) {
+  std::lock_guard lock(HookMu());
+  return FaultHook() ? FaultHook()(what, path) : Status::OK();
+}
+
+Status SyncDir(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Errno("opening directory", dir);
+  const int rc = ::fsync(fd);
+  ::close(fd);
+  return rc == 0 ? Status::OK() : Errno("syncing directory", dir);
+}
+
+}  // namespace
+
+namespace {
+std::atomic<uint64_t> segment_bytes_override{0};
+}  // namespace
+
+void SetSegmentBytesForTesting(uint64_t bytes) {
+  segment_bytes_override.store(bytes);
+}
+uint64_t SegmentBytesForTesting() { return segment_bytes_override.load(); }
+
+void SetJournalFaultForTesting(JournalFaultFn fn) {
+  std::lock_guard lock(HookMu());
+  FaultHook() = std::move(fn);
+}
+void SetJournalSyncedForTesting(JournalSyncedFn fn) {
+  std::lock_guard lock(HookMu());
+  SyncedHook() = std::move(fn);
+}
+
+std::string EncodeSegmentHeader(const SegmentHeader& h) {
+  std::string out(kMagic, 8);
+  PutU32(&out, h.version);
+  PutU32(&out, h.shard);
+  PutU64(&out, h.epoch);
+  PutU64(&out, h.number);
+  PutU64(&out, h.base_seq);
+  PutU64(&out, h.file_bytes);
+  PutU32(&out, static_cast<uint32_t>(h.boot_id.size()));
+  out += h.boot_id;
+  PutU32(&out, static_cast<uint32_t>(h.name.size()));
+  out += h.name;
+  PutU64(&out, XXH3_64bits_withSeed(out.data(), out.size(), kSeed));
+  return out;
+}
+
+Result<SegmentHeader> DecodeSegmentHeader(std::string_view bytes,
+                                          const std::string& what) {
+  auto bad = [&](const std::string& why) {
+    return Status::Corruption(what + ": " + why);
+  };
+  if (bytes.size() > kSegmentHeaderBytes) {
+    bytes = bytes.substr(0, kSegmentHeaderBytes);
+  }
+  ByteReader r(bytes);
+  std::string_view magic, boot, name;
+  SegmentHeader h;
+  uint32_t boot_len = 0, name_len = 0;
+  uint64_t check = 0;
+  if (!r.ReadBytes(8, &magic) || magic != std::string_view(kMagic, 8)) {
+    return bad("not a filter journal segment (bad magic)");
+  }
+  if (!r.ReadU32(&h.version) || !r.ReadU32(&h.shard) || !r.ReadU64(&h.epoch) ||
+      !r.ReadU64(&h.number) || !r.ReadU64(&h.base_seq) ||
+      !r.ReadU64(&h.file_bytes) || !r.ReadU32(&boot_len) ||
+      !r.ReadBytes(boot_len, &boot) || !r.ReadU32(&name_len) ||
+      !r.ReadBytes(name_len, &name)) {
+    return bad("truncated header");
+  }
+  const size_t covered = r.position();
+  if (!r.ReadU64(&check) ||
+      check != XXH3_64bits_withSeed(bytes.data(), covered, kSeed)) {
+    return bad("header checksum mismatch");
+  }
+  if (h.version != kFilterJournalVersion) {
+    return Status::NotSupported(what + ": version " +
+                                std::to_string(h.version) +
+                                " (this build reads 1)");
+  }
+  if (h.file_bytes <= kSegmentHeaderBytes || h.file_bytes % 4096 != 0 ||
+      h.base_seq == 0) {
+    return bad("bad size or base sequence");
+  }
+  h.boot_id.assign(boot);
+  h.name.assign(name);
+  return h;
+}
+
+Status DecodeSegmentRecords(std::string_view records, bool later_boot,
+                            const std::string& what,
+                            std::vector<FilterJournalRecord>* out,
+                            uint64_t* uncommitted) {
+  const char* data = records.data();
+  const size_t cap = records.size() & ~size_t{7};
+  size_t at = 0;
+  auto damage = [&](const char* why) {
+    return Status::Corruption(what + ": record at byte " +
+                              std::to_string(kSegmentHeaderBytes + at) + " " +
+                              why);
+  };
+  while (at + 16 <= cap) {
+    const uint32_t len = static_cast<uint32_t>(LoadLE(data + at, 4));
+    const uint32_t hcheck = static_cast<uint32_t>(LoadLE(data + at + 4, 4));
+    const uint64_t seq = LoadLE(data + at + 8, 8);
+    if (len == 0 && hcheck == 0 && seq == 0) {
+      // The end (J1). Within the boot, only zeros may follow (J3).
+      if (!later_boot && !AllZero(data + at, cap - at)) {
+        return damage("is missing and data follows it");
+      }
+      return Status::OK();
+    }
+    const bool header_ok = len >= 8 && len % 8 == 0 && len <= kMaxBody &&
+                           seq != 0 && hcheck == HeaderCheck(len, seq) &&
+                           len + 24 <= cap - at;
+    if (!header_ok) {
+      if (later_boot) return Status::OK();
+      return damage("has a damaged header");
+    }
+    const char* p = data + at;
+    const uint64_t commit = LoadLE(p + 16 + len, 8);
+    const size_t next = at + 16 + len + 8;
+    if (commit == 0) {
+      // Reserved, never committed: not acknowledged (J1).
+      if (later_boot) return Status::OK();
+      if (uncommitted != nullptr) ++*uncommitted;
+      at = next;
+      continue;
+    }
+    if (commit != CommitWord(p, len)) {
+      if (later_boot) return Status::OK();
+      return damage("fails its checksum");
+    }
+    const char* body = p + 16;
+    const uint8_t op = static_cast<uint8_t>(body[0]);
+    const uint32_t n = static_cast<uint32_t>(LoadLE(body + 4, 4));
+    if (op > 2 || body[1] != 0 || body[2] != 0 || body[3] != 0 ||
+        n > (len - 8) / 8 || (op == 0 && n != 0) || (op != 0 && n == 0) ||
+        !AllZero(body + 8 + 8 * size_t{n}, len - 8 - 8 * size_t{n})) {
+      // The checksum matched: the writer wrote it so (a bug), or damage.
+      return damage("holds a malformed body");
+    }
+    FilterJournalRecord rec;
+    rec.seq = seq;
+    rec.op = op;
+    rec.hashes.resize(n);
+    for (uint32_t i = 0; i < n; ++i)
+      rec.hashes[i] = LoadLE(body + 8 + 8 * i, 8);
+    out->push_back(std::move(rec));
+    at = next;
+  }
+  return Status::OK();
+}
+
+void PutRecordHeader(char* p, uint64_t seq, uint32_t body_len) {
+  StoreU32(p, body_len);
+  StoreU32(p + 4, HeaderCheck(body_len, seq));
+  StoreU64(p + 8, seq);
+}
+
+void CommitRecord(char* p, uint8_t op, std::span<const uint64_t> hashes) {
+  const uint32_t len = static_cast<uint32_t>(LoadLE(p, 4));
+  char* body = p + 16;
+  body[0] = static_cast<char>(op);
+  StoreU32(body + 4, static_cast<uint32_t>(hashes.size()));
+  for (size_t i = 0; i < hashes.size(); ++i) {
+    StoreU64(body + 8 + 8 * i, hashes[i]);
+  }
+  // Padding bytes are zero: the segment was created zeroed and every byte
+  // of a record is written once (J1).
+  CommitSlot(p, len)->store(CommitWord(p, len), std::memory_order_release);
+}
+
+void UncommitRecord(char* p) {
+  const uint32_t len = static_cast<uint32_t>(LoadLE(p, 4));
+  CommitSlot(p, len)->store(0, std::memory_order_release);
+}
+
+std::string FilterJournalEpochKey(std::string_view name) {
+  std::string out{static_cast<char>(0xF7), 'J', 'e'};
+  out += NamePrefix(name);
+  return out;
+}
+
+std::string EncodeFilterJournalEpoch(uint64_t epoch) {
+  std::string out;
+  out.push_back(1);
+  PutU64(&out, epoch);
+  PutU64(&out, XXH3_64bits_withSeed(out.data(), out.size(), kSeed));
+  return out;
+}
+
+Result<uint64_t> DecodeFilterJournalEpoch(std::string_view value,
+                                          const std::string& what) {
+  if (value.size() != 17 || value[0] != 1 ||
+      LoadLE(value.data() + 9, 8) !=
+          XXH3_64bits_withSeed(value.data(), 9, kSeed) ||
+      LoadLE(value.data() + 1, 8) == 0) {
+    return Status::Corruption(what + ": bad filter journal epoch value");
+  }
+  return LoadLE(value.data() + 1, 8);
+}
+
+std::string FilterJournalDir(std::string_view store_path) {
+  return std::string(store_path) + "/filter-journal";
+}
+
+std::string FilterJournalEpochDir(std::string_view store_path, uint64_t epoch) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx",
+                static_cast<unsigned long long>(epoch));
+  return FilterJournalDir(store_path) + "/" + hex;
+}
+
+std::string SegmentPath(std::string_view store_path, uint64_t epoch,
+                        uint32_t shard, uint64_t number) {
+  char name[48];
+  std::snprintf(name, sizeof name, "/%03u-%08llu.sfj", shard,
+                static_cast<unsigned long long>(number));
+  return FilterJournalEpochDir(store_path, epoch) + name;
+}
+
+Result<std::shared_ptr<Segment>> Segment::Create(const std::string& path,
+                                                 const SegmentHeader& h,
+                                                 bool written) {
+  SF_RETURN_IF_ERROR(Fault("create", path));
+  const std::string head = EncodeSegmentHeader(h);
+  if (head.size() > kSegmentHeaderBytes) {
+    return Status::InvalidArgument("filter name too long for its journal");
+  }
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status::IOError("creating " + dir + ": " + ec.message());
+  // Built under a temporary name and renamed when whole: a kill while it
+  // is written leaves no segment (replay never sees a short file of ours).
+  const std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Errno("creating", tmp);
+  auto fail = [&](const std::string& what) {
+    Status s = Errno(what, tmp);
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return s;
+  };
+  // Written, not fallocated: blocks written once need no extent change at
+  // each later fdatasync (so a sync writes data only), and ENOSPC shows
+  // here rather than as a SIGBUS in the mapping.
+  if (!written) {
+    const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(h.file_bytes));
+    if (err != 0) {
+      errno = err;
+      return fail("allocating");
+    }
+  }
+  std::string chunk(written ? size_t{1} << 20 : kSegmentHeaderBytes, '\0');
+  std::memcpy(chunk.data(), head.data(), head.size());
+  const uint64_t fill = written ? h.file_bytes : kSegmentHeaderBytes;
+  for (uint64_t off = 0; off < fill; off += chunk.size()) {
+    const size_t n = std::min<uint64_t>(chunk.size(), fill - off);
+    errno = 0;
+    if (::pwrite(fd, chunk.data(), n, static_cast<off_t>(off)) !=
+        static_cast<ssize_t>(n)) {
+      if (errno == 0) errno = ENOSPC;
+      return fail("writing");
+    }
+    if (off == 0) std::memset(chunk.data(), 0, head.size());
+  }
+  if (::fdatasync(fd) != 0) return fail("syncing");
+  void* p =
+      ::mmap(nullptr, h.file_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) return fail("mapping");
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    Status s = Errno("renaming", tmp);
+    ::munmap(p, h.file_bytes);
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return s;
+  }
+  std::shared_ptr<Segment> seg(new Segment());
+  seg->path_ = path;
+  seg->header_ = h;
+  seg->base_ = static_cast<char*>(p);
+  seg->size_ = h.file_bytes;
+  seg->fd_ = fd;
+  SF_RETURN_IF_ERROR(SyncDir(dir));
+  {
+    std::lock_guard lock(HookMu());
+    if (SyncedHook()) SyncedHook()(path, std::string_view(seg->base_, 4096));
+  }
+  return seg;
+}
+
+Result<std::shared_ptr<Segment>> Segment::OpenExisting(
+    const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Errno("opening", path);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    Status s = Errno("reading the size of", path);
+    ::close(fd);
+    return s;
+  }
+  const size_t size = static_cast<size_t>(st.st_size);
+  std::shared_ptr<Segment> seg(new Segment());
+  seg->path_ = path;
+  if (size > 0) {
+    void* p = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+      Status s = Errno("mapping", path);
+      ::close(fd);
+      return s;
+    }
+    seg->base_ = static_cast<char*>(p);
+  }
+  ::close(fd);
+  seg->size_ = size;
+  SF_ASSIGN_OR_RETURN(seg->header_,
+                      DecodeSegmentHeader(std::string_view(seg->base_, size),
+                                          "filter journal " + path));
+  return seg;
+}
+
+Segment::~Segment() {
+  if (base_ != nullptr) ::munmap(base_, size_);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status Segment::Sync() {
+  SF_RETURN_IF_ERROR(Fault("sync", path_));
+  std::string copy;
+  bool hooked;
+  {
+    std::lock_guard lock(HookMu());
+    hooked = static_cast<bool>(SyncedHook());
+  }
+  if (hooked) copy.assign(base_, size_);
+  if (::fdatasync(fd_) != 0) return Errno("syncing", path_);
+  if (hooked) {
+    std::lock_guard lock(HookMu());
+    if (SyncedHook()) SyncedHook()(path_, copy);
+  }
+  return Status::OK();
+}
+
+}  // namespace shardfilter::persistence

@@ -1,0 +1,31 @@
+// Store: the filters' journal epochs (persistence/filter_journal.h), kept
+// in the default column family.
+#include <rocksdb/db.h>
+#include <rocksdb/write_batch.h>
+
+#include "shardfilter/persistence/filter_journal.h"
+#include "shardfilter/persistence/internal/rocks_status.h"
+#include "shardfilter/persistence/store.h"
+#include "shardfilter/persistence/values.h"
+
+namespace shardfilter::persistence {
+
+Result<uint64_t> Store::GetFilterJournalEpoch(std::string_view name) const {
+  std::string value;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), default_cf_,
+                               FilterJournalEpochKey(name), &value);
+  if (s.IsNotFound()) return uint64_t{0};
+  SF_RETURN_IF_ERROR(internal::FromRocks(
+      s, "reading the journal epoch of " + DescribeName(name)));
+  return DecodeFilterJournalEpoch(value, DescribeName(name));
+}
+
+Status Store::PutFilterJournalEpoch(std::string_view name, uint64_t epoch) {
+  rocksdb::WriteBatch batch;
+  batch.Put(default_cf_, FilterJournalEpochKey(name),
+            EncodeFilterJournalEpoch(epoch));
+  return Write(&batch, true,
+               "writing the journal epoch of " + DescribeName(name));
+}
+
+}  // namespace shardfilter::persistence

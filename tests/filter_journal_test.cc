@@ -1,0 +1,467 @@
+// The filters' memory-mapped journal (persistence/filter_journal.h,
+// engine/internal/filter_log.h): record format, damage vs torn tail by boot
+// id (issue 13 case 3), replay in seq order up to the first gap (case 7),
+// no undo after a failed sync (case 8), segment rotation and retirement,
+// the old RocksDB journal family still replayed, and a simulated power loss
+// under durability sync.
+#include "shardfilter/persistence/filter_journal.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "shardfilter/engine/database.h"
+#include "shardfilter/persistence/dedup_log.h"
+#include "shardfilter/persistence/keys.h"
+#include "shardfilter/persistence/values.h"
+#include "store_test_util.h"
+
+namespace shardfilter {
+namespace {
+
+namespace fs = std::filesystem;
+using persistence::FilterJournalRecord;
+using testing::MustOpen;
+using testing::Spec;
+using testing::TempDir;
+
+DatabaseOptions NoCheckpoint(const std::string& path) {
+  DatabaseOptions o = testing::Options(path);
+  o.checkpoint_on_close = false;
+  return o;
+}
+
+// Every segment file under the store, sorted by path.
+std::vector<std::string> Segments(const std::string& db) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e :
+       fs::recursive_directory_iterator(db + "/filter-journal", ec)) {
+    if (e.path().extension() == ".sfj") out.push_back(e.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string ReadFile(const std::string& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+void WriteFile(const std::string& p, const std::string& bytes) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// Offsets (from the file start) of the records in a segment, in order.
+std::vector<size_t> RecordOffsets(const std::string& bytes) {
+  std::vector<size_t> out;
+  size_t at = persistence::kSegmentHeaderBytes;
+  while (at + 16 <= bytes.size()) {
+    uint32_t len;
+    std::memcpy(&len, bytes.data() + at, 4);
+    if (len == 0) break;
+    out.push_back(at);
+    at += 16 + len + 8;
+  }
+  return out;
+}
+
+struct BootReset {
+  ~BootReset() { persistence::SetBootIdForTesting(""); }
+};
+struct SmallSegments {
+  SmallSegments() { persistence::SetSegmentBytesForTesting(64 << 10); }
+  ~SmallSegments() { persistence::SetSegmentBytesForTesting(0); }
+};
+
+// A counting filter of one shard with keys 0..n-1 added once, unchecked.
+void Fill(const std::string& db, int n,
+          FilterType type = FilterType::kCountingBloom,
+          Durability d = Durability::kJournal) {
+  auto database = MustOpen(NoCheckpoint(db));
+  auto f = *database->Create("f", Spec(type, 100'000, 1, d));
+  for (int i = 0; i < n; ++i) SF_ASSERT_OK(f->Add("k" + std::to_string(i)));
+  SF_ASSERT_OK(database->Close());
+}
+
+TEST(FilterJournalTest, RecordsRoundTripAndPaddingStaysZero) {
+  std::string area(4096, '\0');
+  uint64_t h[3] = {7, 8, 9};
+  persistence::PutRecordHeader(area.data(), 5, 8 + 8 * 3);
+  persistence::CommitRecord(area.data(), 1, h);
+  const size_t second = persistence::FilterJournalRecordBytes(3);
+  persistence::PutRecordHeader(area.data() + second, 6, 8 + 8 * 2);
+  persistence::CommitRecord(area.data() + second, 0, {});  // a "no op"
+  std::vector<FilterJournalRecord> recs;
+  SF_ASSERT_OK(persistence::DecodeSegmentRecords(area, false, "test", &recs));
+  ASSERT_EQ(recs.size(), 2u);
+  EXPECT_EQ(recs[0].seq, 5u);
+  EXPECT_EQ(recs[0].hashes, std::vector<uint64_t>({7, 8, 9}));
+  EXPECT_EQ(recs[1].op, 0);
+  // Reserved but never committed: skipped (a gap), not damage.
+  persistence::UncommitRecord(area.data());
+  recs.clear();
+  uint64_t uncommitted = 0;
+  SF_ASSERT_OK(persistence::DecodeSegmentRecords(area, false, "test", &recs,
+                                                 &uncommitted));
+  EXPECT_EQ(recs.size(), 1u);
+  EXPECT_EQ(uncommitted, 1u);
+}
+
+TEST(FilterJournalTest, AddsLandInSegmentsNotInRocksDb) {
+  TempDir dir;
+  Fill(dir.db(), 100);
+  EXPECT_EQ(Segments(dir.db()).size(), 1u);
+  auto db = MustOpen(NoCheckpoint(dir.db()));
+  auto f = *db->Get("f");
+  for (int i = 0; i < 100; ++i)
+    EXPECT_EQ(f->Count("k" + std::to_string(i)), 1u);
+  EXPECT_EQ(db->counters().replayed_ops, 100u);
+  auto report = db->Verify();
+  SF_ASSERT_OK(report.status());
+  EXPECT_TRUE(report->ok());
+  EXPECT_EQ(report->journal_entries, 100u);
+}
+
+// Issue 13 case 3 for this journal: a flipped bit with records after it is
+// Corruption at open, and verify lists it.
+TEST(FilterJournalTest, FlippedBitMidJournalIsCorruption) {
+  TempDir dir;
+  Fill(dir.db(), 200);
+  const std::string seg = Segments(dir.db()).at(0);
+  std::string bytes = ReadFile(seg);
+  auto offs = RecordOffsets(bytes);
+  ASSERT_EQ(offs.size(), 200u);
+  bytes[offs[100] + 30] ^= 0x10;  // inside record 100's hash
+  WriteFile(seg, bytes);
+  auto db = Database::Open(NoCheckpoint(dir.db()));
+  ASSERT_EQ(db.status().code(), StatusCode::kCorruption)
+      << db.status().ToString();
+  EXPECT_NE(db.status().message().find("checksum"), std::string::npos);
+  DatabaseOptions ro = NoCheckpoint(dir.db());
+  ro.read_only = true;
+  ro.report_journal_damage = true;
+  auto vdb = MustOpen(ro);
+  auto report = vdb->Verify();
+  SF_ASSERT_OK(report.status());
+  EXPECT_FALSE(report->ok());
+  ASSERT_EQ(report->problems.size(), 1u);
+  // The shard kept the ops before the damage (a prefix).
+  auto f = *vdb->Get("f");
+  EXPECT_EQ(f->Count("k99"), 1u);
+}
+
+TEST(FilterJournalTest, DamagedHeaderWordIsCorruption) {
+  TempDir dir;
+  Fill(dir.db(), 50);
+  const std::string seg = Segments(dir.db()).at(0);
+  std::string bytes = ReadFile(seg);
+  auto offs = RecordOffsets(bytes);
+  bytes[offs[10]] ^= 0x08;  // the length word
+  WriteFile(seg, bytes);
+  EXPECT_EQ(Database::Open(NoCheckpoint(dir.db())).status().code(),
+            StatusCode::kCorruption);
+}
+
+TEST(FilterJournalTest, ZeroedTailOpensWithPrefix) {
+  TempDir dir;
+  Fill(dir.db(), 200);
+  const std::string seg = Segments(dir.db()).at(0);
+  std::string bytes = ReadFile(seg);
+  auto offs = RecordOffsets(bytes);
+  std::fill(bytes.begin() + static_cast<std::ptrdiff_t>(offs[150]), bytes.end(),
+            '\0');
+  WriteFile(seg, bytes);
+  auto db = MustOpen(NoCheckpoint(dir.db()));
+  auto f = *db->Get("f");
+  for (int i = 0; i < 200; ++i) {
+    EXPECT_EQ(f->Count("k" + std::to_string(i)), i < 150 ? 1u : 0u) << i;
+  }
+}
+
+// After a reboot the page cache may have been written back in any order:
+// the first bad record ends the log, with the prefix before it.
+TEST(FilterJournalTest, AfterRebootBadRecordOrTruncationEndsTheLog) {
+  BootReset reset;
+  for (int mode = 0; mode < 2; ++mode) {
+    persistence::SetBootIdForTesting("");
+    TempDir dir;
+    Fill(dir.db(), 200);
+    const std::string seg = Segments(dir.db()).at(0);
+    std::string bytes = ReadFile(seg);
+    auto offs = RecordOffsets(bytes);
+    if (mode == 0) {
+      bytes[offs[120] + 30] ^= 0x01;
+    } else {
+      bytes.resize(offs[120] + 20);  // a torn, truncated file
+    }
+    WriteFile(seg, bytes);
+    persistence::SetBootIdForTesting("");
+    EXPECT_EQ(Database::Open(NoCheckpoint(dir.db())).status().code(),
+              StatusCode::kCorruption)
+        << "same boot, mode " << mode;
+    persistence::SetBootIdForTesting("a-later-boot");
+    auto db = MustOpen(NoCheckpoint(dir.db()));
+    auto f = *db->Get("f");
+    for (int i = 0; i < 200; ++i) {
+      EXPECT_EQ(f->Count("k" + std::to_string(i)), i < 120 ? 1u : 0u)
+          << "mode " << mode << " key " << i;
+    }
+  }
+}
+
+// Case 7: replay applies a shard's ops in seq order and stops at the first
+// gap (what follows a gap was never acknowledged). Before: the RocksDB
+// journal's entry 4 was replayed without 3.
+TEST(FilterJournalTest, ReplayStopsAtTheFirstGap) {
+  TempDir dir;
+  {
+    FilterSpec spec = Spec(FilterType::kCountingBloom, 1000, 1);
+    spec.retain_hashes = false;
+    auto db = MustOpen(NoCheckpoint(dir.db()));
+    SF_ASSERT_OK(db->Create("f", spec).status());
+    SF_ASSERT_OK(db->Close());
+  }
+  auto hash = [](int i) {
+    return HashKey("g" + std::to_string(i), kDefaultSeed);
+  };
+  {
+    testing::RawStore raw(dir.db());
+    ASSERT_TRUE(raw.ok());
+    for (uint64_t seq : {1, 2, 4}) {
+      uint64_t h = hash(static_cast<int>(seq));
+      raw.Put("journal", persistence::JournalKey("f", 0, seq),
+              persistence::EncodeJournalEntry(persistence::JournalOp::kAdd,
+                                              {&h, 1}));
+    }
+  }
+  auto db = MustOpen(NoCheckpoint(dir.db()));
+  auto f = *db->Get("f");
+  EXPECT_EQ(f->CountHash(hash(1)), 1u);  // the old journal family replays
+  EXPECT_EQ(f->CountHash(hash(2)), 1u);
+  EXPECT_EQ(f->CountHash(hash(4)), 0u);  // after the gap at 3
+  EXPECT_EQ(f->Stats().shards[0].last_sequence, 2u);
+  // New ops continue at 3, in a segment that supersedes nothing wrongly.
+  SF_ASSERT_OK(f->Add("after"));
+  SF_ASSERT_OK(db->Close());
+  auto again = MustOpen(NoCheckpoint(dir.db()));
+  auto g = *again->Get("f");
+  EXPECT_EQ(g->Count("after"), 1u);
+  EXPECT_EQ(g->CountHash(hash(2)), 1u);
+}
+
+// A record reserved but never committed (its writer was killed) with
+// committed records after it, within one boot: not damage; replay stops
+// there, and ops written after the reopen are not shadowed by the dropped
+// ones (filter_journal.h J2).
+TEST(FilterJournalTest, UncommittedRecordIsAGapNotDamage) {
+  TempDir dir;
+  Fill(dir.db(), 20);
+  const std::string seg = Segments(dir.db()).at(0);
+  std::string bytes = ReadFile(seg);
+  auto offs = RecordOffsets(bytes);
+  persistence::UncommitRecord(bytes.data() + offs[10]);
+  WriteFile(seg, bytes);
+  {
+    auto db = MustOpen(NoCheckpoint(dir.db()));
+    auto f = *db->Get("f");
+    EXPECT_EQ(f->Count("k9"), 1u);
+    EXPECT_EQ(f->Count("k10"), 0u);
+    EXPECT_EQ(f->Count("k11"), 0u);
+    SF_ASSERT_OK(f->Add("new"));
+    SF_ASSERT_OK(f->Add("new"));
+    SF_ASSERT_OK(db->Close());
+  }
+  auto db = MustOpen(NoCheckpoint(dir.db()));
+  auto f = *db->Get("f");
+  EXPECT_EQ(f->Count("new"), 2u);
+  EXPECT_EQ(f->Count("k11"), 0u);
+  EXPECT_EQ(f->Count("k9"), 1u);
+}
+
+// Case 8: a failed sync is never undone. The op is not acknowledged, the
+// filter stops taking writes (IOError naming the cause) and refuses
+// checkpoints; a reopen recovers exactly the acknowledged ops.
+TEST(FilterJournalTest, FailedSyncStopsWritesAndNothingAcknowledgedIsLost) {
+  for (FilterType type :
+       {FilterType::kCountingBloom, FilterType::kCuckoo, FilterType::kBloom}) {
+    TempDir dir;
+    std::atomic<int> syncs{0};
+    {
+      auto db = MustOpen(NoCheckpoint(dir.db()));
+      auto f = *db->Create("f", Spec(type, 10'000, 2, Durability::kSync));
+      persistence::SetJournalFaultForTesting(
+          [&](std::string_view what, const std::string&) {
+            if (what == "sync" && ++syncs == 40) {
+              return Status::IOError("injected EIO");
+            }
+            return Status::OK();
+          });
+      int acked = 0;
+      Status failed;
+      for (int i = 0; i < 100; ++i) {
+        Status s = f->Add("k" + std::to_string(i));
+        if (s.ok()) {
+          ++acked;
+          continue;
+        }
+        failed = s;
+        break;
+      }
+      persistence::SetJournalFaultForTesting(nullptr);
+      ASSERT_EQ(failed.code(), StatusCode::kIOError);
+      EXPECT_EQ(acked, 39);
+      Status later = f->Add("later");
+      EXPECT_EQ(later.code(), StatusCode::kIOError);
+      EXPECT_NE(later.message().find("injected EIO"), std::string::npos)
+          << later.ToString();
+      EXPECT_EQ(f->AddHashes(std::vector<uint64_t>{1, 2, 3}).code(),
+                StatusCode::kIOError);
+      EXPECT_EQ(db->CheckpointAll().status().code(), StatusCode::kIOError);
+      (void)db->Close();
+    }
+    auto db = MustOpen(NoCheckpoint(dir.db()));
+    auto f = *db->Get("f");
+    for (int i = 0; i < 39; ++i) {
+      EXPECT_EQ(f->Count("k" + std::to_string(i)), 1u) << i;
+    }
+    // The op whose sync failed was not acknowledged and is not recovered.
+    if (type != FilterType::kBloom) {
+      EXPECT_EQ(f->Count("k39"), 0u);
+    }
+    // Writable again after the reload.
+    SF_ASSERT_OK(f->Add("again"));
+    SF_ASSERT_OK(db->CheckpointAll().status());
+  }
+}
+
+// Space is reserved before the op is applied: a segment that cannot be
+// created fails the op with nothing changed, and the filter keeps working.
+TEST(FilterJournalTest, NoRoomForTheJournalChangesNothing) {
+  TempDir dir;
+  auto db = MustOpen(NoCheckpoint(dir.db()));
+  auto f = *db->Create("f", Spec(FilterType::kCuckoo, 10'000, 1));
+  persistence::SetJournalFaultForTesting([](std::string_view what,
+                                            const std::string&) {
+    return what == "create" ? Status::IOError("injected ENOSPC") : Status::OK();
+  });
+  Status s = f->Add("x");
+  persistence::SetJournalFaultForTesting(nullptr);
+  EXPECT_EQ(s.code(), StatusCode::kIOError);
+  EXPECT_EQ(f->Count("x"), 0u);
+  SF_ASSERT_OK(f->Add("x"));
+  EXPECT_EQ(f->Count("x"), 1u);
+}
+
+// Many segments per shard (batches and single ops), a checkpoint between:
+// replay is exactly-once and the checkpoint deletes the dead segments.
+TEST(FilterJournalTest, SegmentsRotateAndCheckpointsRetireThem) {
+  SmallSegments small;
+  TempDir dir;
+  std::unique_ptr<ShardedFilter> want;
+  {
+    auto db = MustOpen(NoCheckpoint(dir.db()));
+    auto f = *db->Create("f", Spec(FilterType::kCountingBloom, 200'000, 2));
+    FilterSpec plain = f->spec();
+    plain.durability.reset();
+    want = ShardedFilter::Create(plain).value();
+    std::mt19937_64 rng(1);
+    std::vector<uint64_t> pool(50'000);
+    for (uint64_t& h : pool) h = rng();
+    auto round = [&](int n) {
+      std::vector<uint64_t> batch;
+      for (int i = 0; i < n; ++i) {
+        uint64_t h = pool[rng() % pool.size()];
+        if (i % 2 == 0) {
+          batch.push_back(h);
+        } else {
+          SF_ASSERT_OK(f->AddHash(h));
+          SF_ASSERT_OK(want->AddHash(h));
+        }
+      }
+      SF_ASSERT_OK(f->AddHashes(batch));
+      SF_ASSERT_OK(want->AddHashes(batch));
+    };
+    round(20'000);  // ~400 KiB of records per shard: several segments
+    EXPECT_GT(Segments(dir.db()).size(), 4u);
+    SF_ASSERT_OK(db->CheckpointAll().status());
+    EXPECT_EQ(Segments(dir.db()).size(), 2u);  // the active one per shard
+    round(20'000);
+    (void)db;
+  }
+  auto db = MustOpen(NoCheckpoint(dir.db()));
+  auto f = *db->Get("f");
+  EXPECT_TRUE(f->Equals(*want));  // exactly once, through every segment
+}
+
+// A simulated power loss under durability sync: every segment is put back
+// to what its last fdatasync covered, in a "later boot". Nothing
+// acknowledged is lost, nothing is applied twice.
+TEST(FilterJournalTest, SyncSurvivesPowerLoss) {
+  BootReset reset;
+  SmallSegments small;
+  for (FilterType type : {FilterType::kCountingBloom, FilterType::kCuckoo}) {
+    TempDir dir;
+    std::mutex mu;
+    std::map<std::string, std::string> disk;  // path -> bytes on "disk"
+    persistence::SetJournalSyncedForTesting(
+        [&](const std::string& path, std::string_view bytes) {
+          std::lock_guard lock(mu);
+          std::string& d = disk[path];
+          if (d.size() < bytes.size()) d.resize(bytes.size());
+          std::memcpy(d.data(), bytes.data(), bytes.size());
+        });
+    std::vector<std::map<int, int>> counts(4);
+    auto db = MustOpen(NoCheckpoint(dir.db()));
+    auto f = *db->Create("f", Spec(type, 100'000, 2, Durability::kSync));
+    std::vector<std::thread> writers;
+    for (int t = 0; t < 4; ++t) {
+      writers.emplace_back([&, t] {
+        std::mt19937 rng(t);
+        for (int i = 0; i < 300; ++i) {
+          int k = t * 1000 + static_cast<int>(rng() % 40);
+          std::string key = "p" + std::to_string(k);
+          if (rng() % 3 == 0 && counts[t][k] > 0) {
+            if (f->Remove(key).ok()) --counts[t][k];
+          } else if (counts[t][k] < 3 && f->Add(key).ok()) {
+            ++counts[t][k];
+          }
+        }
+      });
+    }
+    for (auto& w : writers) w.join();
+    persistence::SetJournalSyncedForTesting(nullptr);
+    // The "disk": RocksDB as it is (its writes are synced), the segments
+    // as their last sync left them.
+    const std::string copy = dir.path() + "/after-power-loss";
+    fs::copy(dir.db(), copy, fs::copy_options::recursive);
+    for (const std::string& seg : Segments(dir.db())) {
+      std::string bytes;
+      {
+        std::lock_guard lock(mu);
+        bytes = disk[seg];
+      }
+      bytes.resize(ReadFile(seg).size(), '\0');
+      WriteFile(copy + seg.substr(dir.db().size()), bytes);
+    }
+    persistence::SetBootIdForTesting("after-the-power-loss");
+    auto lost = MustOpen(NoCheckpoint(copy));
+    auto g = *lost->Get("f");
+    for (int t = 0; t < 4; ++t) {
+      for (const auto& [k, n] : counts[t]) {
+        EXPECT_EQ(g->Count("p" + std::to_string(k)), static_cast<uint32_t>(n))
+            << FilterTypeName(type) << " key " << k;
+      }
+    }
+    persistence::SetBootIdForTesting("");
+  }
+}
+
+}  // namespace
+}  // namespace shardfilter
