@@ -5,6 +5,7 @@
 #include <rocksdb/options.h>
 #include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -238,6 +239,17 @@ Result<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) {
   const size_t dedup_index = has_hashes ? 5 : 4;
   if (has_dedup) cfs.emplace_back(kDedupCf, DedupCfOptions());
   if (has_time) cfs.emplace_back(kDedupTimeCf, cf_options);
+  // A reader holds a read lock on LOCK for its life (store_dir.h).
+  int lock_fd = -1;
+  if (options.read_only) {
+    SF_ASSIGN_OR_RETURN(lock_fd, internal::LockForReading(options.path));
+  }
+  struct LockGuard {
+    int* fd;
+    ~LockGuard() {
+      if (*fd >= 0) ::close(*fd);
+    }
+  } lock_guard{&lock_fd};
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* db = nullptr;
   rocksdb::Status s =
@@ -254,6 +266,8 @@ Result<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) {
   store->journal_cf_ = handles[3];
   store->read_only_ = options.read_only;
   store->path_ = options.path;
+  store->read_lock_fd_ = lock_fd;
+  lock_fd = -1;
   if (has_hashes) store->hashes_cf_.store(handles[4]);
   if (has_dedup && has_time) {
     store->dedup_ = std::make_unique<DedupTable>(
@@ -315,6 +329,7 @@ Store::~Store() {
   }
   db_->Close().PermitUncheckedError();
   delete db_;
+  if (read_lock_fd_ >= 0) ::close(read_lock_fd_);
 }
 
 Status Store::Write(rocksdb::WriteBatch* batch, bool sync,

@@ -204,6 +204,8 @@ class Store {
   bool read_only_ = false;
   // A write failed with an I/O error: the next one calls DB::Resume first.
   std::atomic<bool> needs_resume_{false};
+  // A read-only store's read lock on LOCK (-1: none), closed last.
+  int read_lock_fd_ = -1;
   std::string path_;
 };
 
