@@ -261,9 +261,16 @@ Status Database::Drop(std::string_view name) {
     m->second->abort.store(true);  // it rolls back at its next step
   }
   std::lock_guard state_lock(of.state->mu);  // lock order 2
+  // Every shard lock exclusive (order 3, with the S5 writer-preference
+  // guard so that steady writers cannot starve it) *before* the commit:
+  // no mutation runs between the delete and the detach, so none is
+  // acknowledged on a filter that is gone, and none leaves journal entries
+  // behind it. On a failed commit the locks drop and the filter serves on.
+  auto locks = ShardedFilterAccess::LockAll(*of.filter);
   SF_RETURN_IF_ERROR(d.store->DropFilter(name));
   of.state->dropped = true;
-  ShardedFilterAccess::Detach(*of.filter, internal::kDropped);  // order 3
+  ShardedFilterAccess::MarkDetached(*of.filter, internal::kDropped);
+  locks.clear();
   d.filters.erase(it);
   return Status::OK();
 }
