@@ -358,15 +358,20 @@ Status Store::Write(rocksdb::WriteBatch* batch, bool sync,
   return FromRocks(s, what);
 }
 
-Result<std::vector<CatalogEntry>> Store::LoadCatalog() const {
+Result<std::vector<CatalogEntry>> Store::LoadCatalog(
+    std::vector<std::pair<std::string, Status>>* bad) const {
   std::vector<CatalogEntry> out;
   std::unique_ptr<rocksdb::Iterator> it(
       db_->NewIterator(rocksdb::ReadOptions(), catalog_cf_));
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     std::string name = it->key().ToString();
-    SF_ASSIGN_OR_RETURN(FilterDescriptor d,
-                        DecodeDescriptor(it->value().ToStringView(), name));
-    out.push_back({std::move(name), std::move(d)});
+    auto d = DecodeDescriptor(it->value().ToStringView(), name);
+    if (!d.ok()) {
+      if (bad == nullptr) return d.status();
+      bad->emplace_back(std::move(name), d.status());
+      continue;
+    }
+    out.push_back({std::move(name), std::move(*d)});
   }
   SF_RETURN_IF_ERROR(FromRocks(it->status(), "reading the catalog"));
   return out;

@@ -44,6 +44,12 @@ class DatabaseImpl {
   mutable std::mutex mu;                                   // D1
   std::map<std::string, OpenFilter, std::less<>> filters;  // GUARDED_BY(mu)
   bool closed = false;                                     // GUARDED_BY(mu)
+  // D3. Filters whose stored data failed its checks at Open (Corruption,
+  // or a format from the future), with the reason: one damaged filter is
+  // unavailable, not the store (DESIGN.md invariant 6). Nothing of theirs
+  // is read, collected or overwritten; Get/Info return the reason, Create
+  // of the name is AlreadyExists, Drop deletes it.
+  std::map<std::string, Status, std::less<>> unavailable;  // GUARDED_BY(mu)
   // The running or last migration of each name (engine/migration.cc).
   std::map<std::string, std::shared_ptr<Migration>, std::less<>>
       migrations;  // GUARDED_BY(mu)
