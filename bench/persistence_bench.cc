@@ -199,12 +199,14 @@ void BM_DurableAdd(benchmark::State& state) {
   // Keys: 8 bytes, distinct per thread; a cuckoo filter takes up to 2b
   // copies of a key, so the sequence never repeats within a run.
   uint64_t k = (static_cast<uint64_t>(state.thread_index()) << 56) + 1;
-  ShardedFilter& f = *g_durable_filter;
+  // Read inside the loop: its start is where thread 0's setup is done.
+  ShardedFilter* f = nullptr;
   for (auto _ : state) {
     const uint64_t v = k++ * 0x9e3779b97f4a7c15ULL;
     char key[8];
     std::memcpy(key, &v, 8);
-    Check(f.Add(std::string_view(key, 8)));
+    if (f == nullptr) f = g_durable_filter.get();
+    Check(f->Add(std::string_view(key, 8)));
   }
   state.SetItemsProcessed(state.iterations());
   if (state.thread_index() == 0) {
