@@ -133,10 +133,11 @@ Result<std::unique_ptr<Database>> Database::Open(
   std::set<uint64_t> epochs;  // of the filters' journals
   for (auto& entry : catalog) {
     uint64_t replayed = 0, skipped = 0;
+    std::vector<uint64_t> stale;
     auto recovered = internal::RecoverFilter(
         *impl->store, entry.name, entry.descriptor, &replayed, &skipped,
         impl->NewAccount(),
-        options.read_only && options.report_journal_damage);
+        options.read_only && options.report_journal_damage, &stale);
     // D3: damage makes this filter unavailable; anything else (I/O, the
     // memory budget) fails the open.
     if (!recovered.ok() && (recovered.status().IsCorruption() ||
@@ -146,6 +147,11 @@ Result<std::unique_ptr<Database>> Database::Open(
       continue;
     }
     SF_ASSIGN_OR_RETURN(std::unique_ptr<ShardedFilter> f, std::move(recovered));
+    for (uint32_t i = 0; i < stale.size() && !options.read_only; ++i) {
+      if (stale[i] == ~uint64_t{0}) continue;
+      SF_RETURN_IF_ERROR(
+          impl->store->DeleteJournalAfter(entry.name, i, stale[i]));
+    }
     impl->replayed_ops += replayed;
     impl->replay_skipped_removes += skipped;
     if (!options.read_only) {
@@ -375,9 +381,9 @@ Result<VerifyReport> Database::Verify() const {
   // The filters' memory-mapped journals (engine/internal/filter_log.h).
   SF_ASSIGN_OR_RETURN(auto catalog, impl_->store->LoadCatalog());
   for (const auto& entry : catalog) {
-    SF_RETURN_IF_ERROR(internal::ScanFilterJournal(
-        *impl_->store, entry.name, entry.descriptor, &out.journal_entries,
-        &out.problems));
+    SF_RETURN_IF_ERROR(
+        internal::ScanFilterJournal(*impl_->store, entry.name, entry.descriptor,
+                                    &out.journal_entries, &out.problems));
   }
   // The dedup journals live beside RocksDB, not in it.
   auto table = impl_->store->Dedup(false);

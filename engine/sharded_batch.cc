@@ -269,12 +269,10 @@ void ShardedFilter::RunMappedSlice(bool remove, std::span<const uint64_t> slice,
         Rec rec;
         Status space;
         if (ordered) {
-          space = log.EnsureSpace(
-              shard, n, sh.last_seq.load(std::memory_order_relaxed) + 1);
+          space = log.EnsureSpace(shard, n);
         } else {
           std::lock_guard reserve(log.reserve_mu(shard));
-          space = log.EnsureSpace(
-              shard, n, sh.last_seq.load(std::memory_order_relaxed) + 1);
+          space = log.EnsureSpace(shard, n);
           if (space.ok()) {
             rec.seq = sh.last_seq.fetch_add(1, std::memory_order_relaxed) + 1;
             rec.slot = log.Reserve(shard, rec.seq, n);

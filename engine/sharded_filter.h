@@ -55,12 +55,15 @@ class ShardedFilterAccess;
 enum class Durability : uint8_t {
   // State as of the last completed checkpoint; mutations write nothing.
   kNone = 0,
-  // Every acknowledged mutation is in the RocksDB journal (WAL on) before
-  // the call returns: survives kill -9, not power loss.
+  // Every acknowledged mutation is in the journal before the call returns:
+  // a record copied into the shard's memory-mapped journal segment (no
+  // system call), or, for filters that retain hashes, a RocksDB write (WAL
+  // on). Survives kill -9; after a power loss, the last checkpoint plus per
+  // shard a prefix of later ops (docs/format-store.md).
   kJournal = 1,
-  // As kJournal, plus the WAL is fsynced before the call returns (concurrent
-  // writers share one fsync through RocksDB's group commit): survives power
-  // loss.
+  // As kJournal, plus the journal is synced (fdatasync of the segment,
+  // shared by concurrent writers of a shard; RocksDB: a synced write)
+  // before the call returns: survives power loss.
   kSync = 2,
 };
 
@@ -321,8 +324,8 @@ class ShardedFilter {
   void RunMappedSlice(bool remove, std::span<const uint64_t> slice,
                       std::span<const uint32_t> involved,
                       std::span<const uint32_t> offsets,
-                      std::span<const uint32_t> order, size_t base,
-                      Status* out, std::vector<AddOutcome>* outcomes);
+                      std::span<const uint32_t> order, size_t base, Status* out,
+                      std::vector<AddOutcome>* outcomes);
   Status CheckWritable() const;
   // The journalled single-key paths (engine/sharded_journal.cc, FilterLog
   // L1-L4). REQUIRES: the shard's lock held shared, the filter live.

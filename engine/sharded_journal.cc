@@ -49,8 +49,7 @@ Result<AddOutcome> ShardedFilter::JournalledInsert(uint32_t index, Shard& s,
     Status applied;
     if (NeedsOrder(spec_.type)) {
       std::lock_guard order(s.order_mu);  // S3, L1
-      const uint64_t next = s.last_seq.load(std::memory_order_relaxed) + 1;
-      SF_RETURN_IF_ERROR(log.EnsureSpace(index, 1, next));
+      SF_RETURN_IF_ERROR(log.EnsureSpace(index, 1));
       SF_RETURN_IF_ERROR(internal::ChainAdd(spec_, s, hash, &outcome));
       seq = s.last_seq.fetch_add(1, std::memory_order_relaxed) + 1;
       slot = log.Reserve(index, seq, 1);
@@ -58,8 +57,7 @@ Result<AddOutcome> ShardedFilter::JournalledInsert(uint32_t index, Shard& s,
     } else {
       {
         std::lock_guard reserve(log.reserve_mu(index));  // L1
-        const uint64_t next = s.last_seq.load(std::memory_order_relaxed) + 1;
-        SF_RETURN_IF_ERROR(log.EnsureSpace(index, 1, next));
+        SF_RETURN_IF_ERROR(log.EnsureSpace(index, 1));
         seq = s.last_seq.fetch_add(1, std::memory_order_relaxed) + 1;
         slot = log.Reserve(index, seq, 1);
       }
@@ -120,8 +118,7 @@ Status ShardedFilter::JournalledRemove(uint32_t index, Shard& s,
   {
     std::lock_guard order(s.order_mu);  // S3, L1
     if (log.mmap()) {
-      const uint64_t next = s.last_seq.load(std::memory_order_relaxed) + 1;
-      SF_RETURN_IF_ERROR(log.EnsureSpace(index, 1, next));
+      SF_RETURN_IF_ERROR(log.EnsureSpace(index, 1));
     }
     SF_RETURN_IF_ERROR(internal::ChainRemove(s, hash));
     seq = s.last_seq.fetch_add(1, std::memory_order_relaxed) + 1;

@@ -114,7 +114,6 @@ std::string EncodeSegmentHeader(const SegmentHeader& h) {
   PutU32(&out, h.shard);
   PutU64(&out, h.epoch);
   PutU64(&out, h.number);
-  PutU64(&out, h.base_seq);
   PutU64(&out, h.file_bytes);
   PutU32(&out, static_cast<uint32_t>(h.boot_id.size()));
   out += h.boot_id;
@@ -141,10 +140,9 @@ Result<SegmentHeader> DecodeSegmentHeader(std::string_view bytes,
     return bad("not a filter journal segment (bad magic)");
   }
   if (!r.ReadU32(&h.version) || !r.ReadU32(&h.shard) || !r.ReadU64(&h.epoch) ||
-      !r.ReadU64(&h.number) || !r.ReadU64(&h.base_seq) ||
-      !r.ReadU64(&h.file_bytes) || !r.ReadU32(&boot_len) ||
-      !r.ReadBytes(boot_len, &boot) || !r.ReadU32(&name_len) ||
-      !r.ReadBytes(name_len, &name)) {
+      !r.ReadU64(&h.number) || !r.ReadU64(&h.file_bytes) ||
+      !r.ReadU32(&boot_len) || !r.ReadBytes(boot_len, &boot) ||
+      !r.ReadU32(&name_len) || !r.ReadBytes(name_len, &name)) {
     return bad("truncated header");
   }
   const size_t covered = r.position();
@@ -157,9 +155,8 @@ Result<SegmentHeader> DecodeSegmentHeader(std::string_view bytes,
                                 std::to_string(h.version) +
                                 " (this build reads 1)");
   }
-  if (h.file_bytes <= kSegmentHeaderBytes || h.file_bytes % 4096 != 0 ||
-      h.base_seq == 0) {
-    return bad("bad size or base sequence");
+  if (h.file_bytes <= kSegmentHeaderBytes || h.file_bytes % 4096 != 0) {
+    return bad("bad size");
   }
   h.boot_id.assign(boot);
   h.name.assign(name);
@@ -169,7 +166,8 @@ Result<SegmentHeader> DecodeSegmentHeader(std::string_view bytes,
 Status DecodeSegmentRecords(std::string_view records, bool later_boot,
                             const std::string& what,
                             std::vector<FilterJournalRecord>* out,
-                            uint64_t* uncommitted) {
+                            uint64_t* uncommitted, uint64_t* base) {
+  if (base != nullptr) *base = 0;
   const char* data = records.data();
   const size_t cap = records.size() & ~size_t{7};
   size_t at = 0;
@@ -193,9 +191,14 @@ Status DecodeSegmentRecords(std::string_view records, bool later_boot,
                            seq != 0 && hcheck == HeaderCheck(len, seq) &&
                            len + 24 <= cap - at;
     if (!header_ok) {
-      if (later_boot) return Status::OK();
+      // A kill inside the header write (J1: under the reservation, so it
+      // can only be the last header) leaves zeros after it: the end.
+      if (later_boot || AllZero(data + at + 16, cap - at - 16)) {
+        return Status::OK();
+      }
       return damage("has a damaged header");
     }
+    if (base != nullptr && *base == 0) *base = seq;  // J2
     const char* p = data + at;
     const uint64_t commit = LoadLE(p + 16 + len, 8);
     const size_t next = at + 16 + len + 8;
@@ -346,8 +349,9 @@ Result<std::shared_ptr<Segment>> Segment::Create(const std::string& path,
     if (off == 0) std::memset(chunk.data(), 0, head.size());
   }
   if (::fdatasync(fd) != 0) return fail("syncing");
-  void* p =
-      ::mmap(nullptr, h.file_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void* p = ::mmap(nullptr, h.file_bytes, PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_POPULATE, fd,
+                   0);  // pre-faulted: writers never fault on a new page
   if (p == MAP_FAILED) return fail("mapping");
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     Status s = Errno("renaming", tmp);

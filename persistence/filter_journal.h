@@ -12,9 +12,9 @@
 // Segment layout (integers little-endian):
 //
 //   [0, 4096)   header: "SFFJSEG1" | u32 version (1) | u32 shard |
-//               u64 epoch | u64 segment number | u64 base seq |
-//               u64 file bytes | u32 boot id length | boot id |
-//               u32 name length | filter name | u64 XXH3 of the bytes before
+//               u64 epoch | u64 segment number | u64 file bytes | u32 boot id
+//               length | boot id | u32 name length | filter name | u64 XXH3 of
+//               the bytes before
 //   [4096, ..)  records, back to back, 8-byte aligned, then zeros:
 //     +0  u32 body length L (a multiple of 8, >= 8)
 //     +4  u32 header check: low 32 bits of XXH3(L | seq), bit 0 forced to 1
@@ -28,12 +28,17 @@
 //      shard's reservation (so headers are back to back, in seq order, and
 //      a zero header word is the end of what was ever written); the body is
 //      copied after, and the commit word is stored last (release). So every
-//      interleaving a kill can cut reads as: no record (zeros), a reserved
+//      interleaving a kill can cut reads as: no record (zeros, or a torn
+//      last header with only zeros after it), a reserved
 //      but uncommitted record (commit word 0: never acknowledged), or a
 //      whole one.
-//  J2. A segment holds the records of seqs >= its base seq, and a later
+//  J2. A segment's base is the seq in its first record header (written
+//      when the segment became active, before any later seq); a later
 //      segment of the shard supersedes every record of an earlier one with
-//      seq >= the later one's base (what replay dropped after a gap).
+//      seq >= the later one's base (what replay dropped after a gap). So
+//      segments can be made ahead of use, without knowing their base;
+//      replay orders a shard's segments by base (activation order), not by
+//      number.
 //  J3. Within the boot that wrote a segment the page cache is exact: a
 //      committed record that fails its check, a header that fails its
 //      check, or non-zero bytes after the end are damage (Corruption). In a
@@ -73,7 +78,6 @@ struct SegmentHeader {
   uint32_t shard = 0;
   uint64_t epoch = 0;
   uint64_t number = 0;
-  uint64_t base_seq = 0;
   uint64_t file_bytes = 0;
   std::string boot_id;
   std::string name;
@@ -94,12 +98,14 @@ Result<SegmentHeader> DecodeSegmentHeader(std::string_view bytes,
 
 // Reads the records area of a segment (the bytes after its header).
 // `later_boot`: J3's quiet end. Uncommitted records are skipped (their seq
-// is absent: a gap); *uncommitted (optional) counts them. Corruption naming
-// `what` and the offset for damage.
+// is absent: a gap); *uncommitted (optional) counts them; *base (optional)
+// receives the seq of the first record header (J2), 0 when there is none.
+// Corruption naming `what` and the offset for damage.
 Status DecodeSegmentRecords(std::string_view records, bool later_boot,
                             const std::string& what,
                             std::vector<FilterJournalRecord>* out,
-                            uint64_t* uncommitted = nullptr);
+                            uint64_t* uncommitted = nullptr,
+                            uint64_t* base = nullptr);
 
 // --- Writing (records area offsets are from the file's start) ---
 

@@ -175,6 +175,10 @@ class Store {
   Result<uint64_t> GetFilterJournalEpoch(std::string_view name) const;
   // Puts it (synced).
   Status PutFilterJournalEpoch(std::string_view name, uint64_t epoch);
+  // Deletes (synced) the journal entries of (name, shard) with sequence >
+  // after: entries recovery found past a gap, never acknowledged.
+  Status DeleteJournalAfter(std::string_view name, uint32_t shard,
+                            uint64_t after);
 
   // Reads back and checks every value in the three column families.
   Status Verify(StoreVerifyReport* report) const;

@@ -5,6 +5,7 @@
 
 #include "shardfilter/persistence/filter_journal.h"
 #include "shardfilter/persistence/internal/rocks_status.h"
+#include "shardfilter/persistence/keys.h"
 #include "shardfilter/persistence/store.h"
 #include "shardfilter/persistence/values.h"
 
@@ -26,6 +27,16 @@ Status Store::PutFilterJournalEpoch(std::string_view name, uint64_t epoch) {
             EncodeFilterJournalEpoch(epoch));
   return Write(&batch, true,
                "writing the journal epoch of " + DescribeName(name));
+}
+
+Status Store::DeleteJournalAfter(std::string_view name, uint32_t shard,
+                                 uint64_t after) {
+  rocksdb::WriteBatch batch;
+  batch.DeleteRange(journal_cf_, JournalKey(name, shard, after + 1),
+                    PrefixSuccessor(ShardPrefix(name, shard)));
+  return Write(&batch, true,
+               "deleting unacknowledged journal entries of " +
+                   DescribeName(name) + " shard " + std::to_string(shard));
 }
 
 }  // namespace shardfilter::persistence

@@ -112,6 +112,18 @@ TEST(FilterJournalTest, RecordsRoundTripAndPaddingStaysZero) {
                                                  &uncommitted));
   EXPECT_EQ(recs.size(), 1u);
   EXPECT_EQ(uncommitted, 1u);
+  // A kill inside the last header write: the end, not damage...
+  const size_t third = second + persistence::FilterJournalRecordBytes(2);
+  area[third] = 16;  // the length word only
+  recs.clear();
+  SF_ASSERT_OK(persistence::DecodeSegmentRecords(area, false, "test", &recs));
+  EXPECT_EQ(recs.size(), 1u);
+  // ...but with data after it, damage.
+  area[third + 200] = 1;
+  recs.clear();
+  EXPECT_EQ(
+      persistence::DecodeSegmentRecords(area, false, "test", &recs).code(),
+      StatusCode::kCorruption);
 }
 
 TEST(FilterJournalTest, AddsLandInSegmentsNotInRocksDb) {
@@ -391,7 +403,8 @@ TEST(FilterJournalTest, SegmentsRotateAndCheckpointsRetireThem) {
     round(20'000);  // ~400 KiB of records per shard: several segments
     EXPECT_GT(Segments(dir.db()).size(), 4u);
     SF_ASSERT_OK(db->CheckpointAll().status());
-    EXPECT_EQ(Segments(dir.db()).size(), 2u);  // the active one per shard
+    // The active one per shard, and the spares made ahead.
+    EXPECT_LE(Segments(dir.db()).size(), 4u);
     round(20'000);
     (void)db;
   }

@@ -277,7 +277,9 @@ TEST_P(MultiWriterCrashTest, AcknowledgedOpsSurviveExactlyOnce) {
     }
     model = observed;
   }
-  EXPECT_GT(acked_total, 100) << "the writers hardly ran";
+  // sync acknowledges an fdatasync at a time: a loaded machine runs few.
+  EXPECT_GT(acked_total, mode == Durability::kSync ? 20 : 100)
+      << "the writers hardly ran";
   std::printf("%s %s: %d acked ops over %d kills, %d in flight\n",
               FilterTypeName(type), DurabilityName(mode), acked_total,
               kIterations, uncertain_total);

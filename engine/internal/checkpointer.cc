@@ -171,9 +171,12 @@ Status ReplayEntry(const FilterSpec& spec, Shard& shard, const JournalEntry& e,
 struct LoadedSegments {
   std::vector<std::shared_ptr<persistence::Segment>> segs;
   std::vector<std::vector<persistence::FilterJournalRecord>> recs;
-  // J2: the RocksDB entries from here on are superseded.
-  uint64_t first_base() const {
-    return segs.empty() ? ~uint64_t{0} : segs[0]->header().base_seq;
+  std::vector<uint64_t> bases;  // J2: first record header's seq, 0 if none
+  std::vector<uint64_t> max;    // each segment's highest live record seq
+  uint64_t MaxOf(size_t k) const { return k < max.size() ? max[k] : 0; }
+  // A segment without records supersedes nothing.
+  uint64_t BaseOf(size_t k) const {
+    return k < bases.size() && bases[k] != 0 ? bases[k] : ~uint64_t{0};
   }
 };
 
@@ -192,6 +195,7 @@ Status LoadSegments(const std::vector<std::string>& paths, uint32_t shard,
     }
     const bool later_boot = h.boot_id != boot;
     std::vector<persistence::FilterJournalRecord> recs;
+    uint64_t base = 0;
     Status decoded = Status::OK();
     if (!later_boot && seg->size() != h.file_bytes) {
       decoded = Status::Corruption(
@@ -199,42 +203,53 @@ Status LoadSegments(const std::vector<std::string>& paths, uint32_t shard,
           " bytes, its header says " + std::to_string(h.file_bytes));
     } else {
       decoded = persistence::DecodeSegmentRecords(seg->records(), later_boot,
-                                                  what, &recs);
+                                                  what, &recs, nullptr, &base);
     }
     if (!decoded.ok() && !tolerate_damage) return decoded;
     out->segs.push_back(std::move(seg));
     out->recs.push_back(std::move(recs));
+    out->bases.push_back(base);
     if (!decoded.ok()) break;  // the records before the damage, then a gap
   }
+  // Activation order is base order (J2): segments are made ahead, so their
+  // numbers need not follow it. Empty ones (base 0) go last.
+  std::vector<size_t> order(out->segs.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return out->BaseOf(a) < out->BaseOf(b);
+  });
+  LoadedSegments sorted;
+  for (size_t k : order) {
+    sorted.segs.push_back(std::move(out->segs[k]));
+    sorted.recs.push_back(std::move(out->recs[k]));
+    sorted.bases.push_back(out->bases[k]);
+  }
+  *out = std::move(sorted);
   return Status::OK();
 }
 
-// Replays the loaded records after *last (L2: in seq order, up to the
-// first gap; J2: a later segment supersedes an earlier one's records from
-// its base seq on).
-Status ApplySegments(const FilterSpec& spec, Shard& sh, LoadedSegments& l,
-                     bool gap, uint64_t* last, uint64_t* replayed,
-                     std::atomic<uint64_t>* skipped) {
-  for (size_t k = 0; k < l.recs.size() && !gap; ++k) {
-    const uint64_t until =
-        k + 1 < l.segs.size() ? l.segs[k + 1]->header().base_seq : ~uint64_t{0};
-    for (const persistence::FilterJournalRecord& rec : l.recs[k]) {
-      if (rec.seq >= until || rec.seq <= *last) continue;  // J2; dead
-      if (rec.seq != *last + 1) {
-        gap = true;  // L2: the rest was never acknowledged
-        break;
-      }
-      if (rec.op != 0) {
-        JournalEntry e;
-        e.op = static_cast<JournalOp>(rec.op);
-        e.hashes = rec.hashes;
-        SF_RETURN_IF_ERROR(ReplayEntry(spec, sh, e, replayed, skipped));
-      }
-      *last = rec.seq;
-      l.segs[k]->max_seq.store(rec.seq, std::memory_order_relaxed);
+// The loaded records with seq > after, in seq order, as journal entries
+// (a "no op" record as one without hashes); J2: a later segment supersedes
+// an earlier one's records from its base on. Also notes each segment's
+// highest record seq (LoadedSegments::MaxOf) for retirement.
+void CollectSegments(LoadedSegments& l, uint64_t after,
+                     std::vector<std::pair<uint64_t, JournalEntry>>* out) {
+  l.max.assign(l.segs.size(), 0);
+  for (size_t k = 0; k < l.recs.size(); ++k) {
+    uint64_t until = ~uint64_t{0};
+    for (size_t j = k + 1; j < l.segs.size(); ++j) {
+      until = std::min(until, l.BaseOf(j));
+    }
+    for (persistence::FilterJournalRecord& rec : l.recs[k]) {
+      if (rec.seq >= until) break;  // J2 (records are in seq order)
+      l.max[k] = rec.seq;
+      if (rec.seq <= after) continue;  // dead: in the checkpoint
+      JournalEntry e;
+      e.op = rec.op == 0 ? JournalOp::kAdd : static_cast<JournalOp>(rec.op);
+      e.hashes = std::move(rec.hashes);
+      out->emplace_back(rec.seq, std::move(e));
     }
   }
-  return Status::OK();
 }
 
 }  // namespace
@@ -242,7 +257,8 @@ Status ApplySegments(const FilterSpec& spec, Shard& sh, LoadedSegments& l,
 Result<std::unique_ptr<ShardedFilter>> RecoverFilter(
     const persistence::Store& store, std::string_view name,
     const FilterDescriptor& d, uint64_t* replayed, uint64_t* skipped_removes,
-    std::shared_ptr<MemoryAccount> account, bool tolerate_damage) {
+    std::shared_ptr<MemoryAccount> account, bool tolerate_damage,
+    std::vector<uint64_t>* stale_after) {
   FilterSpec spec = SpecFromDescriptor(d);
   const uint32_t shards = spec.shards;
   // Invariant 8: the whole filter against the budget before any shard is
@@ -271,6 +287,8 @@ Result<std::unique_ptr<ShardedFilter>> RecoverFilter(
   std::vector<std::vector<std::shared_ptr<persistence::Segment>>> segments(
       shards);
   std::atomic<uint64_t> skipped{0};
+  std::vector<uint64_t> stale_vec(shards, ~uint64_t{0});
+  std::vector<uint64_t>& stale_after_ = stale_vec;
   ParallelFor(shards, [&](size_t i) {
     const ShardRecord& r = d.shards[i];
     std::string what = DescribeName(name) + " shard " + std::to_string(i);
@@ -287,28 +305,42 @@ Result<std::unique_ptr<ShardedFilter>> RecoverFilter(
       }
       InstallChain(sh, std::move(chain));
       // L2: a shard's ops are replayed in seq order up to the first gap
-      // (what follows a gap was never acknowledged): first the RocksDB
-      // journal family's entries, then the segments' records.
-      uint64_t& last = last_seq[i];
-      last = r.sequence;
-      bool gap = false;
+      // (what follows a gap was never acknowledged), from the RocksDB
+      // journal family's entries and the segments' records merged by seq
+      // (a session may have used either path).
       LoadedSegments loaded;
       SF_RETURN_IF_ERROR(LoadSegments(segment_paths[i],
                                       static_cast<uint32_t>(i), epoch, name,
                                       tolerate_damage, &loaded));
-      const uint64_t superseded = loaded.first_base();
+      std::vector<std::pair<uint64_t, JournalEntry>> rocks;
       SF_RETURN_IF_ERROR(store.ReadJournal(
           name, i, r.sequence, [&](uint64_t seq, const JournalEntry& e) {
-            if (seq >= superseded) return Status::OK();  // J2
-            if (gap || seq != last + 1) {
-              gap = true;
-              return Status::OK();
-            }
-            last = seq;
-            return ReplayEntry(spec, sh, e, &counts[i], &skipped);
+            rocks.emplace_back(seq, e);
+            return Status::OK();
           }));
-      SF_RETURN_IF_ERROR(
-          ApplySegments(spec, sh, loaded, gap, &last, &counts[i], &skipped));
+      std::vector<std::pair<uint64_t, JournalEntry>> mapped;
+      CollectSegments(loaded, r.sequence, &mapped);
+      uint64_t& last = last_seq[i];
+      last = r.sequence;
+      size_t a = 0, b = 0;
+      while (a < rocks.size() || b < mapped.size()) {
+        const bool from_rocks =
+            b == mapped.size() ||
+            (a < rocks.size() && rocks[a].first < mapped[b].first);
+        auto& [seq, e] = from_rocks ? rocks[a++] : mapped[b++];
+        if (seq != last + 1) break;  // L2: a gap (or a stale duplicate)
+        if (!e.hashes.empty()) {
+          SF_RETURN_IF_ERROR(ReplayEntry(spec, sh, e, &counts[i], &skipped));
+        }
+        last = seq;
+      }
+      // RocksDB entries past the end are unacknowledged debris: a writable
+      // open deletes them before new ops reuse their seqs.
+      if (!rocks.empty() && rocks.back().first > last) stale_after_[i] = last;
+      for (size_t k = 0; k < loaded.segs.size(); ++k) {
+        loaded.segs[k]->max_seq.store(std::min(last, loaded.MaxOf(k)),
+                                      std::memory_order_relaxed);
+      }
       segments[i] = std::move(loaded.segs);
       return Status::OK();
     };
@@ -331,6 +363,7 @@ Result<std::unique_ptr<ShardedFilter>> RecoverFilter(
     *replayed += counts[i];
   }
   ShardedFilterAccess::SetLog(*f, std::move(log));
+  if (stale_after != nullptr) *stale_after = std::move(stale_vec);
   *skipped_removes += skipped.load(std::memory_order_relaxed);
   return f;
 }

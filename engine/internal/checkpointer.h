@@ -63,12 +63,16 @@ Status CheckpointFilter(persistence::Store* store, ShardedFilter& f,
 // replayed after the RocksDB journal family's entries, each shard in seq
 // order up to its first gap. `tolerate_damage`: a damaged record ends its
 // shard's replay quietly (read-only verify opens) instead of failing with
-// Corruption.
+// Corruption. *stale_after (optional) receives per shard the last seq
+// replayed when RocksDB journal entries past it (never acknowledged: after
+// a gap) remain, else ~0: a writable open deletes them
+// (Store::DeleteJournalAfter) before new ops reuse those seqs.
 Result<std::unique_ptr<ShardedFilter>> RecoverFilter(
     const persistence::Store& store, std::string_view name,
     const persistence::FilterDescriptor& d, uint64_t* replayed,
     uint64_t* skipped_removes, std::shared_ptr<MemoryAccount> account,
-    bool tolerate_damage = false);
+    bool tolerate_damage = false,
+    std::vector<uint64_t>* stale_after = nullptr);
 
 // Reads every segment of the filter's journal: *records += the records
 // past the checkpoint; each damaged segment adds a problem (Verify).

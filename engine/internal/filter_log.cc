@@ -56,17 +56,33 @@ FilterLog::FilterLog(std::string name, uint32_t shards)
   if (uint64_t t = persistence::SegmentBytesForTesting()) segment_bytes_ = t;
 }
 
-FilterLog::~FilterLog() = default;
+FilterLog::~FilterLog() {
+  {
+    std::lock_guard lock(spare_mu_);
+    spare_stop_ = true;
+  }
+  spare_cv_.notify_all();
+  if (spare_thread_.joinable()) spare_thread_.join();
+  for (uint32_t i = 0; i < shard_count_; ++i) {
+    // Made ahead and never used: no records, ours to remove.
+    if (shards_[i].spare != nullptr) {
+      ::unlink(shards_[i].spare->path().c_str());
+    }
+  }
+}
 
 void FilterLog::Configure(persistence::Store* store, bool mmap, bool sync) {
   store_ = store;
+  store_path_ = store->path();
   mmap_ = mmap;
   sync_ = sync;
 }
 
 void FilterLog::AdoptSegment(uint32_t shard, std::shared_ptr<Segment> s) {
   LogShard& L = shards_[shard];
-  L.next_number = std::max(L.next_number, s->header().number + 1);
+  if (L.next_number.load() <= s->header().number) {
+    L.next_number.store(s->header().number + 1);
+  }
   std::lock_guard lock(L.mu);
   L.segments.push_back(std::move(s));
   L.unsynced_from = L.segments.size();  // loaded ones are not ours to sync
@@ -91,8 +107,21 @@ Status FilterLog::EnsureEpoch() {
   return Status::OK();
 }
 
-Status FilterLog::EnsureSpace(uint32_t shard, size_t hashes,
-                              uint64_t next_seq) {
+Result<std::shared_ptr<Segment>> FilterLog::MakeSegment(uint32_t shard,
+                                                        uint64_t bytes) {
+  SegmentHeader h;
+  h.shard = shard;
+  h.epoch = epoch();
+  h.number = shards_[shard].next_number.fetch_add(1);
+  h.file_bytes = bytes;
+  h.boot_id = persistence::CurrentBootId().substr(0, 64);
+  h.name = name_;
+  return Segment::Create(
+      persistence::SegmentPath(store_path_, h.epoch, shard, h.number), h,
+      /*written=*/false);
+}
+
+Status FilterLog::EnsureSpace(uint32_t shard, size_t hashes) {
   LogShard& L = shards_[shard];
   const uint64_t need = persistence::FilterJournalRecordBytes(hashes);
   if (L.active != nullptr && L.tail + need <= L.active->size()) {
@@ -100,29 +129,61 @@ Status FilterLog::EnsureSpace(uint32_t shard, size_t hashes,
   }
   SF_RETURN_IF_ERROR(failure());
   SF_RETURN_IF_ERROR(EnsureEpoch());
-  SegmentHeader h;
-  h.shard = shard;
-  h.epoch = epoch();
-  h.number = L.next_number;
-  h.base_seq = next_seq;  // J2
-  h.file_bytes = std::max<uint64_t>(
+  const uint64_t bytes = std::max<uint64_t>(
       segment_bytes_,
       (persistence::kSegmentHeaderBytes + need + 4095) / 4096 * 4096);
-  h.boot_id = persistence::CurrentBootId().substr(0, 64);
-  h.name = name_;
-  SF_ASSIGN_OR_RETURN(
-      std::shared_ptr<Segment> seg,
-      Segment::Create(
-          persistence::SegmentPath(store_->path(), h.epoch, shard, h.number), h,
-          sync_));
-  ++L.next_number;
+  std::shared_ptr<Segment> seg;
+  {
+    std::lock_guard lock(spare_mu_);
+    if (L.spare != nullptr && L.spare->size() >= bytes)
+      seg = std::move(L.spare);
+  }
+  if (seg == nullptr) {
+    SF_ASSIGN_OR_RETURN(seg, MakeSegment(shard, bytes));
+  }
   {
     std::lock_guard lock(L.mu);
     L.segments.push_back(seg);
   }
+  // J2: the first record written here is the segment's base.
   L.active = std::move(seg);
   L.tail = persistence::kSegmentHeaderBytes;
+  WantSpare(shard);
   return Status::OK();
+}
+
+void FilterLog::WantSpare(uint32_t shard) {
+  std::lock_guard lock(spare_mu_);
+  if (spare_stop_) return;
+  shards_[shard].spare_wanted = true;
+  if (!spare_thread_.joinable()) {
+    spare_thread_ = std::thread([this] { SpareLoop(); });
+  }
+  spare_cv_.notify_one();
+}
+
+void FilterLog::SpareLoop() {
+  std::unique_lock lock(spare_mu_);
+  for (;;) {
+    uint32_t want = shard_count_;
+    spare_cv_.wait(lock, [&] {
+      if (spare_stop_) return true;
+      for (uint32_t i = 0; i < shard_count_; ++i) {
+        if (shards_[i].spare_wanted && shards_[i].spare == nullptr) {
+          want = i;
+          return true;
+        }
+      }
+      return false;
+    });
+    if (spare_stop_) return;
+    shards_[want].spare_wanted = false;
+    lock.unlock();
+    // A failure here only means the writer makes the segment itself.
+    auto seg = MakeSegment(want, segment_bytes_);
+    lock.lock();
+    if (seg.ok()) shards_[want].spare = std::move(*seg);
+  }
 }
 
 char* FilterLog::Reserve(uint32_t shard, uint64_t seq, size_t hashes) {

@@ -99,8 +99,9 @@ class FilterLog {
   // --- The mutation path (L1); REQUIRES: the shard's reservation held ---
   SpinLock& reserve_mu(uint32_t shard) { return shards_[shard].reserve_mu; }
   // Makes room in the active segment for a record of `hashes` hashes
-  // (creating the epoch or the next segment, with base `next_seq`).
-  Status EnsureSpace(uint32_t shard, size_t hashes, uint64_t next_seq);
+  // (creating the epoch, or switching to the next segment: the spare one a
+  // background thread made ahead, else a new one).
+  Status EnsureSpace(uint32_t shard, size_t hashes);
   // Writes the record header for `seq` (REQUIRES: EnsureSpace for at least
   // this many hashes since the last Reserve) and returns its slot.
   char* Reserve(uint32_t shard, uint64_t seq, size_t hashes);
@@ -126,9 +127,12 @@ class FilterLog {
     SpinLock reserve_mu;                           // L1 (Bloom)
     std::shared_ptr<persistence::Segment> active;  // L1
     uint64_t tail = 0;                             // L1: next slot offset
-    uint64_t next_number = 1;                      // L1
-    std::atomic<uint64_t> copied{0};               // L2
-    std::mutex mu;                                 // segments, sync state
+    std::atomic<uint64_t> next_number{1};
+    // Made ahead by the spare thread (GUARDED_BY(spare_mu_)).
+    std::shared_ptr<persistence::Segment> spare;
+    bool spare_wanted = false;
+    std::atomic<uint64_t> copied{0};  // L2
+    std::mutex mu;                    // segments, sync state
     std::vector<std::shared_ptr<persistence::Segment>>
         segments;                // GUARDED_BY(mu)
     std::condition_variable cv;  // L3
@@ -139,16 +143,27 @@ class FilterLog {
 
   Status EnsureEpoch();
   Status Sync(LogShard& s, uint64_t last_seq);
+  Result<std::shared_ptr<persistence::Segment>> MakeSegment(uint32_t shard,
+                                                            uint64_t bytes);
+  void WantSpare(uint32_t shard);
+  void SpareLoop();
 
   const std::string name_;
   const uint32_t shard_count_;
   std::unique_ptr<LogShard[]> shards_;
   persistence::Store* store_ = nullptr;
+  std::string store_path_;
   bool mmap_ = false;
   bool sync_ = false;
   uint64_t segment_bytes_ = 0;
   std::mutex epoch_mu_;
   std::atomic<uint64_t> epoch_{0};  // set once, under epoch_mu_
+  // The spare thread: makes each shard's next segment ahead of use, so a
+  // writer switching segments does not wait for a file to be made.
+  std::mutex spare_mu_;
+  std::condition_variable spare_cv_;
+  bool spare_stop_ = false;  // GUARDED_BY(spare_mu_)
+  std::thread spare_thread_;
   std::atomic<bool> failed_{false};
   mutable std::mutex fail_mu_;
   Status fail_status_;  // GUARDED_BY(fail_mu_)
