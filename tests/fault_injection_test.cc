@@ -25,9 +25,18 @@ namespace {
 using persistence::internal::SetStoreEnvForTesting;
 using testing::FaultEnv;
 using testing::FaultFs;
-using testing::Options;
 using testing::Spec;
 using testing::TempDir;
+
+// These faults are injected into RocksDB's file system, so every filter
+// journals there (DatabaseOptions::journal_in_rocksdb): the memory-mapped
+// filter journal's own faults (no room, failed sync, power loss) are
+// tests/filter_journal_test.cc's.
+DatabaseOptions Options(const std::string& path) {
+  DatabaseOptions o = testing::Options(path);
+  o.journal_in_rocksdb = true;
+  return o;
+}
 
 std::string Key(int i) { return "key-" + std::to_string(i); }
 
