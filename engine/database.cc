@@ -1,5 +1,6 @@
 #include "shardfilter/engine/database.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "shardfilter/engine/internal/access.h"
@@ -33,6 +34,14 @@ Status CheckName(std::string_view name) {
   return Status::OK();
 }
 
+// The error of a filter that did not load (D3): its own code and reason.
+Status Unavailable(std::string_view name, const Status& why) {
+  return Status(why.code(), DescribeName(name) +
+                                " is unavailable (its stored data failed "
+                                "its checks at open): " +
+                                why.message());
+}
+
 }  // namespace
 
 namespace internal {
@@ -43,6 +52,9 @@ Result<OpenFilter> DatabaseImpl::Find(std::string_view name) const {
   if (closed) return Status::NotSupported("the database is closed");
   auto it = filters.find(name);
   if (it == filters.end()) {
+    if (auto bad = unavailable.find(name); bad != unavailable.end()) {
+      return Unavailable(name, bad->second);
+    }
     return Status::NotFound(DescribeName(name) + " does not exist");
   }
   return it->second;
@@ -109,13 +121,26 @@ Result<std::unique_ptr<Database>> Database::Open(
                                        {options.path, options.create_if_missing,
                                         options.read_only}));
   impl->journal = std::make_unique<internal::JournalSink>(impl->store.get());
-  SF_ASSIGN_OR_RETURN(auto catalog, impl->store->LoadCatalog());
+  std::vector<std::pair<std::string, Status>> bad;
+  SF_ASSIGN_OR_RETURN(auto catalog, impl->store->LoadCatalog(&bad));
+  {
+    internal::MutexLock lock(impl->mu);  // not shared yet: for the analysis
+    for (auto& [name, why] : bad) impl->unavailable.emplace(name, why);
+  }
   for (auto& entry : catalog) {
     uint64_t replayed = 0, skipped = 0;
-    SF_ASSIGN_OR_RETURN(
-        std::unique_ptr<ShardedFilter> f,
-        internal::RecoverFilter(*impl->store, entry.name, entry.descriptor,
-                                &replayed, &skipped, impl->NewAccount()));
+    auto recovered = internal::RecoverFilter(
+        *impl->store, entry.name, entry.descriptor, &replayed, &skipped,
+        impl->NewAccount());
+    // D3: damage makes this filter unavailable; anything else (I/O, the
+    // memory budget) fails the open.
+    if (!recovered.ok() && (recovered.status().IsCorruption() ||
+                            recovered.status().IsNotSupported())) {
+      internal::MutexLock lock(impl->mu);
+      impl->unavailable.emplace(entry.name, recovered.status());
+      continue;
+    }
+    SF_ASSIGN_OR_RETURN(std::unique_ptr<ShardedFilter> f, std::move(recovered));
     impl->replayed_ops += replayed;
     impl->replay_skipped_removes += skipped;
     if (!options.read_only) {
@@ -192,6 +217,11 @@ Result<std::shared_ptr<ShardedFilter>> Database::Create(
   if (d.filters.count(name) != 0) {
     return Status::AlreadyExists(DescribeName(name) + " already exists");
   }
+  if (auto bad = d.unavailable.find(name); bad != d.unavailable.end()) {
+    return Status::AlreadyExists(
+        DescribeName(name) + " already exists but is damaged (" +
+        bad->second.message() + "); drop it first to replace it");
+  }
   auto account = d.NewAccount();
   SF_ASSIGN_OR_RETURN(
       auto shards, internal::MakeShardFilters(
@@ -228,6 +258,17 @@ std::vector<std::string> Database::List() const {
   internal::MutexLock lock(impl_->mu);
   std::vector<std::string> out;
   for (const auto& [name, of] : impl_->filters) out.push_back(name);
+  for (const auto& [name, why] : impl_->unavailable) out.push_back(name);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<std::pair<std::string, Status>> Database::Unavailable() const {
+  internal::MutexLock lock(impl_->mu);
+  std::vector<std::pair<std::string, Status>> out;
+  for (const auto& [name, why] : impl_->unavailable) {
+    out.emplace_back(name, shardfilter::Unavailable(name, why));
+  }
   return out;
 }
 
@@ -254,16 +295,29 @@ Status Database::Drop(std::string_view name) {
   if (d.closed) return Status::NotSupported("the database is closed");
   auto it = d.filters.find(name);
   if (it == d.filters.end()) {
-    return Status::NotFound(DescribeName(name) + " does not exist");
+    auto bad = d.unavailable.find(name);
+    if (bad == d.unavailable.end()) {
+      return Status::NotFound(DescribeName(name) + " does not exist");
+    }
+    SF_RETURN_IF_ERROR(d.store->DropFilter(name));  // D3: the user's choice
+    d.unavailable.erase(bad);
+    return Status::OK();
   }
   OpenFilter of = it->second;
   if (auto m = d.migrations.find(name); m != d.migrations.end()) {
     m->second->abort.store(true);  // it rolls back at its next step
   }
   internal::MutexLock state_lock(of.state->mu);  // lock order 2
+  // Every shard lock exclusive (order 3, with the S5 writer-preference
+  // guard so that steady writers cannot starve it) *before* the commit:
+  // no mutation runs between the delete and the detach, so none is
+  // acknowledged on a filter that is gone, and none leaves journal entries
+  // behind it. On a failed commit the locks drop and the filter serves on.
+  auto locks = ShardedFilterAccess::LockAll(*of.filter);
   SF_RETURN_IF_ERROR(d.store->DropFilter(name));
   of.state->dropped = true;
-  ShardedFilterAccess::Detach(*of.filter, internal::kDropped);  // order 3
+  ShardedFilterAccess::MarkDetached(*of.filter, internal::kDropped);
+  locks.clear();
   d.filters.erase(it);
   return Status::OK();
 }

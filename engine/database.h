@@ -37,6 +37,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "shardfilter/engine/memory_budget.h"
@@ -160,8 +161,10 @@ class Database {
   // Opens (or creates) the store and recovers every filter: loads each
   // shard's committed checkpoint, checks every checksum, replays its journal
   // entries after the checkpoint, and (unless read_only) removes values of
-  // uncommitted checkpoints. Fails with a clear error naming the filter,
-  // shard, chunk or sequence on any corruption; never drops data silently.
+  // uncommitted checkpoints. A filter whose data fails a check is left
+  // untouched and unavailable (Unavailable(): the error names the filter,
+  // shard, chunk or sequence); the others serve. Damage to the store itself
+  // (RocksDB's files) fails the open. Never drops data silently.
   static Result<std::unique_ptr<Database>> Open(const DatabaseOptions& options);
 
   // Calls Close() if it was not called (its status is lost: call Close to
@@ -184,8 +187,14 @@ class Database {
   // As Get, and WrongType (naming both types) unless it is of `type`.
   Result<std::shared_ptr<ShardedFilter>> Get(std::string_view name,
                                              FilterType type) const;
-  // Names in byte order.
+  // Names in byte order, damaged (unavailable) filters included.
   std::vector<std::string> List() const;
+  // The filters whose stored data failed its checks at Open, each with its
+  // error (Corruption or NotSupported naming the filter and what is bad).
+  // They are unavailable, not the store: Get and Info return that error,
+  // Create of the name is AlreadyExists, Drop deletes it; Verify lists
+  // every problem.
+  std::vector<std::pair<std::string, Status>> Unavailable() const;
   Result<FilterInfo> Info(std::string_view name) const;
   // Deletes the filter, its checkpoints and journal in one atomic write.
   // Existing handles then return NotFound on mutation.

@@ -324,7 +324,7 @@ void ShardedFilterAccess::Detach(ShardedFilter& f, uint8_t state) {
   std::vector<std::unique_lock<std::shared_mutex>> locks;
   locks.reserve(f.shard_count_);
   for (uint32_t i = 0; i < f.shard_count_; ++i) {
-    locks.emplace_back(f.shards_[i].mu);  // S4: ascending
+    locks.push_back(LockExclusive(f.shards_[i]));  // S4 ascending, S5
   }
   // Relaxed: readers load it under a shard lock, which orders them.
   f.detached_.store(state, std::memory_order_relaxed);

@@ -5,6 +5,7 @@
 #include <rocksdb/options.h>
 #include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -239,6 +240,17 @@ Result<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) {
   const size_t dedup_index = has_hashes ? 5 : 4;
   if (has_dedup) cfs.emplace_back(kDedupCf, DedupCfOptions());
   if (has_time) cfs.emplace_back(kDedupTimeCf, cf_options);
+  // A reader holds a read lock on LOCK for its life (store_dir.h).
+  int lock_fd = -1;
+  if (options.read_only) {
+    SF_ASSIGN_OR_RETURN(lock_fd, internal::LockForReading(options.path));
+  }
+  struct LockGuard {
+    int* fd;
+    ~LockGuard() {
+      if (*fd >= 0) ::close(*fd);
+    }
+  } lock_guard{&lock_fd};
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* db = nullptr;
   rocksdb::Status s =
@@ -255,6 +267,8 @@ Result<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) {
   store->journal_cf_ = handles[3];
   store->read_only_ = options.read_only;
   store->path_ = options.path;
+  store->read_lock_fd_ = lock_fd;
+  lock_fd = -1;
   if (has_hashes) store->hashes_cf_.store(handles[4]);
   if (has_dedup && has_time) {
     store->dedup_ = std::make_unique<DedupTable>(
@@ -316,6 +330,7 @@ Store::~Store() {
   }
   db_->Close().PermitUncheckedError();
   delete db_;
+  if (read_lock_fd_ >= 0) ::close(read_lock_fd_);
 }
 
 Status Store::Write(rocksdb::WriteBatch* batch, bool sync,
@@ -354,15 +369,20 @@ Status Store::Write(rocksdb::WriteBatch* batch, bool sync,
   return FromRocks(s, what);
 }
 
-Result<std::vector<CatalogEntry>> Store::LoadCatalog() const {
+Result<std::vector<CatalogEntry>> Store::LoadCatalog(
+    std::vector<std::pair<std::string, Status>>* bad) const {
   std::vector<CatalogEntry> out;
   std::unique_ptr<rocksdb::Iterator> it(
       db_->NewIterator(rocksdb::ReadOptions(), catalog_cf_));
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     std::string name = it->key().ToString();
-    SF_ASSIGN_OR_RETURN(FilterDescriptor d,
-                        DecodeDescriptor(it->value().ToStringView(), name));
-    out.push_back({std::move(name), std::move(d)});
+    auto d = DecodeDescriptor(it->value().ToStringView(), name);
+    if (!d.ok()) {
+      if (bad == nullptr) return d.status();
+      bad->emplace_back(std::move(name), d.status());
+      continue;
+    }
+    out.push_back({std::move(name), std::move(*d)});
   }
   SF_RETURN_IF_ERROR(FromRocks(it->status(), "reading the catalog"));
   return out;

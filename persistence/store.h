@@ -96,9 +96,11 @@ class Store {
 
   bool read_only() const { return read_only_; }
 
-  // Every catalog entry, decoded and checked, in name order. The first bad
-  // descriptor fails the call (Corruption / NotSupported naming it).
-  Result<std::vector<CatalogEntry>> LoadCatalog() const;
+  // Every catalog entry, decoded and checked, in name order. A bad
+  // descriptor fails the call (Corruption / NotSupported naming it), or,
+  // when `bad` is given, is reported there (name, why) and skipped.
+  Result<std::vector<CatalogEntry>> LoadCatalog(
+      std::vector<std::pair<std::string, Status>>* bad = nullptr) const;
 
   // One synced WriteBatch: removes any stray shard/journal values of the
   // name, puts the descriptor.
@@ -204,6 +206,8 @@ class Store {
   bool read_only_ = false;
   // A write failed with an I/O error: the next one calls DB::Resume first.
   std::atomic<bool> needs_resume_{false};
+  // A read-only store's read lock on LOCK (-1: none), closed last.
+  int read_lock_fd_ = -1;
   std::string path_;
 };
 

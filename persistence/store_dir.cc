@@ -178,6 +178,44 @@ Status InspectStoreDir(const std::string& path, bool* is_new) {
   return Status::OK();
 }
 
+Result<int> LockForReading(const std::string& path) {
+  const std::string lock = path + "/LOCK";
+  const int fd = ::open(lock.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return -1;
+    return Status::IOError("opening " + lock + ": " + std::strerror(errno));
+  }
+  struct flock fl = {};
+  fl.l_type = F_RDLCK;
+  fl.l_whence = SEEK_SET;
+  if (::fcntl(fd, F_OFD_SETLK, &fl) == 0) return fd;
+  const int err = errno;
+  struct flock who = {};
+  who.l_type = F_WRLCK;
+  who.l_whence = SEEK_SET;
+  const bool asked = ::fcntl(fd, F_GETLK, &who) == 0;
+  ::close(fd);
+  if (err != EAGAIN && err != EACCES) {
+    return Status::IOError("locking " + lock + ": " + std::strerror(err));
+  }
+  // A conflict F_GETLK does not report is this process's own lock.
+  if (asked && who.l_type == F_UNLCK) return -1;
+  std::string holder = "another process";
+  if (asked && who.l_pid > 0) {
+    holder = "process " + std::to_string(who.l_pid);
+    bool ok = false;
+    std::string comm =
+        ReadSmallFile("/proc/" + std::to_string(who.l_pid) + "/comm", &ok);
+    while (!comm.empty() && comm.back() == '\n') comm.pop_back();
+    if (ok && !comm.empty()) holder += " (" + comm + ")";
+  }
+  return Status::Busy("store " + Quoted(path) + " is open for writing by " +
+                      holder +
+                      "; a read-only open cannot see one consistent state "
+                      "while a writer recovers or compacts: retry when it "
+                      "is done, or ask that process");
+}
+
 Status WriteWalMarker(const std::string& path, uint64_t wal) {
   const std::string file = path + "/" + kWalMarkerFile;
   const std::string tmp = file + ".tmp";

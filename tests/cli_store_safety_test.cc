@@ -11,6 +11,7 @@
 #include <string>
 
 #include "cli_test_util.h"
+#include "store_test_util.h"
 
 namespace shardfilter::testing {
 namespace {
@@ -189,6 +190,68 @@ TEST_F(StoreSafetyTest, MigrateToDbRefusesNonEmptyDirectoryThatIsNoStore) {
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.err.find("not a shardfilter store"), std::string::npos) << r.err;
   EXPECT_EQ(Snapshot(other), before);
+}
+
+// Case 10: one damaged filter is unavailable with its reason; the others
+// keep serving (before: every command on every filter failed, exit 3).
+TEST_F(StoreSafetyTest, OneDamagedFilterDoesNotTakeTheStoreDown) {
+  for (const char* name : {"good", "bad"}) {
+    ASSERT_EQ(Run({"--db", db_, "create", name, "--type", "cuckoo",
+                   "--capacity", "10000", "--fpp", "0.001", "--shards", "2"})
+                  .code,
+              0);
+    ASSERT_EQ(Run({"--db", db_, "add", name, "--quiet"}, Lines(0, 500)).code,
+              0);
+  }
+  ASSERT_EQ(Run({"--db", db_, "checkpoint"}).code, 0);
+  std::string damaged_key, damaged_value;
+  {
+    RawStore raw(db_);
+    ASSERT_TRUE(raw.ok());
+    for (auto& [k, v] : raw.Scan("shards")) {
+      if (k.find("bad") == std::string::npos) continue;
+      v[v.size() / 2] ^= 0x40;
+      raw.Put("shards", k, v);
+      damaged_key = k;
+      damaged_value = v;
+      break;
+    }
+  }
+  ASSERT_FALSE(damaged_key.empty());
+  CliRun r = Run({"--db", db_, "list"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.out, "bad\ngood\n");
+  EXPECT_NE(r.err.find("\"bad\" is unavailable"), std::string::npos) << r.err;
+  EXPECT_EQ(Run({"--db", db_, "info", "good"}).code, 0);
+  r = Run({"--db", db_, "exists", "good"}, Lines(0, 500));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.find('0'), std::string::npos);
+  r = Run({"--db", db_, "exists", "bad", "key-1"});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_NE(r.err.find("Corruption"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("chunk"), std::string::npos) << r.err;
+  r = Run({"--db", db_, "verify"});
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.out.find("problem: Corruption"), std::string::npos) << r.out;
+  // Writes to the healthy filter work; the damaged one is left as it is.
+  EXPECT_EQ(Run({"--db", db_, "add", "good", "more"}).code, 0);
+  EXPECT_EQ(Run({"--db", db_, "checkpoint"}).code, 0);
+  r = Run({"--db", db_, "create", "bad", "--type", "bloom", "--capacity", "10",
+           "--fpp", "0.1"});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_NE(r.err.find("damaged"), std::string::npos) << r.err;
+  {
+    RawStore raw(db_);
+    bool found = false;
+    for (auto& [k, v] : raw.Scan("shards")) {
+      if (k == damaged_key) found = v == damaged_value;
+    }
+    EXPECT_TRUE(found) << "the damaged filter's data was changed";
+  }
+  // Dropping it is the user's choice; then the store is clean.
+  EXPECT_EQ(Run({"--db", db_, "drop", "bad"}).code, 0);
+  EXPECT_EQ(Run({"--db", db_, "verify"}).code, 0);
+  EXPECT_EQ(Run({"--db", db_, "list"}).out, "good\n");
 }
 
 }  // namespace

@@ -30,6 +30,21 @@
 namespace shardfilter {
 namespace {
 
+// The items a filter reports. The golden data was written when a Bloom add
+// that set no new bit still counted as an item; now it is "already
+// present" (issue 14), so a Bloom filter recovered or imported from those
+// bytes may count the few false-positive adds of its journal replay once
+// less. Counting and cuckoo counts are exact.
+void ExpectItems(const ShardedFilter& f, uint64_t recorded) {
+  const uint64_t items = f.Stats().total.items;
+  if (f.type() == FilterType::kBloom) {
+    EXPECT_LE(items, recorded);
+    EXPECT_GE(items, recorded - recorded / 100);
+  } else {
+    EXPECT_EQ(items, recorded);
+  }
+}
+
 namespace fs = std::filesystem;
 using golden::KeyOf;
 using golden::SpecText;
@@ -118,7 +133,7 @@ class GoldenFormatTest : public ::testing::Test {
       auto f = db.Get(name);
       ASSERT_TRUE(f.ok()) << f.status().ToString();
       EXPECT_EQ(SpecText((*f)->spec()), spec);
-      EXPECT_EQ((*f)->Stats().total.items, m_.items.at(name));
+      ExpectItems(**f, m_.items.at(name));
       CheckKeys(**f, m_.keys.at(name));
     }
     for (const std::string& name : m_.tiered) {
@@ -234,7 +249,7 @@ TEST_F(GoldenFormatTest, ExportFilesImport) {
       spec.replace(at, 8, "retain=0");
     }
     EXPECT_EQ(SpecText((*f)->spec()), spec);
-    EXPECT_EQ((*f)->Stats().total.items, m_.items.at(name));
+    ExpectItems(**f, m_.items.at(name));
     CheckKeys(**f, m_.keys.at(name));
     // The export was taken at the state the store recovers to.
     auto original = golden->Get(name);

@@ -114,7 +114,8 @@ Global flags (before or after the command):
 Exit codes:
   0  success
   1  the command ran but some items failed (add: filter Full; remove: key
-     NotFound), or verify found problems
+     NotFound), verify found problems (a store that does not open
+     included), or list found damaged (unavailable) filters
   2  usage error: bad command line or invalid parameters; nothing changed
   3  store or filter error: unknown filter, AlreadyExists, WrongType,
      NotSupported, Corruption, IOError, store locked by another process,

@@ -203,7 +203,12 @@ int RunList(CommandContext& ctx) {
   for (const std::string& name : (*db)->List()) {
     ctx.out << EscapeBytes(name) << "\n";
   }
-  return CloseStore(**db, ctx.err, kExitOk);
+  // Damaged filters are listed, and named on stderr (exit 1).
+  const auto bad = (*db)->Unavailable();
+  for (const auto& [name, why] : bad) {
+    ctx.err << "shardfilter: " << why.ToString() << "\n";
+  }
+  return CloseStore(**db, ctx.err, bad.empty() ? kExitOk : kExitFailed);
 }
 
 int RunDrop(CommandContext& ctx) {

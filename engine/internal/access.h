@@ -115,6 +115,13 @@ class ShardedFilterAccess {
   // ascending order: S4), then marks the filter dropped or closed so that
   // later mutations fail without touching the journal.
   static void Detach(ShardedFilter& f, uint8_t state);
+  // Detach's second half, for a caller that already holds every shard
+  // lock exclusive (LockAll): Drop commits its delete between the two, so
+  // that no mutation is acknowledged after the filter is gone.
+  // Relaxed: readers load it under a shard lock, which orders them.
+  static void MarkDetached(ShardedFilter& f, uint8_t state) {
+    f.detached_.store(state, std::memory_order_relaxed);
+  }
 };
 
 }  // namespace shardfilter::internal

@@ -48,6 +48,12 @@ class DatabaseImpl {
   mutable Mutex mu;
   std::map<std::string, OpenFilter, std::less<>> filters SF_GUARDED_BY(mu);
   bool closed SF_GUARDED_BY(mu) = false;
+  // D3. Filters whose stored data failed its checks at Open (Corruption,
+  // or a format from the future), with the reason: one damaged filter is
+  // unavailable, not the store (DESIGN.md invariant 6). Nothing of theirs
+  // is read, collected or overwritten; Get/Info return the reason, Create
+  // of the name is AlreadyExists, Drop deletes it.
+  std::map<std::string, Status, std::less<>> unavailable SF_GUARDED_BY(mu);
   // The running or last migration of each name (engine/migration.cc).
   std::map<std::string, std::shared_ptr<Migration>, std::less<>> migrations
       SF_GUARDED_BY(mu);

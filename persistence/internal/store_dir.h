@@ -29,6 +29,18 @@ inline constexpr const char* kWalMarkerFile = "SHARDFILTER-WAL";
 // MANIFEST and (per the marker) the live write-ahead log are all present.
 Status InspectStoreDir(const std::string& path, bool* is_new);
 
+// Readers beside a writer (DESIGN.md invariant 7): a read-only open takes
+// an open-file-description read lock on RocksDB's LOCK file for its whole
+// life. While another process holds the store for writing (RocksDB's
+// write lock on LOCK) that fails: Busy naming the holder's pid and name,
+// instead of reading files the writer is rewriting (its recovery flushes
+// and deletes WALs). While a reader holds it, a writer's open fails
+// (RocksDB: "lock ... Resource temporarily unavailable"). A writer in the
+// same process is not excluded (the application's own business, as
+// before). Returns the descriptor to close when the store closes, or -1
+// when nothing was locked (no LOCK file, or the writer is this process).
+Result<int> LockForReading(const std::string& path);
+
 // Records (atomically: temp file, fsync, rename, fsync of the directory)
 // that RocksDB's live write-ahead log is number `wal`.
 Status WriteWalMarker(const std::string& path, uint64_t wal);
