@@ -96,7 +96,10 @@ endif()
 # The Redis module (shardfilter.so), whatever its target is called.
 foreach(module shardfilter-module shardfilter_module)
   if(TARGET ${module})
+    # Redis 7 refuses to load a module without execute permission.
     install(TARGETS ${module} LIBRARY DESTINATION lib/redis/modules
+            PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ
+                        GROUP_EXECUTE WORLD_READ WORLD_EXECUTE
             COMPONENT bin)
     break()
   endif()
