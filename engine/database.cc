@@ -129,9 +129,9 @@ Result<std::unique_ptr<Database>> Database::Open(
   }
   for (auto& entry : catalog) {
     uint64_t replayed = 0, skipped = 0;
-    auto recovered = internal::RecoverFilter(
-        *impl->store, entry.name, entry.descriptor, &replayed, &skipped,
-        impl->NewAccount());
+    auto recovered =
+        internal::RecoverFilter(*impl->store, entry.name, entry.descriptor,
+                                &replayed, &skipped, impl->NewAccount());
     // D3: damage makes this filter unavailable; anything else (I/O, the
     // memory budget) fails the open.
     if (!recovered.ok() && (recovered.status().IsCorruption() ||
