@@ -25,17 +25,18 @@ endif()
 set(SF_PUBLIC_HEADERS_filters
   filters/bloom_filter.h filters/counting_bloom_filter.h
   filters/cuckoo_filter.h filters/envelope.h filters/filter.h filters/hash.h
-  filters/sizing.h filters/status.h)
+  filters/memory_advice.h filters/sizing.h filters/status.h)
 set(SF_PUBLIC_HEADERS_filters_detail filters/detail/xxh3_short.h)
 # Included by bloom_filter.h, counting_bloom_filter.h and cuckoo_filter.h for
 # their inline query paths.
 set(SF_PUBLIC_HEADERS_filters_internal
   filters/internal/atomic_table.h filters/internal/bloom_kernels.h
   filters/internal/cuckoo_stripes.h filters/internal/cuckoo_table.h
-  filters/internal/prefetch.h)
+  filters/internal/prefetch.h filters/internal/tsan.h)
 set(SF_PUBLIC_HEADERS_engine
-  engine/database.h engine/dedup_store.h engine/export.h engine/migration.h
-  engine/sharded_filter.h engine/tiered_filter.h)
+  engine/database.h engine/dedup_store.h engine/export.h
+  engine/memory_budget.h engine/migration.h engine/sharded_filter.h
+  engine/tiered_filter.h)
 foreach(group filters filters_detail filters_internal engine)
   string(REPLACE "_" "/" dir ${group})
   install(FILES ${SF_PUBLIC_HEADERS_${group}}
@@ -95,7 +96,10 @@ endif()
 # The Redis module (shardfilter.so), whatever its target is called.
 foreach(module shardfilter-module shardfilter_module)
   if(TARGET ${module})
+    # Redis 7 refuses to load a module without execute permission.
     install(TARGETS ${module} LIBRARY DESTINATION lib/redis/modules
+            PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ
+                        GROUP_EXECUTE WORLD_READ WORLD_EXECUTE
             COMPONENT bin)
     break()
   endif()

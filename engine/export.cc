@@ -2,11 +2,11 @@
 // snapshot of a sharded filter. ImportFilter is in engine/import.cc.
 #include "shardfilter/engine/export.h"
 
+#include <xxhash.h>
+
 #include <cstring>
 #include <mutex>
 #include <shared_mutex>
-
-#include <xxhash.h>
 
 #include "shardfilter/engine/internal/access.h"
 #include "shardfilter/engine/internal/shard.h"

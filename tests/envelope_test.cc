@@ -49,7 +49,8 @@ TEST(Envelope, PinnedBytes) {
 }
 
 TEST(Envelope, OpensWhatItSealed) {
-  auto v = OpenEnvelope(Sample());
+  const std::string sealed = Sample();  // the view points into it
+  auto v = OpenEnvelope(sealed);
   ASSERT_TRUE(v.ok()) << v.status().ToString();
   EXPECT_EQ(v->type, FilterType::kBloom);
   EXPECT_EQ(v->version, 1);

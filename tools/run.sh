@@ -20,7 +20,7 @@ n=1000000
 say() { printf '\n$ %s\n' "$*"; }
 run() { say "$*"; "$@"; }
 
-for f in demo_urls demo_counts demo_cuckoo; do
+for f in demo_urls demo_counts demo_cuckoo server_urls server_seen; do
   "$sf" --db "$db" drop "$f" >/dev/null 2>&1 || true
 done
 run "$sf" --db "$db" create demo_urls --type bloom --capacity $n --fpp 0.01

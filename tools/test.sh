@@ -114,6 +114,7 @@ mapfile -t targets < <(san_targets unit)
 cmake --build build-clang -j"$jobs" --target "${targets[@]}" shardfilter_fuzz
 stage "clang: unit tests (ASan + UBSan, assertions on)"
 ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="print_stacktrace=1" \
+  LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp" \
   ctest --test-dir build-clang --output-on-failure -j"$jobs" -L unit --timeout 900
 stage "clang: fuzz every decoder (${SF_FUZZ_SECONDS:-15} s a target)"
 tests/fuzz/run.sh build-clang "${SF_FUZZ_SECONDS:-15}"

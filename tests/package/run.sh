@@ -126,11 +126,14 @@ shardfilter create users --type bloom --capacity 1000 --fpp 0.01 --db "$store" >
 shardfilter add users alice bob --db "$store" >/dev/null
 [ "$(shardfilter exists users alice --db "$store")" = 1 ] || fail "exists alice"
 echo "   create + add + exists ok"
-# Data the package must never delete.
-"${as_root[@]}" runuser -u shardfilter -- shardfilter create kept --type bloom \
-  --capacity 100 --fpp 0.01 --db /var/lib/shardfilter/package-test >/dev/null
-"${as_root[@]}" runuser -u shardfilter -- shardfilter add kept alice \
-  --db /var/lib/shardfilter/package-test >/dev/null
+# Data the package must never delete: the server's store (it owns
+# /var/lib/shardfilter itself, so nothing else may be put there first: a
+# non-empty directory that is not a store is refused), or without a server
+# a CLI store below it.
+if [ -n "$(ls -A /var/lib/shardfilter)" ]; then
+  fail "/var/lib/shardfilter is not empty before the test: $(ls -A /var/lib/shardfilter | tr '\n' ' ')"
+fi
+kept=/var/lib/shardfilter/CURRENT
 
 if [ "$has_server" = 1 ]; then
   step "server: unit verify, start with the unit's command line, redis-cli"
@@ -168,8 +171,16 @@ if [ "$has_server" = 1 ]; then
   echo "   PING, BF.ADD, BF.EXISTS ok on port $port"
   if [ -d /run/systemd/system ]; then
     "${as_root[@]}" systemctl stop shardfilter-server.service
+  else
+    redis-cli -p "$port" SHUTDOWN >/dev/null 2>&1 || true  # checkpoint, exit 0
+    wait "${pids[-1]}" || fail "server exit status $? after SHUTDOWN"
   fi
 else
+  kept=/var/lib/shardfilter/package-test/CURRENT
+  "${as_root[@]}" runuser -u shardfilter -- shardfilter create kept --type bloom \
+    --capacity 100 --fpp 0.01 --db /var/lib/shardfilter/package-test >/dev/null
+  "${as_root[@]}" runuser -u shardfilter -- shardfilter add kept alice \
+    --db /var/lib/shardfilter/package-test >/dev/null
   skip "no shardfilter-server in this package (target not built): server and unit-on-disk checks"
 fi
 
@@ -196,11 +207,12 @@ step "apt-get remove, then purge: /var/lib/shardfilter stays"
 "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get remove -y shardfilter \
   >"$work/apt-remove.log" 2>&1 || { cat "$work/apt-remove.log"; fail "apt-get remove"; }
 [ ! -e /usr/bin/shardfilter ] || fail "/usr/bin/shardfilter still there after remove"
-[ -d /var/lib/shardfilter/package-test ] || fail "remove deleted /var/lib/shardfilter"
+[ -f "$kept" ] || fail "remove deleted $kept"
 "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get purge -y shardfilter \
   >"$work/apt-purge.log" 2>&1 || { cat "$work/apt-purge.log"; fail "apt-get purge"; }
-[ -d /var/lib/shardfilter/package-test ] || fail "purge deleted /var/lib/shardfilter"
+[ -f "$kept" ] || fail "purge deleted $kept"
 echo "   /var/lib/shardfilter kept: $(ls /var/lib/shardfilter | tr '\n' ' ')"
 # Leave the machine as found, apart from the kept data directory and user.
-"${as_root[@]}" rm -rf /var/lib/shardfilter/package-test
+# (it was empty when the test began).
+"${as_root[@]}" find /var/lib/shardfilter -mindepth 1 -delete
 echo "== package test: PASS"

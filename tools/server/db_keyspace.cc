@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "shardfilter/engine/export.h"
+#include "tools/commands/sharded_handle.h"
 
 namespace shardfilter::server {
 namespace {
@@ -16,60 +17,12 @@ int64_t NowUnix() {
       .count();
 }
 
-// One Database filter as the command layer sees it.
-class DbFilter final : public commands::FilterHandle {
+// One Database filter as the command layer sees it; holds the handle so the
+// filter outlives the command.
+class DbFilter final : public commands::ShardedFilterHandle {
  public:
-  explicit DbFilter(std::shared_ptr<ShardedFilter> f) : f_(std::move(f)) {}
-
-  FilterType type() const override { return f_->type(); }
-  Result<bool> Add(std::string_view item) override {
-    SF_ASSIGN_OR_RETURN(AddOutcome o, f_->Insert(item));
-    return o == AddOutcome::kAdded;
-  }
-  void AddMany(std::span<const std::string_view> items,
-               std::vector<Status>* per_item,
-               std::vector<uint8_t>* added) override {
-    per_item->clear();
-    std::vector<AddOutcome> outcomes;
-    (void)f_->AddKeys(items, per_item, &outcomes);  // per_item: every status
-    added->assign(items.size(), 0);
-    for (size_t i = 0; i < items.size(); ++i) {
-      (*added)[i] = (*per_item)[i].ok() && outcomes[i] == AddOutcome::kAdded;
-    }
-  }
-  bool MayContain(std::string_view item) const override {
-    return f_->MayContain(item);
-  }
-  void MayContainMany(std::span<const std::string_view> items,
-                      std::span<uint8_t> out) const override {
-    f_->MayContainKeys(items, out);
-  }
-  uint32_t Count(std::string_view item) const override {
-    return f_->Count(item);
-  }
-  Status Remove(std::string_view item) override { return f_->Remove(item); }
-
-  commands::FilterSummary Summary() const override {
-    const FilterSpec& spec = f_->spec();
-    const ShardedStats stats = f_->Stats();
-    commands::FilterSummary s;
-    s.type = spec.type;
-    s.capacity = stats.total.capacity;
-    s.bytes = stats.total.bytes;
-    s.items = stats.total.items;
-    s.deletes = stats.total.deletes;
-    s.links = 1;
-    for (const ShardStats& sh : stats.shards)
-      s.links = std::max(s.links, sh.links);
-    s.scalable = spec.scalable;
-    s.expansion = spec.expansion;
-    s.bucket_size = spec.bucket_size != 0 ? spec.bucket_size : 4;
-    s.max_iterations = spec.max_kicks;
-    if (spec.type == FilterType::kCuckoo && s.bucket_size != 0) {
-      s.buckets = stats.total.slots / s.bucket_size;
-    }
-    return s;
-  }
+  explicit DbFilter(std::shared_ptr<ShardedFilter> f)
+      : ShardedFilterHandle(f.get()), f_(std::move(f)) {}
 
  private:
   std::shared_ptr<ShardedFilter> f_;
