@@ -175,7 +175,15 @@ Result<std::unique_ptr<Database>> Database::Open(
                                std::move(state)});
   }
   if (!options.read_only) {
-    internal::RemoveStaleJournals(impl->store->path(), epochs);
+    // The directories to keep are every epoch the store names, not only
+    // the opened filters': an unavailable filter's segments are its data
+    // (a later build or a repair may read them). If one epoch key does not
+    // decode, nothing is removed.
+    auto named = impl->store->ListFilterJournalEpochs();
+    if (named.ok()) {
+      epochs.insert(named->begin(), named->end());
+      internal::RemoveStaleJournals(impl->store->path(), epochs);
+    }
   }
   if (options.checkpoint_interval_ms > 0 && !options.read_only) {
     DatabaseImpl* raw = impl.get();

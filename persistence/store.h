@@ -19,6 +19,7 @@
 #include <mutex>
 #include <optional>
 #include <span>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -173,6 +174,10 @@ class Store {
   // CommitMigration delete it in their WriteBatch, so that a later filter
   // of the name never replays an earlier one's segments.
   Result<uint64_t> GetFilterJournalEpoch(std::string_view name) const;
+  // Every epoch the store names, whether or not its filter opens (a filter
+  // that is unavailable keeps its segments). Corruption if one of them
+  // does not decode: then no epoch directory may be removed.
+  Result<std::set<uint64_t>> ListFilterJournalEpochs() const;
   // Puts it (synced).
   Status PutFilterJournalEpoch(std::string_view name, uint64_t epoch);
   // Deletes (synced) the journal entries of (name, shard) with sequence >

@@ -3,6 +3,9 @@
 #include <rocksdb/db.h>
 #include <rocksdb/write_batch.h>
 
+#include <memory>
+#include <set>
+
 #include "shardfilter/persistence/filter_journal.h"
 #include "shardfilter/persistence/internal/rocks_status.h"
 #include "shardfilter/persistence/keys.h"
@@ -19,6 +22,24 @@ Result<uint64_t> Store::GetFilterJournalEpoch(std::string_view name) const {
   SF_RETURN_IF_ERROR(internal::FromRocks(
       s, "reading the journal epoch of " + DescribeName(name)));
   return DecodeFilterJournalEpoch(value, DescribeName(name));
+}
+
+Result<std::set<uint64_t>> Store::ListFilterJournalEpochs() const {
+  const std::string prefix{static_cast<char>(0xF7), 'J', 'e'};
+  std::set<uint64_t> out;
+  std::unique_ptr<rocksdb::Iterator> it(
+      db_->NewIterator(rocksdb::ReadOptions(), default_cf_));
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix);
+       it->Next()) {
+    SF_ASSIGN_OR_RETURN(
+        const uint64_t epoch,
+        DecodeFilterJournalEpoch(it->value().ToStringView(),
+                                 "a filter journal epoch key"));
+    out.insert(epoch);
+  }
+  SF_RETURN_IF_ERROR(
+      internal::FromRocks(it->status(), "listing the filter journal epochs"));
+  return out;
 }
 
 Status Store::PutFilterJournalEpoch(std::string_view name, uint64_t epoch) {

@@ -28,10 +28,9 @@ using persistence::ShardRecord;
 Status CheckpointFilter(persistence::Store* store, ShardedFilter& f,
                         FilterState* state, uint32_t chunk_bytes,
                         CheckpointStats* stats) {
-  // L4: a stopped filter's memory may hold an unacknowledged op.
-  if (FilterLog* log = ShardedFilterAccess::log(f)) {
-    SF_RETURN_IF_ERROR(log->failure());
-  }
+  // L5: a stopped filter is healed by a checkpoint of every shard.
+  FilterLog* log = ShardedFilterAccess::log(f);
+  const bool healing = log != nullptr && log->failed();
   FilterDescriptor next = state->committed;
   std::vector<uint32_t> changed;
   auto redirty = [&] {
@@ -45,7 +44,7 @@ Status CheckpointFilter(persistence::Store* store, ShardedFilter& f,
     // Relaxed read without the lock: a mutation that sets dirty after this
     // load is journalled with a sequence above what we would record, so it
     // is postponed to the next checkpoint, never lost.
-    if (!sh.dirty.load(std::memory_order_relaxed)) {
+    if (!healing && !sh.dirty.load(std::memory_order_relaxed)) {
       ++stats->shards_skipped;
       continue;
     }
@@ -81,9 +80,11 @@ Status CheckpointFilter(persistence::Store* store, ShardedFilter& f,
     return s;
   }
   state->committed = next;
-  FilterLog* log = ShardedFilterAccess::log(f);
   for (uint32_t i : changed) {
-    if (log != nullptr) log->Retire(i, next.shards[i].sequence);
+    if (log != nullptr) {
+      if (healing) log->Heal(i, next.shards[i].sequence);  // L5
+      log->Retire(i, next.shards[i].sequence);
+    }
     Shard& sh = ShardedFilterAccess::shard(f, i);
     sh.checkpoint_generation.store(next.shards[i].generation,
                                    std::memory_order_relaxed);
@@ -92,6 +93,7 @@ Status CheckpointFilter(persistence::Store* store, ShardedFilter& f,
     sh.checkpoint_bytes.store(next.shards[i].byte_length,
                               std::memory_order_relaxed);
   }
+  if (healing) log->ClearFailure();  // L5: every shard was written
   stats->shards_written += static_cast<uint32_t>(changed.size());
   ++stats->filters_checkpointed;
   return Status::OK();

@@ -200,8 +200,10 @@ Status FilterLog::Complete(uint32_t shard, uint64_t first_seq,
                            uint64_t last_seq) {
   LogShard& L = shards_[shard];
   // L2: wait for every lower seq, then move the watermark past ours.
-  for (int spins = 0; L.copied.load(std::memory_order_acquire) != first_seq - 1;
-       ++spins) {
+  for (int spins = 0;; ++spins) {
+    const uint64_t copied = L.copied.load(std::memory_order_acquire);
+    if (copied == first_seq - 1) break;
+    if (copied >= last_seq) return Status::OK();  // L5: in a checkpoint
     if (failed()) return failure();
     if (spins > 64) std::this_thread::yield();
   }
@@ -259,10 +261,25 @@ void FilterLog::Fail(const Status& cause) {
   if (failed_.load(std::memory_order_relaxed)) return;
   fail_status_ = Status::IOError(
       "writes to " + name_ +
-      " are stopped until it is reopened (reloaded from its checkpoint and "
-      "journal): " +
+      " are stopped until a checkpoint of it succeeds (or it is reopened): " +
       cause.ToString());
   failed_.store(true, std::memory_order_release);
+}
+
+void FilterLog::Heal(uint32_t shard, uint64_t seq) {
+  LogShard& L = shards_[shard];
+  std::lock_guard lock(L.mu);
+  if (L.copied.load(std::memory_order_relaxed) < seq) {
+    L.copied.store(seq, std::memory_order_release);
+  }
+  L.synced = std::max(L.synced, seq);
+  L.cv.notify_all();
+}
+
+void FilterLog::ClearFailure() {
+  std::lock_guard lock(fail_mu_);
+  fail_status_ = Status::OK();
+  failed_.store(false, std::memory_order_release);
 }
 
 void FilterLog::Retire(uint32_t shard, uint64_t seq) {

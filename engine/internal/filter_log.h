@@ -28,10 +28,24 @@
 //      next sync covering its seq; concurrent writers share one fdatasync.
 //  L4. Never undo: an op that changed memory and then failed to become
 //      durable stops the filter: every later mutation fails with IOError
-//      naming the cause, checkpoints are refused (no unacknowledged copy is
-//      checkpointed), and the writers whose ops were not acknowledged
+//      naming the cause, and the writers whose ops were not acknowledged
 //      un-commit their records, so that a reload (reopen) from checkpoint +
-//      journal recovers exactly the acknowledged ops.
+//      journal recovers exactly the acknowledged ops. Such an op's outcome
+//      is unknown to its caller (as after a timeout): it may or may not
+//      survive. On the memory-mapped path space is reserved first (L1), so a
+//      full disk fails the op before it changes anything and does not stop
+//      the filter; only a failed sync, or a failed RocksDB write of a
+//      filter that retains hashes, does.
+//  L5. Healing: a checkpoint of a stopped filter writes every shard (each
+//      under its exclusive lock, S2, reading last_seq) and, once that
+//      commit is durable, raises each shard's `copied` and `synced` to the
+//      checkpoint's seq and clears the stop. No seq is handed out between
+//      the shard's snapshot and the clear: every mutation checks the stop
+//      under the shard's shared lock before it takes one. So the next op
+//      of the shard is checkpoint seq + 1, its wait (L2) ends at once, and
+//      the records left below the checkpoint (un-committed or never
+//      synced) are dead to replay. Ops still waiting with seqs the
+//      checkpoint covers are acknowledged: their effect is in it.
 //
 // Thread safety: as described per member; all public methods may be called
 // concurrently.
@@ -115,6 +129,11 @@ class FilterLog {
   Status failure() const;
   bool failed() const { return failed_.load(std::memory_order_acquire); }
   void Fail(const Status& cause);
+  // L5, after a checkpoint of the stopped filter committed: every op of
+  // `shard` with seq <= `seq` is durable in it.
+  void Heal(uint32_t shard, uint64_t seq);
+  // L5, once every shard is healed: mutations are taken again.
+  void ClearFailure();
 
   // After a checkpoint covering `seq` committed: unlinks the shard's
   // segments (other than the active one) whose records are all <= seq.
