@@ -50,16 +50,94 @@ namespace internal {
 
 Result<OpenFilter> DatabaseImpl::Find(std::string_view name) const {
   SF_RETURN_IF_ERROR(CheckName(name));
-  internal::MutexLock lock(mu);
-  if (closed) return Status::NotSupported("the database is closed");
-  auto it = filters.find(name);
-  if (it == filters.end()) {
+  {
+    internal::MutexLock lock(mu);
+    if (closed) return Status::NotSupported("the database is closed");
+    if (auto it = filters.find(name); it != filters.end()) return it->second;
     if (auto bad = unavailable.find(name); bad != unavailable.end()) {
       return Unavailable(name, bad->second);
     }
-    return Status::NotFound(DescribeName(name) + " does not exist");
+    if (unloaded.find(name) == unloaded.end()) {
+      return Status::NotFound(DescribeName(name) + " does not exist");
+    }
   }
-  return it->second;
+  // D4: load it. Another thread may have loaded, dropped or failed it
+  // while we waited for load_mu: look again under it.
+  internal::MutexLock load(load_mu);
+  persistence::FilterDescriptor desc;
+  {
+    internal::MutexLock lock(mu);
+    if (closed) return Status::NotSupported("the database is closed");
+    if (auto it = filters.find(name); it != filters.end()) return it->second;
+    if (auto bad = unavailable.find(name); bad != unavailable.end()) {
+      return Unavailable(name, bad->second);
+    }
+    auto u = unloaded.find(name);
+    if (u == unloaded.end()) {
+      return Status::NotFound(DescribeName(name) + " does not exist");
+    }
+    desc = u->second;
+  }
+  auto loaded = LoadFilter(std::string(name), std::move(desc));
+  internal::MutexLock lock(mu);
+  if (!loaded.ok()) {
+    // D3: damage makes this filter unavailable; anything else (I/O, the
+    // memory budget) leaves it unloaded for a later try.
+    const Status& why = loaded.status();
+    if (!why.IsCorruption() && !why.IsNotSupported()) return why;
+    unloaded.erase(unloaded.find(name));
+    unavailable.emplace(std::string(name), why);
+    return Unavailable(name, why);
+  }
+  unloaded.erase(unloaded.find(name));
+  filters.emplace(std::string(name), *loaded);
+  return *std::move(loaded);
+}
+
+Status DatabaseImpl::CheckNameFree(std::string_view name) const {
+  if (filters.count(name) != 0 || unloaded.count(name) != 0) {
+    return Status::AlreadyExists(DescribeName(name) + " already exists");
+  }
+  if (auto bad = unavailable.find(name); bad != unavailable.end()) {
+    return Status::AlreadyExists(
+        DescribeName(name) + " already exists but is damaged (" +
+        bad->second.message() + "); drop it first to replace it");
+  }
+  return Status::OK();
+}
+
+Result<OpenFilter> DatabaseImpl::LoadFilter(
+    const std::string& name, persistence::FilterDescriptor desc) const {
+  uint64_t replayed = 0, skipped = 0;
+  std::vector<uint64_t> stale;
+  SF_ASSIGN_OR_RETURN(
+      std::unique_ptr<ShardedFilter> f,
+      internal::RecoverFilter(*store, name, desc, &replayed, &skipped,
+                              NewAccount(),
+                              options.read_only && options.report_journal_damage,
+                              &stale));
+  for (uint32_t i = 0; i < stale.size() && !options.read_only; ++i) {
+    if (stale[i] == ~uint64_t{0}) continue;
+    SF_RETURN_IF_ERROR(store->DeleteJournalAfter(name, i, stale[i]));
+  }
+  if (!options.read_only) {
+    SF_RETURN_IF_ERROR(store->CollectGarbage(name, desc));
+  }
+  // Counters are statistics: the const load still counts what it replayed.
+  auto& self = const_cast<DatabaseImpl&>(*this);
+  self.replayed_ops += replayed;
+  self.replay_skipped_removes += skipped;
+  ShardedFilterAccess::Attach(*f, journal.get(), options.read_only,
+                              options.durability_override);
+  if (!options.read_only) {
+    internal::FilterLog* log = ShardedFilterAccess::log(*f);
+    for (uint32_t i = 0; i < f->shard_count(); ++i) {
+      log->Retire(i, desc.shards[i].sequence);  // dead ones
+    }
+  }
+  auto state = std::make_shared<FilterState>(std::move(desc));
+  return OpenFilter{std::shared_ptr<ShardedFilter>(std::move(f)),
+                    std::move(state)};
 }
 
 Status DatabaseImpl::CheckpointFilters(const std::vector<OpenFilter>& which,
@@ -130,60 +208,20 @@ Result<std::unique_ptr<Database>> Database::Open(
     internal::MutexLock lock(impl->mu);  // not shared yet: for the analysis
     for (auto& [name, why] : bad) impl->unavailable.emplace(name, why);
   }
-  std::set<uint64_t> epochs;  // of the filters' journals
-  for (auto& entry : catalog) {
-    uint64_t replayed = 0, skipped = 0;
-    std::vector<uint64_t> stale;
-    auto recovered = internal::RecoverFilter(
-        *impl->store, entry.name, entry.descriptor, &replayed, &skipped,
-        impl->NewAccount(),
-        options.read_only && options.report_journal_damage, &stale);
-    // D3: damage makes this filter unavailable; anything else (I/O, the
-    // memory budget) fails the open.
-    if (!recovered.ok() && (recovered.status().IsCorruption() ||
-                            recovered.status().IsNotSupported())) {
-      internal::MutexLock lock(impl->mu);
-      impl->unavailable.emplace(entry.name, recovered.status());
-      continue;
+  {
+    // D4: filters load on first use; Open recovers none of them.
+    internal::MutexLock lock(impl->mu);  // not shared yet: for the analysis
+    for (auto& entry : catalog) {
+      impl->unloaded.emplace(std::move(entry.name), std::move(entry.descriptor));
     }
-    SF_ASSIGN_OR_RETURN(std::unique_ptr<ShardedFilter> f, std::move(recovered));
-    for (uint32_t i = 0; i < stale.size() && !options.read_only; ++i) {
-      if (stale[i] == ~uint64_t{0}) continue;
-      SF_RETURN_IF_ERROR(
-          impl->store->DeleteJournalAfter(entry.name, i, stale[i]));
-    }
-    impl->replayed_ops += replayed;
-    impl->replay_skipped_removes += skipped;
-    if (!options.read_only) {
-      SF_RETURN_IF_ERROR(
-          impl->store->CollectGarbage(entry.name, entry.descriptor));
-    }
-    ShardedFilterAccess::Attach(*f, impl->journal.get(), options.read_only,
-                                options.durability_override);
-    if (!options.read_only) {
-      internal::FilterLog* log = ShardedFilterAccess::log(*f);
-      for (uint32_t i = 0; i < f->shard_count(); ++i) {
-        log->Retire(i, entry.descriptor.shards[i].sequence);  // dead ones
-      }
-      epochs.insert(log->epoch());
-    }
-    auto state = std::make_shared<FilterState>(std::move(entry.descriptor));
-    // Not shared yet; the lock (uncontended) keeps the analysis exact.
-    internal::MutexLock lock(impl->mu);
-    impl->filters.emplace(
-        entry.name, OpenFilter{std::shared_ptr<ShardedFilter>(std::move(f)),
-                               std::move(state)});
   }
   if (!options.read_only) {
-    // The directories to keep are every epoch the store names, not only
-    // the opened filters': an unavailable filter's segments are its data
-    // (a later build or a repair may read them). If one epoch key does not
-    // decode, nothing is removed.
+    // The epoch directories to keep are every epoch the store names, not
+    // only the loaded filters': an unavailable or unloaded filter's
+    // segments are its data. If one epoch key does not decode, nothing is
+    // removed.
     auto named = impl->store->ListFilterJournalEpochs();
-    if (named.ok()) {
-      epochs.insert(named->begin(), named->end());
-      internal::RemoveStaleJournals(impl->store->path(), epochs);
-    }
+    if (named.ok()) internal::RemoveStaleJournals(impl->store->path(), *named);
   }
   if (options.checkpoint_interval_ms > 0 && !options.read_only) {
     DatabaseImpl* raw = impl.get();
@@ -219,12 +257,14 @@ Status Database::Close() {
     result = d.CheckpointFilters(all, &stats);
   }
   {
+    internal::MutexLock load(d.load_mu);  // D4: no load reads the Store
     internal::MutexLock lock(d.mu);
     d.closed = true;
     for (const auto& [name, of] : d.filters) {
       ShardedFilterAccess::Detach(*of.filter, internal::kClosed);  // D2
     }
     d.filters.clear();
+    d.unloaded.clear();
   }
   d.store.reset();
   return result;
@@ -243,14 +283,7 @@ Result<std::shared_ptr<ShardedFilter>> Database::Create(
       internal::ResolveSpec(spec, d.options.default_durability));
   internal::MutexLock lock(d.mu);
   if (d.closed) return Status::NotSupported("the database is closed");
-  if (d.filters.count(name) != 0) {
-    return Status::AlreadyExists(DescribeName(name) + " already exists");
-  }
-  if (auto bad = d.unavailable.find(name); bad != d.unavailable.end()) {
-    return Status::AlreadyExists(
-        DescribeName(name) + " already exists but is damaged (" +
-        bad->second.message() + "); drop it first to replace it");
-  }
+  SF_RETURN_IF_ERROR(d.CheckNameFree(name));
   auto account = d.NewAccount();
   SF_ASSIGN_OR_RETURN(
       auto shards, internal::MakeShardFilters(
@@ -287,12 +320,28 @@ std::vector<std::string> Database::List() const {
   internal::MutexLock lock(impl_->mu);
   std::vector<std::string> out;
   for (const auto& [name, of] : impl_->filters) out.push_back(name);
+  for (const auto& [name, d] : impl_->unloaded) out.push_back(name);
   for (const auto& [name, why] : impl_->unavailable) out.push_back(name);
   std::sort(out.begin(), out.end());
   return out;
 }
 
+std::vector<std::string> Database::Loaded() const {
+  internal::MutexLock lock(impl_->mu);
+  std::vector<std::string> out;
+  for (const auto& [name, of] : impl_->filters) out.push_back(name);
+  return out;
+}
+
 std::vector<std::pair<std::string, Status>> Database::Unavailable() const {
+  std::vector<std::string> pending;
+  {
+    internal::MutexLock lock(impl_->mu);
+    for (const auto& [name, d] : impl_->unloaded) pending.push_back(name);
+  }
+  // Every filter is checked: loading one that is damaged makes it
+  // unavailable (D3, D4).
+  for (const std::string& name : pending) (void)impl_->Find(name);
   internal::MutexLock lock(impl_->mu);
   std::vector<std::pair<std::string, Status>> out;
   for (const auto& [name, why] : impl_->unavailable) {
@@ -320,10 +369,16 @@ Status Database::Drop(std::string_view name) {
     return Status::NotSupported("drop " + DescribeName(name) +
                                 ": the store is open read-only");
   }
-  internal::MutexLock lock(d.mu);  // lock order 1
+  internal::MutexLock load(d.load_mu);  // lock order 0 (D4)
+  internal::MutexLock lock(d.mu);       // lock order 1
   if (d.closed) return Status::NotSupported("the database is closed");
   auto it = d.filters.find(name);
   if (it == d.filters.end()) {
+    if (auto u = d.unloaded.find(name); u != d.unloaded.end()) {
+      SF_RETURN_IF_ERROR(d.store->DropFilter(name));  // never loaded: D4
+      d.unloaded.erase(u);
+      return Status::OK();
+    }
     auto bad = d.unavailable.find(name);
     if (bad == d.unavailable.end()) {
       return Status::NotFound(DescribeName(name) + " does not exist");

@@ -168,13 +168,17 @@ struct VerifyReport {
 
 class Database {
  public:
-  // Opens (or creates) the store and recovers every filter: loads each
-  // shard's committed checkpoint, checks every checksum, replays its journal
-  // entries after the checkpoint, and (unless read_only) removes values of
-  // uncommitted checkpoints. A filter whose data fails a check is left
-  // untouched and unavailable (Unavailable(): the error names the filter,
-  // shard, chunk or sequence); the others serve. Damage to the store itself
-  // (RocksDB's files) fails the open. Never drops data silently.
+  // Opens (or creates) the store and reads its catalog. Each filter is
+  // recovered on first use (Get, Info, Checkpoint, a migration): its
+  // shards' committed checkpoints are loaded and every checksum checked,
+  // its journal after the checkpoint is replayed, and (unless read_only)
+  // values of uncommitted checkpoints are removed. A filter whose data
+  // fails a check is left untouched and unavailable (Get returns the
+  // error, naming the filter, shard, chunk or sequence; Unavailable()
+  // lists them); the others serve. A filter over the memory budget fails
+  // its own Get (ResourceExhausted), not the open, and a later Get tries
+  // again. Damage to the store itself (RocksDB's files) fails the open.
+  // Never drops data silently.
   static Result<std::unique_ptr<Database>> Open(const DatabaseOptions& options);
 
   // Calls Close() if it was not called (its status is lost: call Close to
@@ -197,13 +201,16 @@ class Database {
   // As Get, and WrongType (naming both types) unless it is of `type`.
   Result<std::shared_ptr<ShardedFilter>> Get(std::string_view name,
                                              FilterType type) const;
-  // Names in byte order, damaged (unavailable) filters included.
+  // Names in byte order: loaded, not yet loaded and damaged (unavailable)
+  // filters. Loads nothing.
   std::vector<std::string> List() const;
-  // The filters whose stored data failed its checks at Open, each with its
-  // error (Corruption or NotSupported naming the filter and what is bad).
-  // They are unavailable, not the store: Get and Info return that error,
-  // Create of the name is AlreadyExists, Drop deletes it; Verify lists
-  // every problem.
+  // The filters in memory (loaded by a use since Open).
+  std::vector<std::string> Loaded() const;
+  // The filters whose stored data fails its checks, each with its error
+  // (Corruption or NotSupported naming the filter and what is bad): loads
+  // every filter not loaded yet to find them. They are unavailable, not
+  // the store: Get and Info return that error, Create and Import of the
+  // name are AlreadyExists, Drop deletes it; Verify lists every problem.
   std::vector<std::pair<std::string, Status>> Unavailable() const;
   Result<FilterInfo> Info(std::string_view name) const;
   // Deletes the filter, its checkpoints and journal in one atomic write.

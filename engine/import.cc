@@ -129,10 +129,9 @@ Status ImportFilter(Database& db, std::string_view name, std::string_view bytes,
 
   internal::MutexLock lock(d.mu);  // lock order 1: no Create/Drop meanwhile
   if (d.closed) return Status::NotSupported("the database is closed");
-  if (d.filters.count(name) != 0) {
-    return Status::AlreadyExists(persistence::DescribeName(name) +
-                                 " already exists");
-  }
+  // Any filter of the name, loaded or not, damaged or not, is refused:
+  // the DropFilter below only wipes debris no descriptor names.
+  SF_RETURN_IF_ERROR(d.CheckNameFree(name));
   // The name has no descriptor: wipe any debris under it (a crash of an
   // earlier import), write every shard as generation 1 (unsynced), then one
   // synced commit puts the descriptor. Before it, the chunks are orphans no

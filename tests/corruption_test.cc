@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <thread>
 
 #include "shardfilter/engine/database.h"
+#include "shardfilter/engine/export.h"
 #include "shardfilter/filters/hash.h"
 #include "shardfilter/persistence/keys.h"
 #include "shardfilter/persistence/values.h"
@@ -236,6 +238,92 @@ TEST(CorruptionVerifyTest, VerifyListsDamageThatOpenDoesNotRead) {
   EXPECT_EQ(report->filters, 1u);
   EXPECT_EQ(report->shard_blobs, 4u);
   EXPECT_GT(report->journal_entries, 0u);
+}
+
+// Issue 13 case 10: filters load on first use. Open reads the catalog
+// only; a damaged filter is found when it is used (or by Unavailable()),
+// and the others are never held back by it.
+TEST(LazyLoadTest, OpenLoadsNothingAndDamageStaysWithItsFilter) {
+  TempDir dir;
+  BuildStore(dir.db());  // "f", damaged below
+  std::string exported;
+  {
+    auto db = MustOpen(Options(dir.db()));
+    auto g = *db->Create("g", Spec(FilterType::kCuckoo, 1000, 2));
+    SF_ASSERT_OK(g->Add("x"));
+    exported = *ExportFilter(*db, "g");
+    SF_ASSERT_OK(db->Close());
+  }
+  {
+    RawStore raw(dir.db());
+    ASSERT_TRUE(raw.ok());
+    for (auto& [k, v] : raw.Scan("shards")) {
+      v[v.size() / 2] ^= 0x40;  // the first chunk: f's (keys sort by name)
+      raw.Put("shards", k, v);
+      break;
+    }
+  }
+  auto db = MustOpen(Options(dir.db()));
+  EXPECT_TRUE(db->Loaded().empty());
+  EXPECT_EQ(db->List(), (std::vector<std::string>{"f", "g"}));
+  EXPECT_EQ(db->counters().replayed_ops, 0u);
+  auto g = db->Get("g");
+  SF_ASSERT_OK(g.status());
+  EXPECT_TRUE((*g)->MayContain("x"));
+  EXPECT_EQ(db->Loaded(), std::vector<std::string>{"g"});
+  // The damaged one answers with its damage, every time.
+  for (int i = 0; i < 2; ++i) {
+    auto f = db->Get("f");
+    EXPECT_TRUE(f.status().IsCorruption()) << f.status().ToString();
+  }
+  ASSERT_EQ(db->Unavailable().size(), 1u);
+  // Neither Create nor Import replaces it. Before, an import of that name
+  // deleted the damaged filter's data before writing its own.
+  EXPECT_EQ(db->Create("f", Spec(FilterType::kBloom, 10, 1)).status().code(),
+            StatusCode::kAlreadyExists);
+  EXPECT_EQ(ImportFilter(*db, "f", exported).code(),
+            StatusCode::kAlreadyExists);
+  SF_ASSERT_OK(db->Close());
+  auto again = MustOpen(Options(dir.db()));
+  EXPECT_TRUE(again->Get("f").status().IsCorruption());
+  // An import over a name not loaded yet is refused as well.
+  EXPECT_EQ(ImportFilter(*again, "g", exported).code(),
+            StatusCode::kAlreadyExists);
+  EXPECT_TRUE((*again->Get("g"))->MayContain("x"));
+}
+
+// Loads race: many threads' first Get of one filter load it once; a Drop
+// racing them either wins (NotFound after) or follows a load.
+TEST(LazyLoadTest, ConcurrentFirstUseLoadsOnce) {
+  TempDir dir;
+  {
+    auto db = MustOpen(Options(dir.db()));
+    for (int i = 0; i < 8; ++i) {
+      auto f = *db->Create("f" + std::to_string(i),
+                           Spec(FilterType::kCountingBloom, 1000, 2));
+      SF_ASSERT_OK(f->Add("k"));
+    }
+    SF_ASSERT_OK(db->Close());
+  }
+  auto db = MustOpen(Options(dir.db()));
+  std::vector<std::thread> threads;
+  std::vector<std::shared_ptr<ShardedFilter>> seen(16);
+  for (int t = 0; t < 16; ++t) {
+    threads.emplace_back([&, t] {
+      auto f = db->Get("f" + std::to_string(t % 4));
+      if (f.ok()) seen[t] = *f;
+    });
+  }
+  threads.emplace_back([&] { (void)db->Drop("f7"); });
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 16; ++t) {
+    ASSERT_NE(seen[t], nullptr) << t;
+    EXPECT_EQ(seen[t], seen[t % 4]) << "one load, one handle";
+    EXPECT_EQ(seen[t]->Count("k"), 1u);
+  }
+  EXPECT_EQ(db->Loaded().size(), 4u);
+  EXPECT_TRUE(db->Get("f7").status().IsNotFound());
+  EXPECT_EQ(db->List().size(), 7u);
 }
 
 }  // namespace

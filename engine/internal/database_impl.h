@@ -9,6 +9,15 @@
 //  D2. A filter in `filters` is attached to `journal` and to `store`; both
 //      outlive it until Close detaches every filter (under all its shard
 //      locks) before destroying the Store.
+//  D4. Filters load on first use: Open reads the catalog into `unloaded`
+//      and recovers nothing; Find (every Get, Info, Checkpoint of a name)
+//      loads the filter. A name is in at most one of `unloaded`, `filters`
+//      and `unavailable`. `load_mu` serialises loads and is taken before
+//      `mu` (lock order 0) by Load, Drop and Close: a load reads the Store
+//      outside `mu`, so Close takes `load_mu` before destroying it, and
+//      Drop of an unloaded name never races its load. A load that fails
+//      with damage moves the name to `unavailable` (D3); any other failure
+//      (I/O, the memory budget) leaves it unloaded, so a later use retries.
 #ifndef SHARDFILTER_ENGINE_INTERNAL_DATABASE_IMPL_H_
 #define SHARDFILTER_ENGINE_INTERNAL_DATABASE_IMPL_H_
 
@@ -46,14 +55,21 @@ class DatabaseImpl {
   // The catalog mutex (D1; lock order 1 of engine/database.h). Checked by
   // clang's -Wthread-safety (filters/internal/thread_annotations.h).
   mutable Mutex mu;
-  std::map<std::string, OpenFilter, std::less<>> filters SF_GUARDED_BY(mu);
+  // D4: loading a filter changes these in const lookups (Get is const: a
+  // load only brings in what the store already holds).
+  mutable std::map<std::string, OpenFilter, std::less<>> filters
+      SF_GUARDED_BY(mu);
+  mutable std::map<std::string, persistence::FilterDescriptor, std::less<>>
+      unloaded SF_GUARDED_BY(mu);
+  mutable Mutex load_mu;  // D4, lock order 0
   bool closed SF_GUARDED_BY(mu) = false;
   // D3. Filters whose stored data failed its checks at Open (Corruption,
   // or a format from the future), with the reason: one damaged filter is
   // unavailable, not the store (DESIGN.md invariant 6). Nothing of theirs
   // is read, collected or overwritten; Get/Info return the reason, Create
   // of the name is AlreadyExists, Drop deletes it.
-  std::map<std::string, Status, std::less<>> unavailable SF_GUARDED_BY(mu);
+  mutable std::map<std::string, Status, std::less<>> unavailable
+      SF_GUARDED_BY(mu);
   // The running or last migration of each name (engine/migration.cc).
   std::map<std::string, std::shared_ptr<Migration>, std::less<>> migrations
       SF_GUARDED_BY(mu);
@@ -76,7 +92,11 @@ class DatabaseImpl {
   bool bg_stop = false;  // GUARDED_BY(bg_mu)
   Status bg_status;      // GUARDED_BY(bg_mu)
 
+  // The filter of that name, loaded if it was not (D4).
   Result<OpenFilter> Find(std::string_view name) const;
+  // AlreadyExists unless no filter (loaded, unloaded or unavailable) has
+  // the name: Create and Import never replace what they did not create.
+  Status CheckNameFree(std::string_view name) const SF_REQUIRES(mu);
   // A new memory account on this Database's budget (options.memory_budget,
   // or the process default).
   std::shared_ptr<MemoryAccount> NewAccount() const {
@@ -86,6 +106,9 @@ class DatabaseImpl {
   Status CheckpointFilters(const std::vector<OpenFilter>& which,
                            CheckpointStats* stats);
   void BackgroundLoop();
+  // D4: recovers `name` from the store (REQUIRES: load_mu held, mu not).
+  Result<OpenFilter> LoadFilter(const std::string& name,
+                                persistence::FilterDescriptor desc) const;
   // Asks every migration to stop and joins their threads (Close).
   void StopMigrations();
 };

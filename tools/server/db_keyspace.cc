@@ -180,7 +180,9 @@ Status DbKeyspace::Restore(std::string_view key, std::string_view bytes) {
 
 uint64_t DbKeyspace::FilterBytes() {
   uint64_t total = 0;
-  for (const std::string& name : db_->List()) {
+  // Filters not used since the start are not in memory (they load on
+  // first use): INFO does not load them.
+  for (const std::string& name : db_->Loaded()) {
     auto f = db_->Get(name);
     if (f.ok()) total += (*f)->Stats().total.bytes;
   }
