@@ -414,6 +414,25 @@ Result<CheckpointStats> Database::Checkpoint(std::string_view name) {
 }
 
 Result<CheckpointStats> Database::CheckpointAll() {
+  std::vector<std::string> pending;
+  {
+    internal::MutexLock lock(impl_->mu);
+    if (impl_->closed) return Status::NotSupported("the database is closed");
+    for (const auto& [name, d] : impl_->unloaded) pending.push_back(name);
+  }
+  // Every filter, loaded or not (D4): one not loaded yet may hold journal
+  // entries past its checkpoint. A damaged one is skipped (unavailable); a
+  // load that fails otherwise is reported after the others are written.
+  Status load_error;
+  if (!impl_->options.read_only) {
+    for (const std::string& name : pending) {
+      auto of = impl_->Find(name);
+      if (!of.ok() && !of.status().IsCorruption() &&
+          !of.status().IsNotSupported() && load_error.ok()) {
+        load_error = of.status();
+      }
+    }
+  }
   std::vector<OpenFilter> all;
   {
     internal::MutexLock lock(impl_->mu);
@@ -422,7 +441,21 @@ Result<CheckpointStats> Database::CheckpointAll() {
   }
   CheckpointStats stats;
   SF_RETURN_IF_ERROR(impl_->CheckpointFilters(all, &stats));
+  SF_RETURN_IF_ERROR(load_error);
   return stats;
+}
+
+Status Database::Compact() {
+  if (impl_->options.read_only) {
+    return Status::NotSupported("compact: the store is open read-only");
+  }
+  {
+    internal::MutexLock lock(impl_->mu);
+    if (impl_->closed) return Status::NotSupported("the database is closed");
+  }
+  // Close waits for nothing here: a caller must not Close concurrently
+  // (as with every other call on this Database).
+  return impl_->store->Compact();
 }
 
 Result<VerifyReport> Database::Verify() const {

@@ -218,6 +218,9 @@ class Database {
   Status Drop(std::string_view name);
 
   // Checkpoints the dirty shards of one filter / of all filters.
+  // CheckpointAll loads every filter not loaded yet (its journal may hold
+  // entries past its checkpoint); the background checkpointer and Close
+  // write only the loaded ones (an unloaded filter has nothing new).
   Result<CheckpointStats> Checkpoint(std::string_view name);
   Result<CheckpointStats> CheckpointAll();
 
@@ -284,6 +287,11 @@ class Database {
   // recorded xxh3 that decodes as a filter. Problems are listed in the
   // report; the Status is an error only if RocksDB itself fails.
   Result<VerifyReport> Verify() const;
+  // Compacts the store's files (RocksDB manual compaction, blocking; other
+  // calls keep running): reclaims the space of dropped filters, old
+  // checkpoints and journal entries, and removes retained hashes whose
+  // count fell to 0. NotSupported on a read-only store.
+  Status Compact();
 
   bool read_only() const;
   const DatabaseOptions& options() const;

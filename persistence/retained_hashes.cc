@@ -2,6 +2,7 @@
 // snapshot scan, and the Store's calls on the family.
 #include "shardfilter/persistence/retained_hashes.h"
 
+#include <rocksdb/compaction_filter.h>
 #include <rocksdb/db.h>
 #include <rocksdb/filter_policy.h>
 #include <rocksdb/merge_operator.h>
@@ -45,11 +46,39 @@ class CountAddOperator : public rocksdb::AssociativeMergeOperator {
   const char* Name() const override { return "shardfilter.CountAdd"; }
 };
 
+// R1. Collecting counts of 0. The family is written only by Merge (+1/-1)
+// and DeleteRange (drop, create, migration), never by Put or a point
+// Delete. So a stored *value* (not an operand) exists only where a
+// compaction fully merged a key's operands because nothing older was left
+// below it (the bottom of its history, or a range tombstone that stays in
+// the output). Removing such a value of count 0 therefore exposes nothing
+// older, and any newer operands then merge with no base, which sums to the
+// same count: the multiset read back is unchanged. An operand of 0 (two
+// operands that cancelled in a partial merge) is the sum's identity and is
+// dropped at any level. Negative counts (never written by a correct
+// history) are kept, so that the damage stays visible. RocksDB does not
+// pass merge results to the filter: a key whose count reached 0 goes at
+// the compaction after the one that merged it.
+class ZeroCountFilter : public rocksdb::CompactionFilter {
+ public:
+  Decision FilterV2(int, const rocksdb::Slice&, ValueType type,
+                    const rocksdb::Slice& value, std::string*,
+                    std::string*) const override {
+    if (type == ValueType::kBlobIndex || value.size() != 8) {
+      return Decision::kKeep;
+    }
+    return LoadI64(value.data()) == 0 ? Decision::kRemove : Decision::kKeep;
+  }
+  const char* Name() const override { return "shardfilter.ZeroCount"; }
+};
+
 }  // namespace
 
 rocksdb::ColumnFamilyOptions HashesCfOptions() {
   rocksdb::ColumnFamilyOptions o;
   o.merge_operator = std::make_shared<CountAddOperator>();
+  static const ZeroCountFilter kZeroCount;  // stateless: thread-safe
+  o.compaction_filter = &kZeroCount;        // R1
   // Written by every op, read only by migrations' scans: the hash-indexed
   // memtable makes a merge ~2 cache misses instead of a skiplist descent
   // (which made a bulk load with retained hashes ~15x slower than without).
@@ -165,6 +194,21 @@ Status Store::PutRetainedHashes(std::string_view name,
   for (uint64_t h : hashes) batch.Merge(cf, RetainedHashKey(name, h), one);
   return Write(&batch, false,
                "writing retained hashes of " + DescribeName(name));
+}
+
+Status Store::Compact() {
+  rocksdb::CompactRangeOptions o;
+  // Values already at the last level are rewritten too: that is where a
+  // fully merged count of 0 waits for the filter (R1).
+  o.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+  for (rocksdb::ColumnFamilyHandle* cf :
+       {default_cf_, catalog_cf_, shards_cf_, journal_cf_,
+        hashes_cf_.load(std::memory_order_acquire)}) {
+    if (cf == nullptr) continue;
+    SF_RETURN_IF_ERROR(FromRocks(db_->CompactRange(o, cf, nullptr, nullptr),
+                                 "compacting the store"));
+  }
+  return Status::OK();
 }
 
 Status Store::SyncWal() {

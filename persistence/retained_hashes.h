@@ -11,8 +11,9 @@
 // same WriteBatch as the op's journal entry (persistence/store.h,
 // JournalBatch::Retain), so the retained multiset always equals the
 // journalled ops: what recovery rebuilds. A count of 0 or less means
-// "absent" (such keys linger until the filter is dropped or migrated; they
-// cost 16 bytes each on disk). The merge operator sums counts; a value that
+// "absent"; keys of count 0 are removed by RocksDB's compactions (the
+// family's compaction filter, retained_hashes.cc R1), so churn does not
+// grow the family without bound. The merge operator sums counts; a value that
 // is not 8 bytes fails the read as Corruption.
 //
 // Thread safety: RetainedHashScan is used by one thread at a time; it reads

@@ -168,6 +168,10 @@ class Store {
   // Flushes and fsyncs RocksDB's WAL (the chunks written so far become
   // durable, so that a later synced commit has little left to flush).
   Status SyncWal();
+  // Compacts every column family down to its last level (a manual,
+  // blocking RocksDB compaction): space of deleted and superseded values is
+  // reclaimed, and retained hashes of count 0 are removed (R1).
+  Status Compact();
 
   // The epoch of the filter's memory-mapped journal
   // (persistence/filter_journal.h): 0 when it has none. Create, Drop and

@@ -130,8 +130,11 @@ TEST_F(CliTest, RoundTrip) {
 
   r = Run({"drop", "users"});
   ASSERT_EQ(r.code, 0) << r.err;
+  r = Run({"compact"});
+  ASSERT_EQ(r.code, 0) << r.err;
   r = Run({"list"});
   EXPECT_EQ(r.out, "seen\n");
+  EXPECT_EQ(Run({"exists", "seen", "x"}).out, "1\n");
   r = Run({"exists", "users", "alice"});
   EXPECT_EQ(r.code, kExitError);
   EXPECT_NE(r.err.find("does not exist"), std::string::npos) << r.err;

@@ -91,6 +91,7 @@ Commands:
   list                   filter names, one per line
   drop NAME              delete a filter and everything stored for it
   checkpoint [NAME]      write the dirty shards of one filter, or of all
+  compact                reclaim disk space (RocksDB compaction), drop 0 counts
   verify                 read back and check every stored value
   dedup [NAME]           print the stdin lines never seen before (remembered)
   import NAME [FILE...]  bulk-load keys from files or stdin (progress, resume)
@@ -303,6 +304,20 @@ longest time a shard was locked.
 
 Example:
   shardfilter checkpoint users
+)"},
+      {"compact",
+       RunCompact,
+       0,
+       0,
+       {},
+       R"(Usage: shardfilter compact
+
+Compacts the store's RocksDB files (blocking): reclaims the space of dropped
+filters, old checkpoints and journal entries, and removes retained hashes
+whose count fell to 0. The filters' contents do not change.
+
+Example:
+  shardfilter compact
 )"},
       {"verify",
        RunVerify,

@@ -74,6 +74,7 @@ int RunInfo(CommandContext& ctx);
 int RunList(CommandContext& ctx);
 int RunDrop(CommandContext& ctx);
 int RunCheckpoint(CommandContext& ctx);
+int RunCompact(CommandContext& ctx);
 int RunVerify(CommandContext& ctx);
 int RunDemoCommand(CommandContext& ctx);
 // tools/cli_dedup.cc; its usage text lives there too.

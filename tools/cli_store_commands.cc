@@ -242,6 +242,14 @@ int RunCheckpoint(CommandContext& ctx) {
   return CloseStore(**db, ctx.err, kExitOk);
 }
 
+int RunCompact(CommandContext& ctx) {
+  auto db = OpenStore(ctx, OpenMode::kWriteExisting);
+  if (!db.ok()) return ReportError(ctx.err, db.status());
+  Status s = (*db)->Compact();
+  int code = s.ok() ? kExitOk : ReportError(ctx.err, s);
+  return CloseStore(**db, ctx.err, code);
+}
+
 int RunVerify(CommandContext& ctx) {
   auto db = OpenStore(ctx, OpenMode::kVerify);
   if (!db.ok() && db.status().IsCorruption()) {
