@@ -112,10 +112,9 @@ Result<OpenFilter> DatabaseImpl::LoadFilter(
   std::vector<uint64_t> stale;
   SF_ASSIGN_OR_RETURN(
       std::unique_ptr<ShardedFilter> f,
-      internal::RecoverFilter(*store, name, desc, &replayed, &skipped,
-                              NewAccount(),
-                              options.read_only && options.report_journal_damage,
-                              &stale));
+      internal::RecoverFilter(
+          *store, name, desc, &replayed, &skipped, NewAccount(),
+          options.read_only && options.report_journal_damage, &stale));
   for (uint32_t i = 0; i < stale.size() && !options.read_only; ++i) {
     if (stale[i] == ~uint64_t{0}) continue;
     SF_RETURN_IF_ERROR(store->DeleteJournalAfter(name, i, stale[i]));
@@ -212,7 +211,8 @@ Result<std::unique_ptr<Database>> Database::Open(
     // D4: filters load on first use; Open recovers none of them.
     internal::MutexLock lock(impl->mu);  // not shared yet: for the analysis
     for (auto& entry : catalog) {
-      impl->unloaded.emplace(std::move(entry.name), std::move(entry.descriptor));
+      impl->unloaded.emplace(std::move(entry.name),
+                             std::move(entry.descriptor));
     }
   }
   if (!options.read_only) {

@@ -10,9 +10,9 @@
 #include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
 
+#include "shardfilter/persistence/filter_journal.h"
 #include "shardfilter/persistence/internal/hash_memtable.h"
 #include "shardfilter/persistence/internal/rocks_status.h"
-#include "shardfilter/persistence/filter_journal.h"
 #include "shardfilter/persistence/keys.h"
 #include "shardfilter/persistence/store.h"
 

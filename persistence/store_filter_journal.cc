@@ -31,10 +31,9 @@ Result<std::set<uint64_t>> Store::ListFilterJournalEpochs() const {
       db_->NewIterator(rocksdb::ReadOptions(), default_cf_));
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix);
        it->Next()) {
-    SF_ASSIGN_OR_RETURN(
-        const uint64_t epoch,
-        DecodeFilterJournalEpoch(it->value().ToStringView(),
-                                 "a filter journal epoch key"));
+    SF_ASSIGN_OR_RETURN(const uint64_t epoch,
+                        DecodeFilterJournalEpoch(it->value().ToStringView(),
+                                                 "a filter journal epoch key"));
     out.insert(epoch);
   }
   SF_RETURN_IF_ERROR(

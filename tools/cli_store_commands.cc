@@ -151,8 +151,7 @@ Result<std::unique_ptr<Database>> OpenStore(
     std::optional<Durability> durability_override) {
   DatabaseOptions options;
   options.path = ctx.db_path;
-  options.read_only =
-      mode == OpenMode::kReadOnly || mode == OpenMode::kVerify;
+  options.read_only = mode == OpenMode::kReadOnly || mode == OpenMode::kVerify;
   options.create_if_missing = mode == OpenMode::kWriteOrCreate;
   options.durability_override = durability_override;
   // verify reports journal damage as a problem (exit 1), not an open error.

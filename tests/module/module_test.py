@@ -254,6 +254,35 @@ def test_commands():
     assert c.expire("tx", 100) and 0 < c.ttl("tx") <= 100
 
 
+def test_sf_commands():
+    """SF.*: the same command layer as the server's; the module refuses
+    what Redis keeps itself (durability, retained hashes, migration)."""
+    s = server("sf")
+    c = s.client()
+    assert c.execute_command("SF.CREATE", "cnt", "counting", 1000,
+                             "SHARDS", 2) == b"OK"
+    assert c.execute_command("SF.ADD", "cnt", "a") == 1
+    assert c.execute_command("SF.ADD", "cnt", "a") == 1
+    assert c.execute_command("SF.COUNT", "cnt", "a") == 2
+    assert c.execute_command("SF.REMOVE", "cnt", "a") == 1
+    assert c.execute_command("SF.MEXISTS", "cnt", "a", "zz") == [1, 0]
+    info = c.execute_command("SF.INFO", "cnt")
+    fields = dict(zip(info[0::2], info[1::2]))
+    assert fields[b"type"] == b"counting" and fields[b"shards"] == 2, info
+    assert len(c.execute_command("SF.SHARDS", "cnt")) == 2
+    expect_error(lambda: c.execute_command("SF.CREATE", "d", "bloom", 10,
+                                           "DURABILITY", "sync"),
+                 "DURABILITY is not available in the module")
+    expect_error(lambda: c.execute_command("SF.CREATE", "d", "bloom", 10,
+                                           "RETAIN"), "RETAIN")
+    assert c.exists("d") == 0
+    expect_error(lambda: c.execute_command("SF.MIGRATE", "cnt", "cuckoo",
+                                           100), "not available")
+    # Persisted like every filter key: survives DEBUG RELOAD.
+    c.execute_command("DEBUG", "RELOAD")
+    assert c.execute_command("SF.COUNT", "cnt", "a") == 1
+
+
 def test_resp3():
     s = server("resp3")
     sock = socket.create_connection(("127.0.0.1", s.port))
@@ -752,7 +781,8 @@ def test_cluster_failover():
     assert not promoted, "the killed master still owns slots"
 
 
-TESTS = [test_commands, test_resp3, test_prefix, test_budget,
+TESTS = [test_commands, test_sf_commands, test_resp3, test_prefix,
+         test_budget,
          test_bad_load_arguments,
          test_save_restart_and_debug_reload, test_aof_rewrite_restart,
          test_dump_restore_across_servers, test_scandump_loadchunk,

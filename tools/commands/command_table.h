@@ -89,6 +89,18 @@ void CfMExists(CommandContext&, Args);
 void CfCount(CommandContext&, Args);
 void CfDel(CommandContext&, Args);
 void CfInfo(CommandContext&, Args);
+// shardfilter's own: sf_commands.cc.
+void SfCreate(CommandContext&, Args);
+void SfAdd(CommandContext&, Args);
+void SfMAdd(CommandContext&, Args);
+void SfRemove(CommandContext&, Args);
+void SfExists(CommandContext&, Args);
+void SfMExists(CommandContext&, Args);
+void SfCount(CommandContext&, Args);
+void SfInfo(CommandContext&, Args);
+void SfShards(CommandContext&, Args);
+void SfMigrate(CommandContext&, Args);
+void SfMigration(CommandContext&, Args);
 // Dumps: dump_commands.cc.
 void BfScanDump(CommandContext&, Args);
 void BfLoadChunk(CommandContext&, Args);

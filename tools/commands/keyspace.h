@@ -3,8 +3,9 @@
 // Each host implements these interfaces: shardfilter-server over a Database
 // directory (tools/server/db_keyspace.h), the Redis module (issue 17) over
 // Redis's own keyspace. The command layer (tools/commands/) includes no
-// RocksDB or oneTBB header and links only shardfilter_filters, so the module
-// can reuse it inside redis-server.
+// RocksDB or oneTBB header (engine/sharded_filter.h, whose specs and
+// statistics SF.* reports, includes none), so the module can reuse it
+// inside redis-server.
 //
 // Thread safety: the server calls a Keyspace and its handles from every
 // event-loop thread at once, so its implementation must be thread-safe; the
@@ -14,11 +15,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "shardfilter/engine/sharded_filter.h"
 #include "shardfilter/filters/filter.h"
 #include "shardfilter/filters/status.h"
 
@@ -34,6 +37,24 @@ struct CreateParams {
   uint32_t expansion = 2;       // capacity factor of the next link, >= 1
   uint32_t bucket_size = 0;     // cuckoo: 2, 4 or 8
   uint32_t max_iterations = 0;  // cuckoo: relocation budget
+  // SF.CREATE / SF.MIGRATE only (RedisBloom's commands leave the host's
+  // defaults). A host refuses what it cannot keep (the module: durability
+  // and retained hashes, Redis persists its keys itself) with
+  // InvalidArgument naming it.
+  uint32_t shards = 0;  // 0: the host's default
+  std::optional<Durability> durability;
+  bool retain_hashes = false;
+};
+
+// SF.MIGRATION's report of a key's running or last migration.
+struct MigrationReport {
+  std::string phase;  // engine/migration.h MigrationPhaseName
+  uint64_t items_total = 0;
+  uint64_t items_done = 0;
+  uint64_t ops_replayed = 0;
+  uint64_t ops_queued = 0;
+  double seconds = 0;
+  std::string error;  // why it failed or was aborted; empty otherwise
 };
 
 // Figures BF.INFO / CF.INFO / BF.CARD report.
@@ -81,6 +102,9 @@ class FilterHandle {
   // OK, NotFound (definitely absent: nothing removed), NotSupported (Bloom).
   virtual Status Remove(std::string_view item) = 0;
   virtual FilterSummary Summary() const = 0;
+  // SF.INFO / SF.SHARDS: the resolved spec and the full statistics.
+  virtual FilterSpec Spec() const = 0;
+  virtual ShardedStats Stats() const = 0;
 };
 
 class Keyspace {
@@ -113,6 +137,23 @@ class Keyspace {
   virtual Status Restore(std::string_view key, std::string_view bytes) = 0;
   // Largest key the host holds (Database: 1..1024 bytes).
   virtual size_t MaxKeyBytes() const = 0;
+  // SF.MIGRATE: starts rebuilding `key` online into a filter made from
+  // `target` (writers keep going; the key names the new filter once done).
+  // NotFound, InvalidArgument (no retained hashes to rebuild from, bad
+  // target), AlreadyExists (one is running); NotSupported where the host
+  // has no online migration (the default).
+  virtual Status StartMigration(std::string_view key,
+                                const CreateParams& target) {
+    (void)key;
+    (void)target;
+    return Status::NotSupported("online migration is not available here");
+  }
+  // SF.MIGRATION: the running or last migration of `key`; NotFound when
+  // none.
+  virtual Result<MigrationReport> Migration(std::string_view key) {
+    (void)key;
+    return Status::NotSupported("online migration is not available here");
+  }
 };
 
 // Redis's TYPE names for our filters: RedisBloom's module type names for

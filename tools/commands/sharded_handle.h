@@ -77,6 +77,8 @@ class ShardedFilterHandle : public FilterHandle {
     }
     return s;
   }
+  FilterSpec Spec() const override { return f_->spec(); }
+  ShardedStats Stats() const override { return f_->Stats(); }
 
  protected:
   // Called before every mutation (the module marks its key dirty for

@@ -34,7 +34,7 @@ FilterSpec ToFilterSpec(const commands::CreateParams& p,
   spec.type = p.type;
   spec.capacity = p.capacity;
   spec.fpp = p.error_rate;
-  spec.shards = options.shards;
+  spec.shards = p.shards != 0 ? p.shards : options.shards;
   spec.scalable = p.scalable;
   spec.expansion = std::clamp<uint32_t>(p.expansion, 1, 16);
   spec.max_bytes = options.max_filter_bytes;
@@ -112,6 +112,19 @@ Result<std::shared_ptr<commands::FilterHandle>> ModuleKeyspace::Create(
   if (mode_ == REDISMODULE_READ) return Status::NotSupported("read-only");
   if (Probe(key, nullptr) != KeyState::kEmpty) {
     return Status::AlreadyExists("key exists");
+  }
+  // Redis persists and replicates its keys itself (RDB, AOF): the engine's
+  // durability modes and retained hashes (which need a RocksDB store) have
+  // no meaning here.
+  if (params.durability.has_value()) {
+    return Status::InvalidArgument(
+        "DURABILITY is not available in the module (Redis's own persistence "
+        "applies: RDB, AOF)");
+  }
+  if (params.retain_hashes) {
+    return Status::InvalidArgument(
+        "RETAIN is not available in the module (retained hashes need "
+        "shardfilter-server's store)");
   }
   auto f = ShardedFilter::Create(ToFilterSpec(params, options_));
   if (!f.ok()) {

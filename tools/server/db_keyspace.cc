@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "shardfilter/engine/export.h"
+#include "shardfilter/engine/migration.h"
 #include "tools/commands/sharded_handle.h"
 
 namespace shardfilter::server {
@@ -36,7 +37,9 @@ FilterSpec ToFilterSpec(const commands::CreateParams& p,
   spec.type = p.type;
   spec.capacity = p.capacity;
   spec.fpp = p.error_rate;
-  spec.shards = options.shards;
+  spec.shards = p.shards != 0 ? p.shards : options.shards;
+  spec.durability = p.durability;  // nullopt: the Database's default
+  spec.retain_hashes = p.retain_hashes;
   spec.scalable = p.scalable;
   spec.expansion = std::clamp<uint32_t>(p.expansion, 1, 16);
   spec.max_bytes = options.max_filter_bytes;
@@ -176,6 +179,24 @@ Result<std::string> DbKeyspace::Dump(std::string_view key) {
 
 Status DbKeyspace::Restore(std::string_view key, std::string_view bytes) {
   return ImportFilter(*db_, key, bytes);
+}
+
+Status DbKeyspace::StartMigration(std::string_view key,
+                                  const commands::CreateParams& target) {
+  return db_->StartMigration(key, ToFilterSpec(target, options_));
+}
+
+Result<commands::MigrationReport> DbKeyspace::Migration(std::string_view key) {
+  SF_ASSIGN_OR_RETURN(MigrationProgress p, db_->GetMigration(key));
+  commands::MigrationReport r;
+  r.phase = MigrationPhaseName(p.phase);
+  r.items_total = p.items_total;
+  r.items_done = p.items_done;
+  r.ops_replayed = p.ops_replayed;
+  r.ops_queued = p.ops_queued;
+  r.seconds = p.seconds;
+  if (!p.status.ok()) r.error = p.status.ToString();
+  return r;
 }
 
 uint64_t DbKeyspace::FilterBytes() {

@@ -46,6 +46,9 @@ class DbKeyspace final : public commands::Keyspace {
   Result<std::string> Dump(std::string_view key) override;
   Status Restore(std::string_view key, std::string_view bytes) override;
   size_t MaxKeyBytes() const override { return kMaxFilterNameBytes; }
+  Status StartMigration(std::string_view key,
+                        const commands::CreateParams& target) override;
+  Result<commands::MigrationReport> Migration(std::string_view key) override;
 
   // Sum of the filters' table bytes (INFO memory).
   uint64_t FilterBytes();
