@@ -207,9 +207,14 @@ Result<std::unique_ptr<Database>> Database::Open(
     internal::MutexLock lock(impl->mu);  // not shared yet: for the analysis
     for (auto& [name, why] : bad) impl->unavailable.emplace(name, why);
   }
+  // Deadlines nobody can read are dropped from memory, not from the store
+  // (Verify lists them): such a filter simply does not expire.
+  SF_ASSIGN_OR_RETURN(auto expiries, impl->store->ListFilterExpiries());
   {
     // D4: filters load on first use; Open recovers none of them.
     internal::MutexLock lock(impl->mu);  // not shared yet: for the analysis
+    for (auto& [name, ms] : expiries) impl->expiry.emplace(name, ms);
+    impl->expiry_count.store(impl->expiry.size(), std::memory_order_relaxed);
     for (auto& entry : catalog) {
       impl->unloaded.emplace(std::move(entry.name),
                              std::move(entry.descriptor));
@@ -377,6 +382,7 @@ Status Database::Drop(std::string_view name) {
     if (auto u = d.unloaded.find(name); u != d.unloaded.end()) {
       SF_RETURN_IF_ERROR(d.store->DropFilter(name));  // never loaded: D4
       d.unloaded.erase(u);
+      d.ForgetExpiry(name);
       return Status::OK();
     }
     auto bad = d.unavailable.find(name);
@@ -385,6 +391,7 @@ Status Database::Drop(std::string_view name) {
     }
     SF_RETURN_IF_ERROR(d.store->DropFilter(name));  // D3: the user's choice
     d.unavailable.erase(bad);
+    d.ForgetExpiry(name);
     return Status::OK();
   }
   OpenFilter of = it->second;
@@ -399,11 +406,55 @@ Status Database::Drop(std::string_view name) {
   // behind it. On a failed commit the locks drop and the filter serves on.
   auto locks = ShardedFilterAccess::LockAll(*of.filter);
   SF_RETURN_IF_ERROR(d.store->DropFilter(name));
+  d.ForgetExpiry(name);
   of.state->dropped = true;
   ShardedFilterAccess::MarkDetached(*of.filter, internal::kDropped);
   locks.clear();
   d.filters.erase(it);
   return Status::OK();
+}
+
+Status Database::SetExpiry(std::string_view name,
+                           std::optional<int64_t> unix_ms) {
+  SF_RETURN_IF_ERROR(CheckName(name));
+  DatabaseImpl& d = *impl_;
+  if (d.options.read_only) {
+    return Status::NotSupported("expire " + DescribeName(name) +
+                                ": the store is open read-only");
+  }
+  internal::MutexLock lock(d.mu);
+  if (d.closed) return Status::NotSupported("the database is closed");
+  if (d.filters.count(name) == 0 && d.unloaded.count(name) == 0 &&
+      d.unavailable.count(name) == 0) {
+    return Status::NotFound(DescribeName(name) + " does not exist");
+  }
+  if (unix_ms.has_value()) {
+    SF_RETURN_IF_ERROR(d.store->PutFilterExpiry(name, *unix_ms));
+    d.expiry.insert_or_assign(std::string(name), *unix_ms);
+  } else {
+    auto it = d.expiry.find(name);
+    if (it == d.expiry.end()) return Status::OK();
+    SF_RETURN_IF_ERROR(d.store->DeleteFilterExpiry(name));
+    d.expiry.erase(it);
+  }
+  d.expiry_count.store(d.expiry.size(), std::memory_order_relaxed);
+  return Status::OK();
+}
+
+std::optional<int64_t> Database::Expiry(std::string_view name) const {
+  internal::MutexLock lock(impl_->mu);
+  auto it = impl_->expiry.find(name);
+  if (it == impl_->expiry.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<std::pair<std::string, int64_t>> Database::Expiries() const {
+  internal::MutexLock lock(impl_->mu);
+  return {impl_->expiry.begin(), impl_->expiry.end()};
+}
+
+uint64_t Database::ExpiryCount() const {
+  return impl_->expiry_count.load(std::memory_order_relaxed);
 }
 
 Result<CheckpointStats> Database::Checkpoint(std::string_view name) {

@@ -213,6 +213,17 @@ class Database {
   // name are AlreadyExists, Drop deletes it; Verify lists every problem.
   std::vector<std::pair<std::string, Status>> Unavailable() const;
   Result<FilterInfo> Info(std::string_view name) const;
+  // Expiry deadlines (the server's EXPIRE; unix time in ms), stored with the
+  // filter (a synced write) and deleted by Drop and Create. The Database
+  // only keeps them: the host drops a filter once its deadline passed.
+  // SetExpiry: NotFound unless the filter exists (loaded or not);
+  // nullopt removes the deadline. Expiry: nullopt when none (or no filter).
+  Status SetExpiry(std::string_view name, std::optional<int64_t> unix_ms);
+  std::optional<int64_t> Expiry(std::string_view name) const;
+  // Every (name, deadline), in name order.
+  std::vector<std::pair<std::string, int64_t>> Expiries() const;
+  // How many filters have a deadline (cheap: a relaxed read).
+  uint64_t ExpiryCount() const;
   // Deletes the filter, its checkpoints and journal in one atomic write.
   // Existing handles then return NotFound on mutation.
   Status Drop(std::string_view name);

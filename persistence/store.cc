@@ -12,6 +12,7 @@
 
 #include "shardfilter/filters/hash.h"
 #include "shardfilter/filters/internal/tsan.h"
+#include "shardfilter/persistence/filter_expiry.h"
 #include "shardfilter/persistence/filter_journal.h"
 #include "shardfilter/persistence/internal/hash_memtable.h"
 #include "shardfilter/persistence/internal/info_log.h"
@@ -400,6 +401,7 @@ Status Store::CreateFilter(std::string_view name, const FilterDescriptor& d) {
     batch.DeleteRange(hashes, prefix, end);
   }
   batch.Delete(default_cf_, FilterJournalEpochKey(name));  // a stale one
+  batch.Delete(default_cf_, FilterExpiryKey(name));         // no deadline
   batch.Put(catalog_cf_, ToSlice(name), EncodeDescriptor(d));
   return Write(&batch, true, "creating " + DescribeName(name));
 }
@@ -410,6 +412,7 @@ Status Store::DropFilter(std::string_view name) {
   std::string end = PrefixSuccessor(prefix);
   batch.Delete(catalog_cf_, ToSlice(name));
   batch.Delete(default_cf_, FilterJournalEpochKey(name));
+  batch.Delete(default_cf_, FilterExpiryKey(name));
   batch.DeleteRange(shards_cf_, prefix, end);
   batch.DeleteRange(journal_cf_, prefix, end);
   if (auto* hashes = hashes_cf_.load(std::memory_order_acquire)) {

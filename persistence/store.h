@@ -178,6 +178,14 @@ class Store {
   // CommitMigration delete it in their WriteBatch, so that a later filter
   // of the name never replays an earlier one's segments.
   Result<uint64_t> GetFilterJournalEpoch(std::string_view name) const;
+  // The filters' expiry deadlines (persistence/filter_expiry.h), unix ms.
+  // Put / Delete are synced. List: every (name, deadline); a value that does
+  // not decode is reported in *bad (that filter then has no deadline: it is
+  // never dropped for a deadline nobody can read) and Verify lists it.
+  Status PutFilterExpiry(std::string_view name, int64_t unix_ms);
+  Status DeleteFilterExpiry(std::string_view name);
+  Result<std::vector<std::pair<std::string, int64_t>>> ListFilterExpiries(
+      std::vector<std::string>* bad = nullptr) const;
   // Every epoch the store names, whether or not its filter opens (a filter
   // that is unavailable keeps its segments). Corruption if one of them
   // does not decode: then no epoch directory may be removed.

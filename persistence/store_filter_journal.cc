@@ -6,6 +6,7 @@
 #include <memory>
 #include <set>
 
+#include "shardfilter/persistence/filter_expiry.h"
 #include "shardfilter/persistence/filter_journal.h"
 #include "shardfilter/persistence/internal/rocks_status.h"
 #include "shardfilter/persistence/keys.h"
@@ -38,6 +39,43 @@ Result<std::set<uint64_t>> Store::ListFilterJournalEpochs() const {
   }
   SF_RETURN_IF_ERROR(
       internal::FromRocks(it->status(), "listing the filter journal epochs"));
+  return out;
+}
+
+Status Store::PutFilterExpiry(std::string_view name, int64_t unix_ms) {
+  rocksdb::WriteBatch batch;
+  batch.Put(default_cf_, FilterExpiryKey(name), EncodeFilterExpiry(unix_ms));
+  return Write(&batch, true, "writing the expiry of " + DescribeName(name));
+}
+
+Status Store::DeleteFilterExpiry(std::string_view name) {
+  rocksdb::WriteBatch batch;
+  batch.Delete(default_cf_, FilterExpiryKey(name));
+  return Write(&batch, true, "deleting the expiry of " + DescribeName(name));
+}
+
+Result<std::vector<std::pair<std::string, int64_t>>> Store::ListFilterExpiries(
+    std::vector<std::string>* bad) const {
+  const std::string_view tag(kFilterExpiryKeyTag, sizeof kFilterExpiryKeyTag);
+  std::vector<std::pair<std::string, int64_t>> out;
+  std::unique_ptr<rocksdb::Iterator> it(
+      db_->NewIterator(rocksdb::ReadOptions(), default_cf_));
+  for (it->Seek(rocksdb::Slice(tag.data(), tag.size()));
+       it->Valid() &&
+       it->key().starts_with(rocksdb::Slice(tag.data(), tag.size()));
+       it->Next()) {
+    auto name = FilterExpiryName(it->key().ToStringView());
+    auto ms = name.ok() ? DecodeFilterExpiry(it->value().ToStringView(),
+                                             DescribeName(*name))
+                        : Result<int64_t>(name.status());
+    if (!ms.ok()) {
+      if (bad != nullptr) bad->push_back(ms.status().ToString());
+      continue;
+    }
+    out.emplace_back(*std::move(name), *ms);
+  }
+  SF_RETURN_IF_ERROR(
+      internal::FromRocks(it->status(), "listing the filter expiries"));
   return out;
 }
 

@@ -14,6 +14,12 @@ namespace shardfilter::persistence {
 using internal::FromRocks;
 
 Status Store::Verify(StoreVerifyReport* report) const {
+  // 0. Expiry deadlines decode.
+  {
+    std::vector<std::string> bad;
+    SF_RETURN_IF_ERROR(ListFilterExpiries(&bad).status());
+    for (std::string& b : bad) report->problems.push_back(std::move(b));
+  }
   // 1. Catalog: every descriptor decodes.
   std::map<std::string, FilterDescriptor, std::less<>> catalog;
   {

@@ -62,6 +62,18 @@ class DatabaseImpl {
   mutable std::map<std::string, persistence::FilterDescriptor, std::less<>>
       unloaded SF_GUARDED_BY(mu);
   mutable Mutex load_mu;  // D4, lock order 0
+  // Expiry deadlines (Database::SetExpiry), unix ms; only of names in
+  // `filters`, `unloaded` or `unavailable`. expiry_count mirrors its size
+  // (relaxed: a host's fast check whether any deadline exists).
+  std::map<std::string, int64_t, std::less<>> expiry SF_GUARDED_BY(mu);
+  std::atomic<uint64_t> expiry_count{0};
+  // After a Drop committed (its WriteBatch deleted the stored deadline).
+  void ForgetExpiry(std::string_view name) SF_REQUIRES(mu) {
+    if (auto it = expiry.find(name); it != expiry.end()) {
+      expiry.erase(it);
+      expiry_count.store(expiry.size(), std::memory_order_relaxed);
+    }
+  }
   bool closed SF_GUARDED_BY(mu) = false;
   // D3. Filters whose stored data failed its checks at Open (Corruption,
   // or a format from the future), with the reason: one damaged filter is

@@ -131,6 +131,16 @@ void Bgsave(CommandContext&, Args);
 void Lastsave(CommandContext&, Args);
 void Shutdown(CommandContext&, Args);
 void Time(CommandContext&, Args);
+// Expiry: expire_commands.cc (the server only: inside Redis, Redis's own).
+void ExpireCmd(CommandContext&, Args);
+void PExpireCmd(CommandContext&, Args);
+void ExpireAtCmd(CommandContext&, Args);
+void PExpireAtCmd(CommandContext&, Args);
+void TtlCmd(CommandContext&, Args);
+void PTtlCmd(CommandContext&, Args);
+void ExpireTimeCmd(CommandContext&, Args);
+void PExpireTimeCmd(CommandContext&, Args);
+void PersistCmd(CommandContext&, Args);
 // Server: server_commands.cc.
 void Command(CommandContext&, Args);
 void Info(CommandContext&, Args);

@@ -137,6 +137,20 @@ class Keyspace {
   virtual Status Restore(std::string_view key, std::string_view bytes) = 0;
   // Largest key the host holds (Database: 1..1024 bytes).
   virtual size_t MaxKeyBytes() const = 0;
+  // EXPIRE / TTL / PERSIST: the key's deadline, unix time in ms (nullopt:
+  // none). A key past its deadline is absent to every call. NotFound when
+  // there is no such key; NotSupported where the host keeps no deadlines
+  // (the default; the module: Redis expires its keys itself).
+  virtual Status SetExpiry(std::string_view key,
+                           std::optional<int64_t> unix_ms) {
+    (void)key;
+    (void)unix_ms;
+    return Status::NotSupported("key expiry is not available here");
+  }
+  virtual Result<std::optional<int64_t>> GetExpiry(std::string_view key) {
+    (void)key;
+    return Status::NotSupported("key expiry is not available here");
+  }
   // SF.MIGRATE: starts rebuilding `key` online into a filter made from
   // `target` (writers keep going; the key names the new filter once done).
   // NotFound, InvalidArgument (no retained hashes to rebuild from, bad

@@ -12,6 +12,12 @@
 namespace shardfilter::server {
 namespace {
 
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 int64_t NowUnix() {
   return std::chrono::duration_cast<std::chrono::seconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -103,6 +109,9 @@ void DbKeyspace::TrimThreadCache() {
 
 Result<std::shared_ptr<commands::FilterHandle>> DbKeyspace::Lookup(
     std::string_view key) {
+  if (ExpireIfDue(key)) {
+    return Status::NotFound("no such key (expired)");
+  }
   HandleCache& cache = ThreadCache();
   const uint64_t generation = generation_.load(std::memory_order_acquire);
   if (cache.owner != instance_ || cache.generation != generation ||
@@ -124,6 +133,7 @@ Result<std::shared_ptr<commands::FilterHandle>> DbKeyspace::Lookup(
 
 Result<std::shared_ptr<commands::FilterHandle>> DbKeyspace::Create(
     std::string_view key, const commands::CreateParams& params) {
+  (void)ExpireIfDue(key);  // an expired key is free to create
   auto f = db_->Create(key, ToFilterSpec(params, options_));
   if (!f.ok()) {
     const Status& s = f.status();
@@ -149,9 +159,49 @@ Result<bool> DbKeyspace::Delete(std::string_view key) {
   return s;
 }
 
-std::vector<std::string> DbKeyspace::Keys() { return db_->List(); }
+std::vector<std::string> DbKeyspace::Keys() {
+  (void)ExpireDue();
+  return db_->List();
+}
 
-uint64_t DbKeyspace::Size() { return db_->List().size(); }
+uint64_t DbKeyspace::Size() {
+  (void)ExpireDue();
+  return db_->List().size();
+}
+
+bool DbKeyspace::ExpireIfDue(std::string_view key) {
+  if (db_->ExpiryCount() == 0) return false;  // the common case: no lock
+  const std::optional<int64_t> deadline = db_->Expiry(key);
+  if (!deadline.has_value() || *deadline > NowUnixMs()) return false;
+  // Another thread may drop it first: NotFound is as good.
+  (void)Delete(key);
+  return true;
+}
+
+size_t DbKeyspace::ExpireDue() {
+  if (db_->ExpiryCount() == 0) return 0;
+  size_t n = 0;
+  const int64_t now = NowUnixMs();
+  for (const auto& [name, deadline] : db_->Expiries()) {
+    if (deadline <= now && ExpireIfDue(name)) ++n;
+  }
+  return n;
+}
+
+Status DbKeyspace::SetExpiry(std::string_view key,
+                             std::optional<int64_t> unix_ms) {
+  if (ExpireIfDue(key)) return Status::NotFound("no such key");
+  SF_RETURN_IF_ERROR(db_->SetExpiry(key, unix_ms));
+  // A deadline already past: the key goes now (Redis: EXPIRE with a
+  // non-positive time deletes).
+  (void)ExpireIfDue(key);
+  return Status::OK();
+}
+
+Result<std::optional<int64_t>> DbKeyspace::GetExpiry(std::string_view key) {
+  SF_RETURN_IF_ERROR(Lookup(key).status());  // NotFound; expires a due key
+  return db_->Expiry(key);
+}
 
 Status DbKeyspace::Flush() {
   for (const std::string& name : db_->List()) {

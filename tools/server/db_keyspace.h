@@ -46,6 +46,12 @@ class DbKeyspace final : public commands::Keyspace {
   Result<std::string> Dump(std::string_view key) override;
   Status Restore(std::string_view key, std::string_view bytes) override;
   size_t MaxKeyBytes() const override { return kMaxFilterNameBytes; }
+  Status SetExpiry(std::string_view key,
+                   std::optional<int64_t> unix_ms) override;
+  Result<std::optional<int64_t>> GetExpiry(std::string_view key) override;
+  // Drops every filter whose deadline passed (the server calls it ten
+  // times a second: Redis's active expiry); returns how many.
+  size_t ExpireDue();
   Status StartMigration(std::string_view key,
                         const commands::CreateParams& target) override;
   Result<commands::MigrationReport> Migration(std::string_view key) override;
@@ -67,6 +73,8 @@ class DbKeyspace final : public commands::Keyspace {
   // answers; a thread's handle cache (db_keyspace.cc) is valid while it
   // sees the generation it was filled under (acquire).
   void Invalidate();
+  // Drops `key` if its deadline passed; true when it did (or it was gone).
+  bool ExpireIfDue(std::string_view key);
 
   Database* db_;
   DbKeyspaceOptions options_;

@@ -78,6 +78,12 @@ Status Server::Start() {
   for (auto& loop : loops_) {
     threads_.emplace_back([l = loop.get()] { l->Run(); });
   }
+  expirer_ = std::thread([this] {
+    while (!stopping()) {
+      keyspace_->ExpireDue();
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
   return Status::OK();
 }
 
@@ -91,6 +97,7 @@ void Server::Wait() {
     if (t.joinable()) t.join();
   }
   threads_.clear();
+  if (expirer_.joinable()) expirer_.join();
 }
 
 void Server::RequestShutdown() {

@@ -111,6 +111,9 @@ class Server final : public commands::Host {
   uint16_t port_ = 0;
   std::vector<std::unique_ptr<EventLoop>> loops_;
   std::vector<std::thread> threads_;
+  // Active expiry: drops filters past their deadline ten times a second
+  // (Redis's), so that an expired key that nobody reads frees its memory.
+  std::thread expirer_;
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> next_client_id_{1};
   std::function<void()> shutdown_handler_;
