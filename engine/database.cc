@@ -1,143 +1,28 @@
+// Database: open and close, the catalog of filters (create, get, list,
+// drop) and the background checkpointer. Loading on first use is in
+// database_load.cc; checkpoints, compaction, verify, expiry and counters in
+// database_admin.cc.
 #include "shardfilter/engine/database.h"
 
 #include <algorithm>
 #include <chrono>
-#include <set>
 
 #include "shardfilter/engine/internal/access.h"
 #include "shardfilter/engine/internal/database_impl.h"
 #include "shardfilter/engine/internal/filter_factory.h"
 #include "shardfilter/engine/internal/filter_log.h"
-#include "shardfilter/persistence/dedup_journal.h"
-#include "shardfilter/persistence/dedup_log.h"
 #include "shardfilter/persistence/values.h"
 
 namespace shardfilter {
 
+using internal::CheckFilterName;
 using internal::DatabaseImpl;
 using internal::FilterState;
 using internal::OpenFilter;
 using internal::ShardedFilterAccess;
 using persistence::DescribeName;
 
-namespace {
-
-Status CheckName(std::string_view name) {
-  if (name.empty()) {
-    return Status::InvalidArgument("filter name is empty (1.." +
-                                   std::to_string(kMaxFilterNameBytes) +
-                                   " bytes)");
-  }
-  if (name.size() > kMaxFilterNameBytes) {
-    return Status::InvalidArgument(
-        "filter name has " + std::to_string(name.size()) +
-        " bytes; the limit is " + std::to_string(kMaxFilterNameBytes));
-  }
-  return Status::OK();
-}
-
-// The error of a filter that did not load (D3): its own code and reason.
-Status Unavailable(std::string_view name, const Status& why) {
-  return Status(why.code(), DescribeName(name) +
-                                " is unavailable (its stored data failed "
-                                "its checks at open): " +
-                                why.message());
-}
-
-}  // namespace
-
 namespace internal {
-
-Result<OpenFilter> DatabaseImpl::Find(std::string_view name) const {
-  SF_RETURN_IF_ERROR(CheckName(name));
-  {
-    internal::MutexLock lock(mu);
-    if (closed) return Status::NotSupported("the database is closed");
-    if (auto it = filters.find(name); it != filters.end()) return it->second;
-    if (auto bad = unavailable.find(name); bad != unavailable.end()) {
-      return Unavailable(name, bad->second);
-    }
-    if (unloaded.find(name) == unloaded.end()) {
-      return Status::NotFound(DescribeName(name) + " does not exist");
-    }
-  }
-  // D4: load it. Another thread may have loaded, dropped or failed it
-  // while we waited for load_mu: look again under it.
-  internal::MutexLock load(load_mu);
-  persistence::FilterDescriptor desc;
-  {
-    internal::MutexLock lock(mu);
-    if (closed) return Status::NotSupported("the database is closed");
-    if (auto it = filters.find(name); it != filters.end()) return it->second;
-    if (auto bad = unavailable.find(name); bad != unavailable.end()) {
-      return Unavailable(name, bad->second);
-    }
-    auto u = unloaded.find(name);
-    if (u == unloaded.end()) {
-      return Status::NotFound(DescribeName(name) + " does not exist");
-    }
-    desc = u->second;
-  }
-  auto loaded = LoadFilter(std::string(name), std::move(desc));
-  internal::MutexLock lock(mu);
-  if (!loaded.ok()) {
-    // D3: damage makes this filter unavailable; anything else (I/O, the
-    // memory budget) leaves it unloaded for a later try.
-    const Status& why = loaded.status();
-    if (!why.IsCorruption() && !why.IsNotSupported()) return why;
-    unloaded.erase(unloaded.find(name));
-    unavailable.emplace(std::string(name), why);
-    return Unavailable(name, why);
-  }
-  unloaded.erase(unloaded.find(name));
-  filters.emplace(std::string(name), *loaded);
-  return *std::move(loaded);
-}
-
-Status DatabaseImpl::CheckNameFree(std::string_view name) const {
-  if (filters.count(name) != 0 || unloaded.count(name) != 0) {
-    return Status::AlreadyExists(DescribeName(name) + " already exists");
-  }
-  if (auto bad = unavailable.find(name); bad != unavailable.end()) {
-    return Status::AlreadyExists(
-        DescribeName(name) + " already exists but is damaged (" +
-        bad->second.message() + "); drop it first to replace it");
-  }
-  return Status::OK();
-}
-
-Result<OpenFilter> DatabaseImpl::LoadFilter(
-    const std::string& name, persistence::FilterDescriptor desc) const {
-  uint64_t replayed = 0, skipped = 0;
-  std::vector<uint64_t> stale;
-  SF_ASSIGN_OR_RETURN(
-      std::unique_ptr<ShardedFilter> f,
-      internal::RecoverFilter(
-          *store, name, desc, &replayed, &skipped, NewAccount(),
-          options.read_only && options.report_journal_damage, &stale));
-  for (uint32_t i = 0; i < stale.size() && !options.read_only; ++i) {
-    if (stale[i] == ~uint64_t{0}) continue;
-    SF_RETURN_IF_ERROR(store->DeleteJournalAfter(name, i, stale[i]));
-  }
-  if (!options.read_only) {
-    SF_RETURN_IF_ERROR(store->CollectGarbage(name, desc));
-  }
-  // Counters are statistics: the const load still counts what it replayed.
-  auto& self = const_cast<DatabaseImpl&>(*this);
-  self.replayed_ops += replayed;
-  self.replay_skipped_removes += skipped;
-  ShardedFilterAccess::Attach(*f, journal.get(), options.read_only,
-                              options.durability_override);
-  if (!options.read_only) {
-    internal::FilterLog* log = ShardedFilterAccess::log(*f);
-    for (uint32_t i = 0; i < f->shard_count(); ++i) {
-      log->Retire(i, desc.shards[i].sequence);  // dead ones
-    }
-  }
-  auto state = std::make_shared<FilterState>(std::move(desc));
-  return OpenFilter{std::shared_ptr<ShardedFilter>(std::move(f)),
-                    std::move(state)};
-}
 
 Status DatabaseImpl::CheckpointFilters(const std::vector<OpenFilter>& which,
                                        CheckpointStats* stats) {
@@ -277,7 +162,7 @@ Status Database::Close() {
 
 Result<std::shared_ptr<ShardedFilter>> Database::Create(
     std::string_view name, const FilterSpec& spec) {
-  SF_RETURN_IF_ERROR(CheckName(name));
+  SF_RETURN_IF_ERROR(CheckFilterName(name));
   DatabaseImpl& d = *impl_;
   if (d.options.read_only) {
     return Status::NotSupported("create " + DescribeName(name) +
@@ -350,7 +235,7 @@ std::vector<std::pair<std::string, Status>> Database::Unavailable() const {
   internal::MutexLock lock(impl_->mu);
   std::vector<std::pair<std::string, Status>> out;
   for (const auto& [name, why] : impl_->unavailable) {
-    out.emplace_back(name, shardfilter::Unavailable(name, why));
+    out.emplace_back(name, internal::UnavailableError(name, why));
   }
   return out;
 }
@@ -368,7 +253,7 @@ Result<FilterInfo> Database::Info(std::string_view name) const {
 }
 
 Status Database::Drop(std::string_view name) {
-  SF_RETURN_IF_ERROR(CheckName(name));
+  SF_RETURN_IF_ERROR(CheckFilterName(name));
   DatabaseImpl& d = *impl_;
   if (d.options.read_only) {
     return Status::NotSupported("drop " + DescribeName(name) +
@@ -412,181 +297,6 @@ Status Database::Drop(std::string_view name) {
   locks.clear();
   d.filters.erase(it);
   return Status::OK();
-}
-
-Status Database::SetExpiry(std::string_view name,
-                           std::optional<int64_t> unix_ms) {
-  SF_RETURN_IF_ERROR(CheckName(name));
-  DatabaseImpl& d = *impl_;
-  if (d.options.read_only) {
-    return Status::NotSupported("expire " + DescribeName(name) +
-                                ": the store is open read-only");
-  }
-  internal::MutexLock lock(d.mu);
-  if (d.closed) return Status::NotSupported("the database is closed");
-  if (d.filters.count(name) == 0 && d.unloaded.count(name) == 0 &&
-      d.unavailable.count(name) == 0) {
-    return Status::NotFound(DescribeName(name) + " does not exist");
-  }
-  if (unix_ms.has_value()) {
-    SF_RETURN_IF_ERROR(d.store->PutFilterExpiry(name, *unix_ms));
-    d.expiry.insert_or_assign(std::string(name), *unix_ms);
-  } else {
-    auto it = d.expiry.find(name);
-    if (it == d.expiry.end()) return Status::OK();
-    SF_RETURN_IF_ERROR(d.store->DeleteFilterExpiry(name));
-    d.expiry.erase(it);
-  }
-  d.expiry_count.store(d.expiry.size(), std::memory_order_relaxed);
-  return Status::OK();
-}
-
-std::optional<int64_t> Database::Expiry(std::string_view name) const {
-  internal::MutexLock lock(impl_->mu);
-  auto it = impl_->expiry.find(name);
-  if (it == impl_->expiry.end()) return std::nullopt;
-  return it->second;
-}
-
-std::vector<std::pair<std::string, int64_t>> Database::Expiries() const {
-  internal::MutexLock lock(impl_->mu);
-  return {impl_->expiry.begin(), impl_->expiry.end()};
-}
-
-uint64_t Database::ExpiryCount() const {
-  return impl_->expiry_count.load(std::memory_order_relaxed);
-}
-
-Result<CheckpointStats> Database::Checkpoint(std::string_view name) {
-  SF_ASSIGN_OR_RETURN(OpenFilter of, impl_->Find(name));
-  CheckpointStats stats;
-  SF_RETURN_IF_ERROR(impl_->CheckpointFilters({of}, &stats));
-  return stats;
-}
-
-Result<CheckpointStats> Database::CheckpointAll() {
-  std::vector<std::string> pending;
-  {
-    internal::MutexLock lock(impl_->mu);
-    if (impl_->closed) return Status::NotSupported("the database is closed");
-    for (const auto& [name, d] : impl_->unloaded) pending.push_back(name);
-  }
-  // Every filter, loaded or not (D4): one not loaded yet may hold journal
-  // entries past its checkpoint. A damaged one is skipped (unavailable); a
-  // load that fails otherwise is reported after the others are written.
-  Status load_error;
-  if (!impl_->options.read_only) {
-    for (const std::string& name : pending) {
-      auto of = impl_->Find(name);
-      if (!of.ok() && !of.status().IsCorruption() &&
-          !of.status().IsNotSupported() && load_error.ok()) {
-        load_error = of.status();
-      }
-    }
-  }
-  std::vector<OpenFilter> all;
-  {
-    internal::MutexLock lock(impl_->mu);
-    if (impl_->closed) return Status::NotSupported("the database is closed");
-    for (const auto& [name, of] : impl_->filters) all.push_back(of);
-  }
-  CheckpointStats stats;
-  SF_RETURN_IF_ERROR(impl_->CheckpointFilters(all, &stats));
-  SF_RETURN_IF_ERROR(load_error);
-  return stats;
-}
-
-Status Database::Compact() {
-  if (impl_->options.read_only) {
-    return Status::NotSupported("compact: the store is open read-only");
-  }
-  {
-    internal::MutexLock lock(impl_->mu);
-    if (impl_->closed) return Status::NotSupported("the database is closed");
-  }
-  // Close waits for nothing here: a caller must not Close concurrently
-  // (as with every other call on this Database).
-  return impl_->store->Compact();
-}
-
-Result<VerifyReport> Database::Verify() const {
-  {
-    internal::MutexLock lock(impl_->mu);
-    if (impl_->closed) return Status::NotSupported("the database is closed");
-  }
-  persistence::StoreVerifyReport r;
-  SF_RETURN_IF_ERROR(impl_->store->Verify(&r));
-  VerifyReport out;
-  out.filters = r.filters;
-  out.chunks = r.chunks;
-  out.shard_blobs = r.shard_blobs;
-  out.journal_entries = r.journal_entries;
-  out.retained_hashes = r.retained_hashes;
-  out.bytes = r.bytes;
-  out.orphan_values = r.orphan_values;
-  out.problems = std::move(r.problems);
-  // The filters' memory-mapped journals (engine/internal/filter_log.h).
-  SF_ASSIGN_OR_RETURN(auto catalog, impl_->store->LoadCatalog());
-  for (const auto& entry : catalog) {
-    SF_RETURN_IF_ERROR(
-        internal::ScanFilterJournal(*impl_->store, entry.name, entry.descriptor,
-                                    &out.journal_entries, &out.problems));
-  }
-  // The dedup journals live beside RocksDB, not in it.
-  auto table = impl_->store->Dedup(false);
-  if (!table.ok()) return out;  // no dedup families: no sets
-  auto sets = (*table)->ListSets();
-  if (!sets.ok()) {
-    out.problems.push_back(sets.status().ToString());
-    return out;
-  }
-  for (const std::string& set : *sets) {
-    const std::string path =
-        persistence::DedupLogPath(impl_->store->path(), set);
-    auto log = persistence::DedupLog::OpenExisting(path, set);
-    if (log.status().IsNotFound()) {
-      auto marked = (*table)->HasJournalMarker(set);
-      if (!marked.ok()) {
-        out.problems.push_back(marked.status().ToString());
-      } else if (*marked) {
-        out.problems.push_back(
-            persistence::DedupJournal::MissingJournal(path, set).ToString());
-      }
-      continue;
-    }
-    std::vector<persistence::DedupLogRecord> records;
-    Status s = log.ok() ? (*log)->ReadAll(&records) : log.status();
-    if (!s.ok()) {
-      out.problems.push_back(s.ToString());
-      continue;
-    }
-    out.dedup_journal_records += records.size();
-  }
-  return out;
-}
-
-bool Database::read_only() const { return impl_->options.read_only; }
-
-const DatabaseOptions& Database::options() const { return impl_->options; }
-
-DatabaseCounters Database::counters() const {
-  const DatabaseImpl& d = *impl_;
-  DatabaseCounters c;
-  c.checkpoints = d.checkpoints.load(std::memory_order_relaxed);
-  c.shards_written = d.shards_written.load(std::memory_order_relaxed);
-  c.bytes_written = d.bytes_written.load(std::memory_order_relaxed);
-  c.journal_writes = d.journal ? d.journal->writes() : 0;
-  c.journal_ops = d.journal ? d.journal->ops() : 0;
-  c.replayed_ops = d.replayed_ops.load(std::memory_order_relaxed);
-  c.replay_skipped_removes =
-      d.replay_skipped_removes.load(std::memory_order_relaxed);
-  c.background_errors = d.background_errors.load(std::memory_order_relaxed);
-  return c;
-}
-
-Status Database::background_status() const {
-  std::lock_guard lock(impl_->bg_mu);
-  return impl_->bg_status;
 }
 
 }  // namespace shardfilter

@@ -125,6 +125,12 @@ class DatabaseImpl {
   void StopMigrations();
 };
 
+// InvalidArgument unless 1 <= name.size() <= kMaxFilterNameBytes.
+Status CheckFilterName(std::string_view name);
+// The error of a filter that did not load (D3): its own code and reason,
+// naming the filter.
+Status UnavailableError(std::string_view name, const Status& why);
+
 // Replaces `source` (the open filter `name`) with `built`, a filter not
 // shared yet, durably: writes its shards as checkpoint chunks and commits
 // its descriptor in one synced write that deletes the source's chunks and
