@@ -81,8 +81,10 @@ Result<CheckpointStats> Database::CheckpointAll() {
   if (!impl_->options.read_only) {
     for (const std::string& name : pending) {
       auto of = impl_->Find(name);
+      // NotFound: dropped since the list was taken.
       if (!of.ok() && !of.status().IsCorruption() &&
-          !of.status().IsNotSupported() && load_error.ok()) {
+          !of.status().IsNotSupported() && !of.status().IsNotFound() &&
+          load_error.ok()) {
         load_error = of.status();
       }
     }

@@ -292,39 +292,5 @@ TEST(LazyLoadTest, OpenLoadsNothingAndDamageStaysWithItsFilter) {
   EXPECT_TRUE((*again->Get("g"))->MayContain("x"));
 }
 
-// Loads race: many threads' first Get of one filter load it once; a Drop
-// racing them either wins (NotFound after) or follows a load.
-TEST(LazyLoadTest, ConcurrentFirstUseLoadsOnce) {
-  TempDir dir;
-  {
-    auto db = MustOpen(Options(dir.db()));
-    for (int i = 0; i < 8; ++i) {
-      auto f = *db->Create("f" + std::to_string(i),
-                           Spec(FilterType::kCountingBloom, 1000, 2));
-      SF_ASSERT_OK(f->Add("k"));
-    }
-    SF_ASSERT_OK(db->Close());
-  }
-  auto db = MustOpen(Options(dir.db()));
-  std::vector<std::thread> threads;
-  std::vector<std::shared_ptr<ShardedFilter>> seen(16);
-  for (int t = 0; t < 16; ++t) {
-    threads.emplace_back([&, t] {
-      auto f = db->Get("f" + std::to_string(t % 4));
-      if (f.ok()) seen[t] = *f;
-    });
-  }
-  threads.emplace_back([&] { (void)db->Drop("f7"); });
-  for (auto& th : threads) th.join();
-  for (int t = 0; t < 16; ++t) {
-    ASSERT_NE(seen[t], nullptr) << t;
-    EXPECT_EQ(seen[t], seen[t % 4]) << "one load, one handle";
-    EXPECT_EQ(seen[t]->Count("k"), 1u);
-  }
-  EXPECT_EQ(db->Loaded().size(), 4u);
-  EXPECT_TRUE(db->Get("f7").status().IsNotFound());
-  EXPECT_EQ(db->List().size(), 7u);
-}
-
 }  // namespace
 }  // namespace shardfilter
