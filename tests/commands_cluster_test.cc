@@ -131,6 +131,23 @@ TEST_F(ClusterCommandsTest, Resp3Shapes) {
             0u);
 }
 
+TEST_F(ClusterCommandsTest, CrossSlotMultiKeyCommandsRefused) {
+  EXPECT_EQ(Run({"BF.ADD", "a", "x"}), ":1\r\n");
+  EXPECT_EQ(Run({"BF.ADD", "b", "x"}), ":1\r\n");
+  EXPECT_EQ(Run({"EXISTS", "a", "b"}), ":2\r\n");  // standalone: fine
+  Enable();
+  const std::string crossslot =
+      "-CROSSSLOT Keys in request don't hash to the same slot\r\n";
+  EXPECT_EQ(Run({"EXISTS", "a", "b"}), crossslot);
+  EXPECT_EQ(Run({"DEL", "a", "b"}), crossslot);
+  EXPECT_EQ(Run({"EXISTS", "a", "a"}), ":2\r\n");
+  EXPECT_EQ(Run({"BF.ADD", "{t}1", "x"}), ":1\r\n");
+  EXPECT_EQ(Run({"BF.ADD", "{t}2", "x"}), ":1\r\n");
+  EXPECT_EQ(Run({"DEL", "{t}1", "{t}2"}), ":2\r\n");  // one slot
+  // BF/CF commands have one key: items never count as keys.
+  EXPECT_EQ(Run({"BF.MADD", "a", "b", "c"}), "*2\r\n:1\r\n:1\r\n");
+}
+
 TEST_F(ClusterCommandsTest, KeysInSlot) {
   Enable();
   EXPECT_EQ(Run({"BF.ADD", "{user1000}.following", "x"}), ":1\r\n");

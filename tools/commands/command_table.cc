@@ -5,6 +5,7 @@
 #include <string>
 
 #include "tools/commands/command_stats.h"
+#include "tools/commands/key_slot.h"
 #include "tools/commands/util.h"
 
 namespace shardfilter::commands {
@@ -165,6 +166,17 @@ namespace {
 
 enum class Outcome { kUnknown, kRejected, kQueued, kRan };
 
+bool CrossSlot(const CommandSpec& spec, Args args) {
+  const int n = static_cast<int>(args.size());
+  const int last = spec.last_key < 0 ? n + spec.last_key : spec.last_key;
+  const uint16_t first = KeySlot(args[spec.first_key]);
+  for (int i = spec.first_key + spec.key_step; i <= last && i < n;
+       i += spec.key_step) {
+    if (KeySlot(args[i]) != first) return true;
+  }
+  return false;
+}
+
 Outcome Run(CommandContext& ctx, Args args, const CommandSpec* spec) {
   Session& session = ctx.session;
   ++session.commands;
@@ -189,6 +201,14 @@ Outcome Run(CommandContext& ctx, Args args, const CommandSpec* spec) {
     ReplyWrongArity(ctx.out, (spec->flags & kModule)
                                  ? args[0]
                                  : std::string_view(spec->name));
+    return Outcome::kRejected;
+  }
+  // Emulated cluster mode refuses a multi-key command over several slots,
+  // as a real cluster does (a client tested here then works on one).
+  if (spec->last_key != spec->first_key && spec->first_key > 0 &&
+      ctx.host.Cluster() != nullptr && CrossSlot(*spec, args)) {
+    refuse_in_multi();
+    ctx.out.Error("CROSSSLOT Keys in request don't hash to the same slot");
     return Outcome::kRejected;
   }
   if (session.in_multi && (spec->flags & kNoMulti) == 0) {
