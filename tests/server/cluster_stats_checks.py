@@ -40,6 +40,10 @@ def test_cluster(port, check, raises):
           "CLUSTER NODES %r" % nodes)
     check("cluster_state:ok" in r.execute_command("CLUSTER", "INFO").decode(),
           "CLUSTER INFO")
+    raises(lambda: r.execute_command("EXISTS", "foo", "bar"),
+           "CROSSSLOT Keys in request don't hash to the same slot")
+    check(r.execute_command("EXISTS", "{t}foo", "{t}bar") == 0,
+          "EXISTS within one slot")
     check(r.execute_command("READONLY") in (True, b"OK"), "READONLY")
     check(r.execute_command("READWRITE") in (True, b"OK"), "READWRITE")
     r.close()
