@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "store_test_util.h"
+#include "tools/commands/command_stats.h"
 #include "tools/commands/command_table.h"
 #include "tools/resp/reply_writer.h"
 #include "tools/server/db_keyspace.h"
@@ -22,6 +23,9 @@ class FakeHost final : public commands::Host {
  public:
   std::string password;
   int shutdowns = 0;
+  const commands::ClusterNode* cluster = nullptr;  // emulated cluster mode
+  bool count_stats = false;                        // INFO commandstats
+  commands::CommandStats stats;
   bool RequiresPassword() const override { return !password.empty(); }
   bool CheckPassword(std::string_view user,
                      std::string_view pw) const override {
@@ -40,6 +44,10 @@ class FakeHost final : public commands::Host {
     return "id=" + std::to_string(self.id) + "\n";
   }
   void RequestShutdown() override { ++shutdowns; }
+  const commands::ClusterNode* Cluster() const override { return cluster; }
+  commands::CommandStats* Stats() override {
+    return count_stats ? &stats : nullptr;
+  }
 };
 
 class CommandsFixture : public ::testing::Test {

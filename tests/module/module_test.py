@@ -218,6 +218,15 @@ def test_commands():
     assert b"readonly" in entry[2] and b"fast" in entry[2], entry
     assert raw.execute_command("COMMAND", "GETKEYS", "BF.MADD", "k1", "a",
                                "b") == [b"k1"]
+    # The module registers only BF/CF/SF commands: CLUSTER, READONLY,
+    # READWRITE and ASKING of the command layer (the server's emulated
+    # cluster) stay Redis's own.
+    mine = set(raw.execute_command("COMMAND", "LIST", "FILTERBY", "MODULE",
+                                   "shardfilter"))
+    assert b"bf.add" in mine and b"cf.add" in mine, mine
+    assert not mine & {b"cluster", b"readonly", b"readwrite", b"asking"}, mine
+    expect_error(lambda: c.execute_command("CLUSTER", "SLOTS"),
+                 "cluster support disabled")
     # The key spec (7.0: the 9th field): argv[1], insert access.
     specs = entry[8]
     assert b"RO" in specs[0][1] and b"access" in specs[0][1], specs

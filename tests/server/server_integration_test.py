@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """shardfilter-server against real clients: redis-py (Debian's python3-redis,
-RESP2), raw sockets (inline commands, pipelining, malformed protocol, a
+RESP2, and its RedisCluster against --cluster-emulation), raw sockets (inline commands, pipelining, malformed protocol, a
 client that never reads), redis-cli (-2 and -3) and redis-benchmark.
 
 Starts the server itself on a free loopback port, stops it with SIGTERM
@@ -27,6 +27,8 @@ try:
 except ImportError:
     print("SKIP: python3-redis is not installed (apt-get install python3-redis)")
     sys.exit(1 if os.environ.get("SF_REQUIRE_CLIENTS") else 77)
+
+import cluster_stats_checks
 
 CHECKS = 0
 
@@ -456,7 +458,11 @@ def main():
                          ("concurrent", lambda: test_concurrent_clients(srv.port)),
                          ("slow reader", lambda: test_slow_reader(srv)),
                          ("redis-cli", lambda: test_redis_cli(srv.port)),
-                         ("redis-benchmark", lambda: test_benchmark(srv.port))):
+                         ("redis-benchmark", lambda: test_benchmark(srv.port)),
+                         ("commandstats", lambda: cluster_stats_checks
+                          .test_commandstats(srv.port, check, raises)),
+                         ("cluster disabled", lambda: cluster_stats_checks
+                          .test_disabled(srv.port, raises))):
             fn()
             print("ok  %s" % name)
         expected_keys = set(r.keys("*"))
@@ -500,6 +506,12 @@ def main():
         print("ok  protected mode")
         test_limits(args.server, root)
         print("ok  limits (maxclients, timeout, bulk, query buffer)")
+        # A second server in emulated cluster mode, for RedisCluster.
+        csrv = Server(args.server, os.path.join(root, "cluster_db"),
+                      ["--cluster-emulation"]).start()
+        cluster_stats_checks.test_cluster(csrv.port, check, raises)
+        check(csrv.stop() == 0, "cluster server SIGTERM exit code")
+        print("ok  cluster emulation (RedisCluster)")
         print("PASS: %d checks" % CHECKS)
         return 0
     finally:

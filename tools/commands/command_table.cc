@@ -1,8 +1,11 @@
 #include "tools/commands/command_table.h"
 
 #include <algorithm>
+#include <chrono>
 #include <string>
 
+#include "tools/commands/command_stats.h"
+#include "tools/commands/key_slot.h"
 #include "tools/commands/util.h"
 
 namespace shardfilter::commands {
@@ -15,6 +18,8 @@ constexpr uint32_t kBfRead = kReadonly | kFast | kModule;
 
 // Sorted by name (FindCommand binary-searches; a test checks the order).
 constexpr CommandSpec kCommands[] = {
+    {"asking", 1, kFast, 0, 0, 0, "cluster",
+     "Cluster emulation: accepted (one node owns every slot).", Asking},
     {"auth", -2, kNoAuth | kNoScript | kLoading | kStale | kFast, 0, 0, 0,
      "connection", "Authenticates the connection.", Auth},
     {"bf.add", 3, kBfWrite, 1, 1, 1, "bf",
@@ -68,6 +73,10 @@ constexpr CommandSpec kCommands[] = {
      "Dumps a cuckoo filter in chunks.", CfScanDump},
     {"client", -2, kNoScript | kLoading | kStale, 0, 0, 0, "connection",
      "CLIENT ID | SETNAME | GETNAME | SETINFO | LIST | INFO.", Client},
+    {"cluster", -2, kLoading | kStale, 0, 0, 0, "cluster",
+     "Cluster emulation: SLOTS | SHARDS | NODES | INFO | MYID | KEYSLOT | "
+     "COUNTKEYSINSLOT | GETKEYSINSLOT.",
+     Cluster},
     {"command", -1, kLoading | kStale, 0, 0, 0, "server",
      "Returns details about commands.", Command},
     {"config", -2, kAdmin | kNoScript | kLoading | kStale, 0, 0, 0, "server",
@@ -115,6 +124,10 @@ constexpr CommandSpec kCommands[] = {
      "Returns a key's time to live in milliseconds.", PTtlCmd},
     {"quit", -1, kNoAuth | kNoScript | kLoading | kStale | kFast | kNoMulti, 0,
      0, 0, "connection", "Closes the connection.", Quit},
+    {"readonly", 1, kLoading | kStale | kFast, 0, 0, 0, "cluster",
+     "Cluster emulation: reads from this node (a no-op).", ReadOnly},
+    {"readwrite", 1, kLoading | kStale | kFast, 0, 0, 0, "cluster",
+     "Cluster emulation: ends READONLY (a no-op).", ReadWrite},
     {"reset", 1, kNoAuth | kNoScript | kLoading | kStale | kFast | kNoMulti, 0,
      0, 0, "connection", "Resets the connection.", Reset},
     {"save", 1, kAdmin | kNoScript, 0, 0, 0, "server",
@@ -164,7 +177,10 @@ void UnknownCommand(resp::ReplyWriter& out, Args args) {
                      "', with args beginning with: ";
   std::string listed;
   for (size_t i = 1; i < args.size() && listed.size() < 128; ++i) {
-    listed += "'" + std::string(args[i].substr(0, 128 - listed.size())) + "' ";
+    const std::string_view arg = args[i].substr(0, 128 - listed.size());
+    listed += '\'';
+    listed.append(arg.data(), arg.size());
+    listed += "' ";
   }
   out.Error(text + listed);
 }
@@ -189,35 +205,92 @@ const CommandSpec* FindCommand(std::string_view name) {
   return it;
 }
 
-void Dispatch(CommandContext& ctx, Args args) {
+namespace {
+
+enum class Outcome { kUnknown, kRejected, kQueued, kRan };
+
+bool CrossSlot(const CommandSpec& spec, Args args) {
+  const int n = static_cast<int>(args.size());
+  const int last = spec.last_key < 0 ? n + spec.last_key : spec.last_key;
+  const uint16_t first = KeySlot(args[spec.first_key]);
+  for (int i = spec.first_key + spec.key_step; i <= last && i < n;
+       i += spec.key_step) {
+    if (KeySlot(args[i]) != first) return true;
+  }
+  return false;
+}
+
+Outcome Run(CommandContext& ctx, Args args, const CommandSpec* spec) {
   Session& session = ctx.session;
   ++session.commands;
-  const CommandSpec* spec = FindCommand(args[0]);
   const auto refuse_in_multi = [&session] {
     if (session.in_multi) session.multi_failed = true;
   };
   if (spec == nullptr) {
     refuse_in_multi();
-    return UnknownCommand(ctx.out, args);
+    UnknownCommand(ctx.out, args);
+    return Outcome::kUnknown;
   }
   if (ctx.host.RequiresPassword() && !session.authenticated &&
       (spec->flags & kNoAuth) == 0) {
     refuse_in_multi();
-    return ctx.out.Error("NOAUTH Authentication required.");
+    ctx.out.Error("NOAUTH Authentication required.");
+    return Outcome::kRejected;
   }
   const int n = static_cast<int>(args.size());
   if ((spec->arity > 0 && n != spec->arity) ||
       (spec->arity < 0 && n < -spec->arity)) {
     refuse_in_multi();
-    return ReplyWrongArity(ctx.out, (spec->flags & kModule)
-                                        ? args[0]
-                                        : std::string_view(spec->name));
+    ReplyWrongArity(ctx.out, (spec->flags & kModule)
+                                 ? args[0]
+                                 : std::string_view(spec->name));
+    return Outcome::kRejected;
+  }
+  // Emulated cluster mode refuses a multi-key command over several slots,
+  // as a real cluster does (a client tested here then works on one).
+  if (spec->last_key != spec->first_key && spec->first_key > 0 &&
+      ctx.host.Cluster() != nullptr && CrossSlot(*spec, args)) {
+    refuse_in_multi();
+    ctx.out.Error("CROSSSLOT Keys in request don't hash to the same slot");
+    return Outcome::kRejected;
   }
   if (session.in_multi && (spec->flags & kNoMulti) == 0) {
     session.queued.emplace_back(args.begin(), args.end());
-    return ctx.out.SimpleString("QUEUED");
+    ctx.out.SimpleString("QUEUED");
+    return Outcome::kQueued;
   }
   spec->handler(ctx, args);
+  return Outcome::kRan;
+}
+
+}  // namespace
+
+void Dispatch(CommandContext& ctx, Args args) {
+  const CommandSpec* spec = FindCommand(args[0]);
+  CommandStats* stats = ctx.host.Stats();
+  if (stats == nullptr) {
+    (void)Run(ctx, args, spec);
+    return;
+  }
+  // Counted through a StatsWriter over the connection's real writer (under
+  // EXEC: the outer one's, so the queued command's errors count once, as
+  // its own and not as EXEC's).
+  Session& session = ctx.session;
+  StatsWriter* const outer = session.stats_writer;
+  StatsWriter writer(outer != nullptr ? outer->inner() : ctx.out, *stats);
+  CommandContext counted{session, ctx.keyspace, ctx.host, writer};
+  session.stats_writer = &writer;
+  const auto start = std::chrono::steady_clock::now();
+  const Outcome outcome = Run(counted, args, spec);
+  const auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                         std::chrono::steady_clock::now() - start)
+                         .count();
+  session.stats_writer = outer;
+  if (outcome == Outcome::kRan) {
+    stats->RecordCall(*spec, static_cast<uint64_t>(nanos), writer.errors() > 0);
+  } else if (outcome == Outcome::kRejected) {
+    stats->RecordRejected(*spec);
+  }
 }
 
 }  // namespace shardfilter::commands

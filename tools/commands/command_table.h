@@ -8,6 +8,9 @@
 // reply through ctx.out (EXEC: one array of the queued commands' replies).
 // Error texts are Redis's and RedisBloom's (docs/server.md lists them).
 //
+// With a host that offers CommandStats (Host::Stats), Dispatch counts every
+// command for INFO commandstats / errorstats (command_stats.h).
+//
 // Thread safety: the table is immutable; Dispatch may run on any number of
 // threads at once with different Sessions.
 #ifndef SHARDFILTER_TOOLS_COMMANDS_COMMAND_TABLE_H_
@@ -145,6 +148,11 @@ void PersistCmd(CommandContext&, Args);
 void Command(CommandContext&, Args);
 void Info(CommandContext&, Args);
 void Config(CommandContext&, Args);
+// Cluster emulation: cluster_commands.cc.
+void Cluster(CommandContext&, Args);
+void ReadOnly(CommandContext&, Args);
+void ReadWrite(CommandContext&, Args);
+void Asking(CommandContext&, Args);
 }  // namespace handlers
 
 }  // namespace shardfilter::commands

@@ -37,7 +37,7 @@ void HelloReply(CommandContext& ctx) {
   ctx.out.Bulk("id");
   ctx.out.Integer(static_cast<int64_t>(ctx.session.id));
   ctx.out.Bulk("mode");
-  ctx.out.Bulk("standalone");
+  ctx.out.Bulk(ctx.host.Cluster() != nullptr ? "cluster" : "standalone");
   ctx.out.Bulk("role");
   ctx.out.Bulk("master");
   ctx.out.Bulk("modules");

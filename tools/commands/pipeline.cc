@@ -7,9 +7,12 @@
 // repeated in the run as new once (Bloom) and bounds copies across the run
 // (cuckoo), and a non-scaling filter that fills up fails every later
 // item (a Bloom filter's "full" is monotonic).
+#include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "tools/commands/command_stats.h"
 #include "tools/commands/command_table.h"
 #include "tools/commands/filter_access.h"
 #include "tools/commands/util.h"
@@ -42,6 +45,7 @@ bool IsBloom(Kind k) { return k == Kind::kBfAdd || k == Kind::kBfMAdd; }
 // (which creates it, or answers the error).
 bool RunGroup(CommandContext& ctx, std::span<const Args> requests, size_t begin,
               size_t end, bool bloom) {
+  const auto start = std::chrono::steady_clock::now();
   const std::string_view key = requests[begin][1];
   TypedLookup found =
       LookupTyped(ctx, key, bloom ? FilterType::kBloom : FilterType::kCuckoo);
@@ -59,16 +63,34 @@ bool RunGroup(CommandContext& ctx, std::span<const Args> requests, size_t begin,
   } else {
     CuckooAddCopies(*found.handle, items, &statuses);
   }
+  // INFO commandstats: each command of the run is one call of an equal
+  // share of the batch's time.
+  CommandStats* const stats = ctx.host.Stats();
+  std::optional<StatsWriter> counting;
+  if (stats != nullptr) counting.emplace(ctx.out, *stats);
+  CommandContext rctx{ctx.session, ctx.keyspace, ctx.host,
+                      counting ? *counting : ctx.out};
+  const uint64_t share =
+      static_cast<uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(
+              std::chrono::steady_clock::now() - start)
+              .count()) /
+      (end - begin);
   size_t at = 0;
   for (size_t r = begin; r < end; ++r) {
     const size_t n = requests[r].size() - 2;
     ++ctx.session.commands;
+    const uint64_t errors_before = counting ? counting->errors() : 0;
     if (bloom) {
-      ReplyBloomAdds(ctx, std::span<const uint8_t>(added).subspan(at, n),
+      ReplyBloomAdds(rctx, std::span<const uint8_t>(added).subspan(at, n),
                      std::span<const Status>(statuses).subspan(at, n),
                      KindOf(requests[r]) == Kind::kBfMAdd);
     } else {
-      ReplyCuckooAdd(ctx, statuses[at]);
+      ReplyCuckooAdd(rctx, statuses[at]);
+    }
+    if (counting) {
+      stats->RecordCall(*FindCommand(requests[r][0]), share,
+                        counting->errors() > errors_before);
     }
     at += n;
   }

@@ -1,7 +1,9 @@
 // Introspection: COMMAND (COUNT, INFO, DOCS, LIST, GETKEYS), INFO, CONFIG.
+// INFO's commandstats / errorstats come from the host's CommandStats.
 #include <string>
 #include <vector>
 
+#include "tools/commands/command_stats.h"
 #include "tools/commands/command_table.h"
 #include "tools/commands/util.h"
 
@@ -175,14 +177,22 @@ void Command(CommandContext& ctx, Args args) {
 }
 
 // INFO [section ...]: default / all / everything, or named sections.
+// Default leaves commandstats out, as Redis does; all and everything
+// include it.
 void Info(CommandContext& ctx, Args args) {
   static constexpr const char* kDefault[] = {
-      "server", "clients", "memory", "persistence", "stats", "keyspace"};
+      "server", "clients",    "memory",  "persistence",
+      "stats",  "errorstats", "cluster", "keyspace"};
+  static constexpr const char* kAll[] = {
+      "server",       "clients",    "memory",  "persistence", "stats",
+      "commandstats", "errorstats", "cluster", "keyspace"};
   std::vector<std::string> sections;
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string s = ToLower(args[i]);
-    if (s == "default" || s == "all" || s == "everything") {
+    if (s == "default") {
       sections.insert(sections.end(), std::begin(kDefault), std::end(kDefault));
+    } else if (s == "all" || s == "everything") {
+      sections.insert(sections.end(), std::begin(kAll), std::end(kAll));
     } else {
       sections.push_back(s);
     }
@@ -190,6 +200,7 @@ void Info(CommandContext& ctx, Args args) {
   if (sections.empty()) {
     sections.assign(std::begin(kDefault), std::end(kDefault));
   }
+  CommandStats* const stats = ctx.host.Stats();
   std::string text;
   for (const std::string& s : sections) {
     const size_t before = text.size();
@@ -198,6 +209,13 @@ void Info(CommandContext& ctx, Args args) {
       AppendPersistence(ctx, &text);
     } else if (s == "keyspace") {
       AppendKeyspace(ctx, &text);
+    } else if (s == "cluster") {
+      text += "# Cluster\r\ncluster_enabled:";
+      text += ctx.host.Cluster() != nullptr ? "1\r\n" : "0\r\n";
+    } else if (s == "commandstats" && stats != nullptr) {
+      stats->AppendCommandstats(&text);
+    } else if (s == "errorstats" && stats != nullptr) {
+      stats->AppendErrorstats(&text);
     } else if (!ctx.host.AppendInfoSection(s, &text)) {
       text.resize(before);  // unknown sections are left out, as in Redis
     }
@@ -226,7 +244,10 @@ void Config(CommandContext& ctx, Args args) {
     }
     return;
   }
-  if (sub == "resetstat") return ctx.out.SimpleString("OK");
+  if (sub == "resetstat") {
+    if (CommandStats* stats = ctx.host.Stats()) stats->Reset();
+    return ctx.out.SimpleString("OK");
+  }
   if (sub == "set") {
     if (args.size() < 4) return ReplyWrongArity(ctx.out, "config|set");
     return ctx.out.Error("ERR Unsupported CONFIG parameter: " +

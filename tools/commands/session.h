@@ -18,6 +18,9 @@
 
 namespace shardfilter::commands {
 
+class CommandStats;
+class StatsWriter;
+
 using Args = std::span<const std::string_view>;
 
 struct Session {
@@ -41,6 +44,17 @@ struct Session {
   std::string load_key;
   uint64_t load_total = 0;
   std::string load_bytes;
+  // Dispatch's counting writer while a command runs (so EXEC's queued
+  // commands are counted once, under their own names); else nullptr.
+  StatsWriter* stats_writer = nullptr;
+};
+
+// Emulated cluster mode: the one node of a one-node cluster that owns
+// every slot (docs/server.md, "Cluster emulation").
+struct ClusterNode {
+  std::string id;  // 40 hex digits, stable for one store and address
+  std::string ip;  // announced address ("" = the one the client used)
+  uint16_t port = 0;
 };
 
 class Host {
@@ -61,6 +75,14 @@ class Host {
   virtual std::string ClientList(const Session& self) = 0;
   // SHUTDOWN: stop accepting, finish, checkpoint, exit (asynchronously).
   virtual void RequestShutdown() = 0;
+  // CLUSTER, READONLY, READWRITE, ASKING: this node when the host emulates
+  // a one-node cluster; nullptr (the default) answers Redis's "cluster
+  // support disabled". The module keeps the default: inside redis-server,
+  // Redis answers CLUSTER itself (the module registers no CLUSTER).
+  virtual const ClusterNode* Cluster() const { return nullptr; }
+  // INFO commandstats / errorstats, counted by Dispatch; nullptr (the
+  // default): not counted.
+  virtual CommandStats* Stats() { return nullptr; }
 };
 
 struct CommandContext {

@@ -49,6 +49,40 @@ void Field(std::string* out, const char* name, const std::string& value) {
   *out += "\r\n";
 }
 
+// The node's announced address: the configured one, else the first bound
+// address ("" when that is a wildcard).
+std::string AnnouncedIp(const ServerOptions& o) {
+  if (!o.cluster_announce_ip.empty()) return o.cluster_announce_ip;
+  if (o.bind.empty()) return "";
+  std::string ip = o.bind.front();
+  if (!ip.empty() && ip[0] == '-') ip.erase(0, 1);
+  if (ip == "0.0.0.0" || ip == "::" || ip == "*") return "";
+  return ip;
+}
+
+// 40 hex digits derived from the store path, address and port: stable
+// across restarts of one store at one address (Redis keeps its id in
+// nodes.conf), distinct for different servers.
+std::string NodeId(const ServerOptions& o, const std::string& ip,
+                   uint16_t port) {
+  const std::string seed = o.db_path + "\n" + ip + "\n" + std::to_string(port);
+  std::string id;
+  for (uint64_t round = 0; id.size() < 40; ++round) {
+    uint64_t h = 1469598103934665603ull ^ (round * 0x9E3779B97F4A7C15ull);
+    for (const char c : seed)
+      h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+    h ^= h >> 29;
+    h *= 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 32;
+    char buf[17];
+    std::snprintf(buf, sizeof(buf), "%016llx",
+                  static_cast<unsigned long long>(h));
+    id += buf;
+  }
+  id.resize(40);
+  return id;
+}
+
 }  // namespace
 
 Server::Server(const ServerOptions& options, DbKeyspace* keyspace)
@@ -71,6 +105,9 @@ Status Server::Start() {
   }
   port_ = port;
   start_unix_ = NowUnix();
+  cluster_node_.ip = AnnouncedIp(options_);
+  cluster_node_.port = port_;
+  cluster_node_.id = NodeId(options_, cluster_node_.ip, port_);
   // A drop wakes every loop so each frees its cached handles of it.
   keyspace_->SetDropListener([this] {
     for (auto& loop : loops_) loop->Wake();
@@ -130,7 +167,8 @@ bool Server::AppendInfoSection(std::string_view section, std::string* out) {
     *out += "# Server\r\n";
     Field(out, "redis_version", "7.0.0");
     Field(out, "shardfilter_version", SHARDFILTER_VERSION);
-    Field(out, "redis_mode", "standalone");
+    Field(out, "redis_mode",
+          options_.cluster_emulation ? "cluster" : "standalone");
     Field(out, "os",
           std::string(u.sysname) + " " + u.release + " " + u.machine);
     Field(out, "arch_bits", "64");
@@ -200,7 +238,7 @@ std::vector<std::pair<std::string, std::string>> Server::ConfigValues() const {
       {"proto-max-bulk-len", std::to_string(options_.limits.max_bulk_bytes)},
       {"client-query-buffer-limit", std::to_string(options_.max_query_buffer)},
       {"dir", options_.db_path},
-      {"cluster-enabled", "no"},
+      {"cluster-enabled", options_.cluster_emulation ? "yes" : "no"},
   };
 }
 

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "shardfilter/filters/status.h"
+#include "tools/commands/command_stats.h"
 #include "tools/commands/session.h"
 #include "tools/resp/request_parser.h"
 #include "tools/server/db_keyspace.h"
@@ -57,6 +58,12 @@ struct ServerOptions {
   uint64_t output_hard_limit = 256ull << 20;
   // For INFO / CONFIG GET dir.
   std::string db_path;
+  // Emulated cluster mode (docs/server.md, "Cluster emulation"): CLUSTER
+  // answers as a one-node cluster owning every slot, at the announced
+  // address (default: the first bound address; "" for a wildcard one, as
+  // Redis announces before it learns its address) and port.
+  bool cluster_emulation = false;
+  std::string cluster_announce_ip;
 };
 
 class EventLoop;
@@ -90,6 +97,10 @@ class Server final : public commands::Host {
       const override;
   std::string ClientList(const commands::Session& self) override;
   void RequestShutdown() override;
+  const commands::ClusterNode* Cluster() const override {
+    return options_.cluster_emulation ? &cluster_node_ : nullptr;
+  }
+  commands::CommandStats* Stats() override { return &stats_; }
 
   // Shared by the loops.
   const ServerOptions& options() const { return options_; }
@@ -118,6 +129,8 @@ class Server final : public commands::Host {
   std::atomic<uint64_t> next_client_id_{1};
   std::function<void()> shutdown_handler_;
   int64_t start_unix_ = 0;
+  commands::ClusterNode cluster_node_;  // set by Start, then immutable
+  commands::CommandStats stats_;
 };
 
 }  // namespace shardfilter::server

@@ -55,6 +55,11 @@ of a shardfilter store directory (created when missing).
   --client-query-buffer-limit SIZE   unparsed input per client (default 1gb)
   --client-output-buffer-limit SIZE  unsent replies per client before it is
                                  disconnected (default 256mb)
+  --cluster-emulation [yes|no]   answer CLUSTER SLOTS/SHARDS/NODES/... as a
+                                 one-node cluster owning every slot, so
+                                 cluster clients connect (default no)
+  --cluster-announce-ip ADDR     the node's address in CLUSTER replies
+                                 (default: the first --bind address)
   --version, --help
 SIZE takes Redis's suffixes: 1k = 1000, 1kb = 1024, m/mb, g/gb.
 )";
@@ -110,6 +115,12 @@ int main(int argc, char** argv) {
       std::cout << "shardfilter-server " << SHARDFILTER_VERSION << "\n";
       return 0;
     }
+    if (a == "--cluster-emulation") {  // a flag, optionally yes|no
+      const bool valued = i + 1 < argc && (std::string(argv[i + 1]) == "yes" ||
+                                           std::string(argv[i + 1]) == "no");
+      opt.cluster_emulation = !valued || std::string(argv[++i]) == "yes";
+      continue;
+    }
     if (i + 1 >= argc) return Fail("option " + a + " needs a value");
     const std::string v = argv[++i];
     uint64_t n = 0;
@@ -145,6 +156,8 @@ int main(int argc, char** argv) {
     } else if (a == "--protected-mode") {
       if (v != "yes" && v != "no") return Fail("--protected-mode takes yes|no");
       opt.protected_mode = v == "yes";
+    } else if (a == "--cluster-announce-ip") {
+      opt.cluster_announce_ip = v;
     } else if (a == "--threads") {
       opt.threads = static_cast<uint32_t>(number(1024));
     } else if (a == "--maxclients") {

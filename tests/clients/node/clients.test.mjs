@@ -4,6 +4,10 @@
 // 127.0.0.1:$SF_PORT (shardfilter-server, or redis-server with shardfilter.so
 // loaded): run.sh starts it. Every test uses keys of its own, prefixed with
 // the protocol and client, so the suites never see each other's filters.
+// With SF_CLUSTER_PORT (run.sh server: a second shardfilter-server with
+// --cluster-emulation), ioredis's Cluster client too; the module host has
+// no emulated cluster (inside redis-server, CLUSTER is Redis's own), so
+// those tests are skipped there.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createClient } from 'redis';
@@ -11,6 +15,7 @@ import Redis from 'ioredis';
 
 const port = Number(process.env.SF_PORT);
 if (!port) throw new Error('SF_PORT is not set (run tests/clients/node/run.sh)');
+const clusterPort = Number(process.env.SF_CLUSTER_PORT || 0);
 
 // A reply of BF.INFO / CF.INFO as field -> value, whatever shape the
 // client gave it (flat array under RESP2, object or Map under RESP3).
@@ -170,6 +175,53 @@ for (const protocol of [2, 3]) {
       assert.equal(res.length, 2000);
       for (const [err] of res) assert.equal(err, null);
       assert.ok(res.slice(1000).every(([, v]) => v === 1), 'false negative after pipelined adds');
+    });
+  });
+}
+
+for (const protocol of [2, 3]) {
+  describe(`ioredis Cluster RESP${protocol} (emulated cluster)`, { skip: !clusterPort }, () => {
+    let c;
+    const keys = [...Array.from({ length: 16 }, (_, i) => `cluster:${protocol}:k${i}`),
+      `{user1000}:${protocol}.following`, `{user1000}:${protocol}.followers`];
+    before(async () => {
+      c = new Redis.Cluster([{ host: '127.0.0.1', port: clusterPort }], {
+        lazyConnect: true,
+        redisOptions: { protocol },
+        clusterRetryStrategy: () => null,
+      });
+      await c.connect();
+    });
+    after(async () => { c.disconnect(); });
+
+    test('one node owns every slot', async () => {
+      const nodes = c.nodes('master');
+      assert.equal(nodes.length, 1);
+      assert.equal(nodes[0].options.port, clusterPort);
+      const slots = await c.cluster('SLOTS');
+      assert.equal(slots.length, 1);
+      assert.deepEqual(slots[0].slice(0, 2), [0, 16383]);
+      assert.equal(slots[0][2][0], '127.0.0.1');
+      assert.equal(slots[0][2][1], clusterPort);
+      assert.equal(await c.cluster('KEYSLOT', 'foo'), 12182);
+      assert.equal(await c.cluster('KEYSLOT', keys[16]), await c.cluster('KEYSLOT', keys[17]));
+    });
+
+    test('BF and CF commands routed by key, hash tags included', async () => {
+      for (const k of keys) {
+        assert.equal(await c.call('BF.ADD', k, 'a'), 1);
+        assert.equal(await c.call('BF.ADD', k, 'a'), 0);
+        assert.equal(await c.call('BF.EXISTS', k, 'a'), 1);
+        assert.equal(await c.call('BF.EXISTS', k, 'zz'), 0);
+        assert.equal(await c.call('CF.ADD', `cf:${k}`, 'a'), 1);
+        assert.equal(await c.call('CF.EXISTS', `cf:${k}`, 'a'), 1);
+      }
+      // A pipeline of keys sharing a hash tag (one slot, as ioredis demands).
+      const res = await c.pipeline()
+        .call('BF.MADD', keys[16], 'p', 'q')
+        .call('BF.MEXISTS', keys[17], 'a', 'p')
+        .exec();
+      assert.deepEqual(res, [[null, [1, 1]], [null, [1, 0]]]);
     });
   });
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs the Node.js client suite (clients.test.mjs: node-redis and ioredis,
 # RESP2 and RESP3) against a host it starts on a free loopback port:
-#   run.sh server BUILD_DIR   shardfilter-server over a fresh store
+#   run.sh server BUILD_DIR   shardfilter-server over a fresh store (plus a
+#                             second one with --cluster-emulation for the
+#                             ioredis Cluster tests: SF_CLUSTER_PORT)
 #   run.sh module BUILD_DIR   redis-server --loadmodule shardfilter.so
 # Installs the clients from the npm registry (package-lock.json pins them)
 # when node_modules is missing. Stops what it started, whatever happens.
@@ -20,22 +22,36 @@ fi
 
 work=$(mktemp -d)
 pid=""
-cleanup() {
-  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-    kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
+cluster_pid=""
+stop() {
+  local p=$1
+  if [ -n "$p" ] && kill -0 "$p" 2>/dev/null; then
+    kill -TERM "$p" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$p" 2>/dev/null || true
   fi
+}
+cleanup() {
+  stop "$pid"
+  stop "$cluster_pid"
   rm -rf "$work"
 }
 trap cleanup EXIT
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+port=$(free_port)
+cluster_port=""
 case "$host" in
   server)
     "$build/tools/shardfilter-server" --db "$work/db" --port "$port" --bind 127.0.0.1 \
       >"$work/host.log" 2>&1 &
-    pid=$! ;;
+    pid=$!
+    cluster_port=$(free_port)
+    "$build/tools/shardfilter-server" --db "$work/cluster_db" --port "$cluster_port" \
+      --bind 127.0.0.1 --cluster-emulation >"$work/cluster.log" 2>&1 &
+    cluster_pid=$! ;;
   module)
     redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
       --dir "$work" --loadmodule "$build/tools/shardfilter.so" >"$work/host.log" 2>&1 &
@@ -43,14 +59,21 @@ case "$host" in
   *) echo "run.sh: host must be server or module" >&2; exit 2 ;;
 esac
 
-for _ in $(seq 100); do
-  if redis-cli -p "$port" ping >/dev/null 2>&1; then break; fi
-  if ! kill -0 "$pid" 2>/dev/null; then cat "$work/host.log" >&2; exit 1; fi
-  sleep 0.1
-done
+wait_ready() {  # port pid log
+  for _ in $(seq 100); do
+    if redis-cli -p "$1" ping >/dev/null 2>&1; then return 0; fi
+    if ! kill -0 "$2" 2>/dev/null; then cat "$3" >&2; exit 1; fi
+    sleep 0.1
+  done
+}
+wait_ready "$port" "$pid" "$work/host.log"
+if [ -n "$cluster_port" ]; then
+  wait_ready "$cluster_port" "$cluster_pid" "$work/cluster.log"
+fi
 
 status=0
-(cd "$here" && SF_PORT=$port node --test clients.test.mjs) || status=$?
+(cd "$here" && SF_PORT=$port SF_CLUSTER_PORT=$cluster_port node --test clients.test.mjs) ||
+  status=$?
 if [ $status -ne 0 ]; then
   echo "--- $host log ---" >&2
   tail -50 "$work/host.log" >&2
