@@ -20,7 +20,7 @@ n=1000000
 say() { printf '\n$ %s\n' "$*"; }
 run() { say "$*"; "$@"; }
 
-for f in demo_urls demo_counts demo_cuckoo server_urls server_seen; do
+for f in demo_urls demo_counts demo_cuckoo server_urls server_seen server_counts; do
   "$sf" --db "$db" drop "$f" >/dev/null 2>&1 || true
 done
 run "$sf" --db "$db" create demo_urls --type bloom --capacity $n --fpp 0.01
@@ -66,6 +66,13 @@ cli BF.INFO server_urls
 cli CF.ADD server_seen alice
 cli CF.COUNT server_seen alice
 cli TYPE server_seen
+cli SF.CREATE server_counts counting 100000 ERROR 0.001 SHARDS 4   # shardfilter's own commands
+cli SF.MADD server_counts alice bob alice
+cli SF.REMOVE server_counts alice
+cli SF.COUNT server_counts alice
+cli SF.INFO server_counts
+cli EXPIRE server_counts 86400                         # a deadline kept in the store
+cli TTL server_counts
 cli DBSIZE
 cli SHUTDOWN || true                                   # checkpoints, exits 0
 rc=0
