@@ -12,7 +12,6 @@
 #include "shardfilter/engine/internal/journal_sink.h"
 #include "shardfilter/engine/internal/memory_account.h"
 #include "shardfilter/engine/internal/migration.h"
-#include "shardfilter/filters/bloom_filter.h"
 #include "shardfilter/engine/internal/shard.h"
 #include "shardfilter/engine/internal/shard_chain.h"
 
@@ -188,21 +187,7 @@ Status ShardedFilter::RemoveHash(uint64_t hash) {
 
 bool ShardedFilter::MayContainHash(uint64_t hash) const {
   if (ShardedFilter* f = Forward()) return f->MayContainHash(hash);
-  const Shard& s = shards_[LocalShardOf(hash)];
-  if (spec_.type == FilterType::kBloom) {
-    // The per-call path (issue 15): every link of a Bloom filter's chain is
-    // a BloomFilter (the spec fixes the type; DecodeLinkFilter checks it),
-    // so the probe is inlined here instead of a call and a virtual call
-    // per link. Newest link first, as ChainMayContain.
-    for (uint32_t i = s.links_visible(); i-- > 0;) {  // S1
-      if (static_cast<const BloomFilter&>(*s.links[i])
-              .MayContainHashInline(hash)) {
-        return true;
-      }
-    }
-    return false;
-  }
-  return internal::ChainMayContain(s, hash);  // S1
+  return internal::ChainMayContain(shards_[LocalShardOf(hash)], hash);  // S1
 }
 
 uint32_t ShardedFilter::CountHash(uint64_t hash) const {
