@@ -278,9 +278,7 @@ void SfInfo(CommandContext& ctx, Args args) {
   Pair(ctx, "items", static_cast<int64_t>(stats.total.items));
   Pair(ctx, "deletes", static_cast<int64_t>(stats.total.deletes));
   Pair(ctx, "bytes", static_cast<int64_t>(stats.total.bytes));
-  Pair(ctx, "bits_per_item",
-       stats.total.items == 0 ? 0.0
-                              : stats.total.bytes * 8.0 / stats.total.items);
+  Pair(ctx, "bits_per_item", stats.total.bits_per_item);  // of capacity
   Pair(ctx, "fill", stats.total.fill_ratio);
   Pair(ctx, "estimated_fpr", stats.total.estimated_fpr);
   Pair(ctx, "durability",
