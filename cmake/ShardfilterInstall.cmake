@@ -32,7 +32,7 @@ set(SF_PUBLIC_HEADERS_filters_detail filters/detail/xxh3_short.h)
 set(SF_PUBLIC_HEADERS_filters_internal
   filters/internal/atomic_table.h filters/internal/bloom_kernels.h
   filters/internal/cuckoo_stripes.h filters/internal/cuckoo_table.h
-  filters/internal/prefetch.h filters/internal/tsan.h)
+  filters/internal/prefetch.h filters/internal/spin.h filters/internal/tsan.h)
 set(SF_PUBLIC_HEADERS_engine
   engine/database.h engine/dedup_store.h engine/export.h
   engine/memory_budget.h engine/migration.h engine/sharded_filter.h

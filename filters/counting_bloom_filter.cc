@@ -21,8 +21,6 @@ constexpr uint64_t kMaxBlocks = uint64_t{1} << 32;  // BlockIndex's reach
 
 }  // namespace
 
-void CountingBloomFilter::SpinLock::Yield() { std::this_thread::yield(); }
-
 CountingBloomFilter::CountingBloomFilter(uint32_t k, uint64_t seed,
                                          uint64_t capacity, double fpp,
                                          uint64_t num_blocks)

@@ -44,6 +44,7 @@
 #include "shardfilter/filters/filter.h"
 #include "shardfilter/filters/internal/atomic_table.h"
 #include "shardfilter/filters/internal/bloom_kernels.h"
+#include "shardfilter/filters/internal/spin.h"
 #include "shardfilter/filters/sizing.h"
 #include "shardfilter/filters/status.h"
 
@@ -106,12 +107,12 @@ class CountingBloomFilter final : public Filter {
     internal::CounterMasks(static_cast<uint32_t>(h), k_, masks);
     const uint64_t b = internal::BlockIndex(h, num_blocks_);
     Stripe& s = stripes_[b & stripe_mask_];
-    s.lock.Lock();
+    s.lock.lock();
     internal::CounterIncrementLocked(BlockAt(b), masks);
     // Guarded by s.lock; atomic only so that Stats() may read it unlocked.
     s.adds.store(s.adds.load(std::memory_order_relaxed) + 1,
                  std::memory_order_relaxed);
-    s.lock.Unlock();
+    s.lock.unlock();
   }
   // False (nothing changed) when the key is definitely absent.
   bool RemoveHashInline(uint64_t h) {
@@ -119,13 +120,13 @@ class CountingBloomFilter final : public Filter {
     internal::CounterMasks(static_cast<uint32_t>(h), k_, masks);
     const uint64_t b = internal::BlockIndex(h, num_blocks_);
     Stripe& s = stripes_[b & stripe_mask_];
-    s.lock.Lock();
+    s.lock.lock();
     const bool removed = internal::CounterDecrementLocked(BlockAt(b), masks);
     if (removed) {
       s.removes.store(s.removes.load(std::memory_order_relaxed) + 1,
                       std::memory_order_relaxed);
     }
-    s.lock.Unlock();
+    s.lock.unlock();
     return removed;
   }
   uint32_t CountHashInline(uint64_t h) const {
@@ -158,37 +159,8 @@ class CountingBloomFilter final : public Filter {
   size_t num_stripes() const { return stripe_mask_ + 1; }
 
  private:
-  // Test-and-test-and-set spinlock. Acquire on lock / release on unlock
-  // order the guarded words and counters between successive writers.
-  class SpinLock {
-   public:
-    void Lock() {
-      while (state_.exchange(1, std::memory_order_acquire) != 0) {
-        for (int spins = 0; state_.load(std::memory_order_relaxed) != 0;) {
-          if (++spins < 64) {
-            CpuRelax();
-          } else {
-            Yield();  // the holder may be descheduled (2 cores, shared)
-            spins = 0;
-          }
-        }
-      }
-    }
-    void Unlock() { state_.store(0, std::memory_order_release); }
-
-   private:
-    static void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-      __builtin_ia32_pause();
-#elif defined(__aarch64__)
-      asm volatile("yield");
-#endif
-    }
-    static void Yield();
-    std::atomic<uint32_t> state_{0};
-  };
   struct alignas(64) Stripe {
-    SpinLock lock;
+    internal::SpinLock lock;           // filters/internal/spin.h
     std::atomic<uint64_t> adds{0};     // GUARDED_BY(lock) for writes
     std::atomic<uint64_t> removes{0};  // GUARDED_BY(lock) for writes
   };

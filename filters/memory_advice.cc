@@ -4,6 +4,10 @@
 #include <cstdint>
 #include <cstdlib>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 namespace shardfilter {
 namespace {
 
@@ -40,6 +44,19 @@ void* AllocateTable(size_t bytes, size_t align) {
   const uintptr_t at = (start + align - 1) & ~(uintptr_t{align} - 1);
   reinterpret_cast<void**>(at)[-1] = raw;
   return reinterpret_cast<void*>(at);
+}
+
+void* AllocateFilterTable(size_t bytes) {
+  constexpr size_t kHugePage = size_t{2} << 20;
+  const bool huge = bytes >= kHugePageTableBytes && HugePageAdvice();
+  const size_t align = huge ? kHugePage : 64;
+  if (bytes > SIZE_MAX - align) return nullptr;
+  const size_t rounded = (bytes + align - 1) / align * align;
+  void* p = AllocateTable(rounded, align);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (p != nullptr && huge) (void)madvise(p, rounded, MADV_HUGEPAGE);
+#endif
+  return p;
 }
 
 void FreeTable(void* p) {

@@ -36,6 +36,14 @@ void SetTableAllocator(TableAllocFn alloc, TableFreeFn free);
 void* AllocateTable(size_t bytes, size_t align);
 void FreeTable(void* p);
 
+// The one placement policy of the filters' tables (above): at least
+// `bytes`, cache-line aligned; from kHugePageTableBytes on and while
+// HugePageAdvice() holds, 2 MiB-aligned, rounded up to whole huge pages and
+// advised into transparent huge pages (Linux MADV_HUGEPAGE: a hint, ignored
+// where unsupported). Null when unavailable; freed with FreeTable.
+inline constexpr size_t kHugePageTableBytes = size_t{4} << 20;
+void* AllocateFilterTable(size_t bytes);
+
 }  // namespace shardfilter
 
 #endif  // SHARDFILTER_FILTERS_MEMORY_ADVICE_H_

@@ -63,6 +63,7 @@
 #include <thread>
 #include <vector>
 
+#include "shardfilter/filters/internal/spin.h"  // SpinLock (L1)
 #include "shardfilter/filters/status.h"
 #include "shardfilter/persistence/filter_journal.h"
 
@@ -74,24 +75,6 @@ namespace shardfilter::internal {
 
 // Hashes per journal record at most (a batch writes several records).
 inline constexpr size_t kMaxRecordHashes = 16384;
-
-// A tiny test-and-test-and-set lock: a Bloom reservation holds it for a
-// few stores (L1), or, once per segment, while the next segment is
-// created: waiters yield after a short spin so the holder gets the CPU.
-class SpinLock {
- public:
-  void lock() {
-    while (flag_.exchange(true, std::memory_order_acquire)) {
-      for (int spins = 0; flag_.load(std::memory_order_relaxed); ++spins) {
-        if (spins > 100) std::this_thread::yield();
-      }
-    }
-  }
-  void unlock() { flag_.store(false, std::memory_order_release); }
-
- private:
-  std::atomic<bool> flag_{false};
-};
 
 class FilterLog {
  public:

@@ -22,17 +22,10 @@
 #include <utility>
 
 #include "shardfilter/filters/internal/prefetch.h"
+#include "shardfilter/filters/internal/spin.h"
 #include "shardfilter/filters/internal/tsan.h"
 
 namespace shardfilter::internal {
-
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
 
 class CuckooStripes {
  public:

@@ -40,11 +40,6 @@
 
 #include "shardfilter/filters/internal/prefetch.h"
 #include "shardfilter/filters/internal/tsan.h"
-
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
-
 #include "shardfilter/filters/memory_advice.h"
 
 namespace shardfilter::internal {
@@ -103,14 +98,8 @@ class CuckooTable {
     // (THP is often "madvise" only): a random bucket access in a table far
     // larger than the TLB's reach otherwise pays a page walk on top of the
     // DRAM miss. A memory hint, not I/O; harmless where unsupported.
-    const uint64_t bytes = (data_words_ + 1) * 8;
-    const uint64_t align =
-        bytes >= kHugePage && HugePageAdvice() ? kHugePage : 64;
-    void* mem = AllocateTable((bytes + align - 1) / align * align, align);
+    void* mem = AllocateFilterTable((data_words_ + 1) * 8);  // one policy
     if (mem == nullptr) return false;
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (align == kHugePage) (void)madvise(mem, bytes, MADV_HUGEPAGE);
-#endif
     auto* words = static_cast<std::atomic<uint64_t>*>(mem);
     for (uint64_t w = 0; w <= data_words_; ++w) {
       new (&words[w]) std::atomic<uint64_t>(0);
@@ -462,7 +451,6 @@ class CuckooTable {
   uint64_t lows_ = 0;   // the other f-1 bits of each slot of a group
   uint64_t data_words_ = 0;
   Layout layout_ = Layout::kGeneric;
-  static constexpr uint64_t kHugePage = 2 << 20;
   // std::atomic<uint64_t> is trivially destructible: freeing is enough.
   struct Free {
     void operator()(std::atomic<uint64_t>* p) const { FreeTable(p); }
