@@ -18,8 +18,8 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <span>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>

@@ -47,11 +47,11 @@ TEST_F(DiskFullCliTest, FullDiskIsExit3AndLosesNoAck) {
   // Retained hashes keep the journal in RocksDB (its WAL and info log are
   // what filled the disk); a filter journal segment that cannot be made is
   // filter_journal_test's NoRoomForTheJournalChangesNothing.
-  ASSERT_EQ(RunCliChild({"--db", db_, "create", "f", "--type", "cuckoo",
-                         "--capacity", "10M", "--fpp", "0.001",
-                         "--retain-hashes"},
-                        "", &out, &err),
-            0)
+  ASSERT_EQ(
+      RunCliChild({"--db", db_, "create", "f", "--type", "cuckoo", "--capacity",
+                   "10M", "--fpp", "0.001", "--retain-hashes"},
+                  "", &out, &err),
+      0)
       << err;
   constexpr uint64_t kKeys = 3'000'000;
   const int code = RunCliChild(

@@ -54,14 +54,14 @@ class WalDamageTest : public ::testing::TestWithParam<const char*> {
     dir_ = tmpl;
     base_ = dir_ + "/base";
     std::string out;
-    ASSERT_EQ(RunCliChild(
-                  {"--db", base_, "create", "f", "--type", GetParam(),
-                   "--capacity", "100000", "--fpp", "0.0001", "--shards", "4",
-                   // Retained hashes keep the journal in RocksDB's WAL (the
-                   // memory-mapped filter journal has its own damage tests).
-                   "--retain-hashes"},
-                  "", &out),
-              0);
+    ASSERT_EQ(
+        RunCliChild({"--db", base_, "create", "f", "--type", GetParam(),
+                     "--capacity", "100000", "--fpp", "0.0001", "--shards", "4",
+                     // Retained hashes keep the journal in RocksDB's WAL (the
+                     // memory-mapped filter journal has its own damage tests).
+                     "--retain-hashes"},
+                    "", &out),
+        0);
     const uint64_t acked =
         AddAndKill(base_, "f", KeyLines(0, kBatch * kBatches),
                    kBatch * kBatches, {"--durability", "journal"});

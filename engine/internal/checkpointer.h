@@ -71,8 +71,7 @@ Result<std::unique_ptr<ShardedFilter>> RecoverFilter(
     const persistence::Store& store, std::string_view name,
     const persistence::FilterDescriptor& d, uint64_t* replayed,
     uint64_t* skipped_removes, std::shared_ptr<MemoryAccount> account,
-    bool tolerate_damage = false,
-    std::vector<uint64_t>* stale_after = nullptr);
+    bool tolerate_damage = false, std::vector<uint64_t>* stale_after = nullptr);
 
 // Reads every segment of the filter's journal: *records += the records
 // past the checkpoint; each damaged segment adds a problem (Verify).

@@ -51,7 +51,7 @@ void ReplyBloomAdds(CommandContext& ctx, std::span<const uint8_t> added,
 // engine bounds the copies of one item (2 x bucket size - 1) and answers
 // Full past it: copies never grow a filter.
 void CuckooAddCopies(FilterHandle& filter, Args items,
-                      std::vector<Status>* statuses);
+                     std::vector<Status>* statuses);
 
 // CF.ADD's reply for one add's status.
 void ReplyCuckooAdd(CommandContext& ctx, const Status& status);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <unordered_map>
 
 #include "shardfilter/engine/export.h"
@@ -65,7 +66,14 @@ std::atomic<uint64_t> next_instance{1};
 // count touched by other threads. Emptied whenever any filter was dropped
 // (generation) or another DbKeyspace is asked (tests). A dropped filter's
 // memory is released once every thread has looked something up since.
+// Each entry also holds the key's expiry deadline as it was when cached;
+// SetExpiry bumps the generation, so a cached deadline is never stale and
+// a hit checks it against the clock without the Database's mutex.
 struct HandleCache {
+  struct Entry {
+    std::shared_ptr<commands::FilterHandle> handle;
+    std::optional<int64_t> deadline;  // unix ms
+  };
   struct Hash {
     using is_transparent = void;
     size_t operator()(std::string_view s) const {
@@ -74,9 +82,7 @@ struct HandleCache {
   };
   uint64_t owner = 0;
   uint64_t generation = 0;
-  std::unordered_map<std::string, std::shared_ptr<commands::FilterHandle>, Hash,
-                     std::equal_to<>>
-      handles;
+  std::unordered_map<std::string, Entry, Hash, std::equal_to<>> handles;
 };
 constexpr size_t kMaxCachedHandles = 4096;
 
@@ -109,9 +115,6 @@ void DbKeyspace::TrimThreadCache() {
 
 Result<std::shared_ptr<commands::FilterHandle>> DbKeyspace::Lookup(
     std::string_view key) {
-  if (ExpireIfDue(key)) {
-    return Status::NotFound("no such key (expired)");
-  }
   HandleCache& cache = ThreadCache();
   const uint64_t generation = generation_.load(std::memory_order_acquire);
   if (cache.owner != instance_ || cache.generation != generation ||
@@ -121,13 +124,20 @@ Result<std::shared_ptr<commands::FilterHandle>> DbKeyspace::Lookup(
     cache.generation = generation;
   }
   if (auto it = cache.handles.find(key); it != cache.handles.end()) {
-    return it->second;
+    const std::optional<int64_t> deadline = it->second.deadline;
+    if (!deadline.has_value() || *deadline > NowUnixMs()) {
+      return it->second.handle;
+    }
+    // Past its deadline: dropped now (this empties the cache).
   }
+  if (ExpireIfDue(key)) return Status::NotFound("no such key (expired)");
   auto f = db_->Get(key);
   if (!f.ok()) return f.status();
   std::shared_ptr<commands::FilterHandle> h =
       std::make_shared<DbFilter>(std::move(f).value());
-  cache.handles.emplace(std::string(key), h);
+  std::optional<int64_t> deadline;
+  if (db_->ExpiryCount() != 0) deadline = db_->Expiry(key);
+  cache.handles.emplace(std::string(key), HandleCache::Entry{h, deadline});
   return h;
 }
 
@@ -192,6 +202,7 @@ Status DbKeyspace::SetExpiry(std::string_view key,
                              std::optional<int64_t> unix_ms) {
   if (ExpireIfDue(key)) return Status::NotFound("no such key");
   SF_RETURN_IF_ERROR(db_->SetExpiry(key, unix_ms));
+  Invalidate();  // every thread's cached deadline of it is stale
   // A deadline already past: the key goes now (Redis: EXPIRE with a
   // non-positive time deletes).
   (void)ExpireIfDue(key);
