@@ -28,12 +28,16 @@
 #include <sstream>
 #include <thread>
 
+#include "crash_child_util.h"
 #include "shardfilter/engine/database.h"
 #include "store_test_util.h"
 
 namespace shardfilter {
 namespace {
 
+using testing::Drain;
+using testing::Lines;
+using testing::Send;
 using testing::Spec;
 using testing::TempDir;
 
@@ -42,12 +46,6 @@ constexpr int kThreads = 4;
 constexpr int kIterations = 6;  // per type and mode
 
 std::string KeyName(int k) { return "mw-" + std::to_string(k); }
-
-void Send(int fd, const std::string& line) {
-  std::string s = line + "\n";
-  ssize_t n = write(fd, s.data(), s.size());  // < PIPE_BUF: atomic
-  (void)n;
-}
 
 DatabaseOptions StoreOptions(const std::string& path) {
   DatabaseOptions o = testing::Options(path);
@@ -140,45 +138,13 @@ DatabaseOptions StoreOptions(const std::string& path) {
     out += std::to_string((*f)->Count(KeyName(k))) + "\n";
   }
   out += "OK\n";
-  for (size_t off = 0; off < out.size();) {
-    ssize_t n = write(fd, out.data() + off, out.size() - off);
-    if (n <= 0) _exit(4);
-    off += static_cast<size_t>(n);
-  }
+  testing::SendAll(fd, out);
   _exit(0);
 }
 
-std::string Drain(int fd) {
-  std::string all;
-  char buf[4096];
-  for (;;) {
-    ssize_t n = read(fd, buf, sizeof buf);
-    if (n <= 0) break;
-    all.append(buf, static_cast<size_t>(n));
-  }
-  return all;
-}
-
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
-}
-
 std::string Verify(const std::string& path, std::vector<int>* counts) {
-  int p[2];
-  if (pipe(p) != 0) return "pipe failed";
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(p[0]);
-    RunVerifier(path, p[1]);
-  }
-  close(p[1]);
-  std::vector<std::string> lines = Lines(Drain(p[0]));
-  close(p[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
+  const std::vector<std::string> lines =
+      testing::RunChild([&](int fd) { RunVerifier(path, fd); });
   if (lines.size() != kKeys + 1 || lines.back() != "OK") {
     return lines.empty() ? "verifier said nothing" : lines.front();
   }

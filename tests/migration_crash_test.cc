@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "crash_child_util.h"
 #include "shardfilter/engine/database.h"
 #include "store_test_util.h"
 
@@ -28,6 +29,7 @@ namespace shardfilter {
 namespace {
 
 using testing::Options;
+using testing::Send;
 using testing::Spec;
 using testing::TempDir;
 
@@ -36,12 +38,6 @@ constexpr int kBatch = 64;
 
 std::string Key(int round, uint64_t i) {
   return "r" + std::to_string(round) + "-" + std::to_string(i);
-}
-
-void Send(int fd, const std::string& line) {
-  std::string s = line + "\n";
-  ssize_t n = write(fd, s.data(), s.size());  // < PIPE_BUF: atomic
-  (void)n;
 }
 
 FilterSpec RandomSpec(std::mt19937_64& rng) {

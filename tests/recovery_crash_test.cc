@@ -29,13 +29,17 @@
 #include <random>
 #include <sstream>
 
+#include "crash_child_util.h"
 #include "shardfilter/engine/database.h"
 #include "store_test_util.h"
 
 namespace shardfilter {
 namespace {
 
+using testing::Drain;
+using testing::Lines;
 using testing::Options;
+using testing::Send;
 using testing::Spec;
 using testing::TempDir;
 
@@ -46,12 +50,6 @@ std::string KeyName(int k) { return "key-" + std::to_string(k); }
 
 // Cuckoo holds at most 2b copies per key; counting counters saturate at 15.
 int MaxCount(FilterType t) { return t == FilterType::kBloom ? 1 : 4; }
-
-void Send(int fd, const std::string& line) {
-  std::string s = line + "\n";
-  ssize_t n = write(fd, s.data(), s.size());  // < PIPE_BUF: atomic
-  (void)n;
-}
 
 DatabaseOptions StoreOptions(const std::string& path) {
   DatabaseOptions o = Options(path);
@@ -158,48 +156,15 @@ DatabaseOptions StoreOptions(const std::string& path) {
   }
   out += "L " + std::to_string(links) + "\n";
   out += "OK\n";
-  for (size_t off = 0; off < out.size();) {
-    ssize_t n = write(fd, out.data() + off, out.size() - off);
-    if (n <= 0) _exit(4);
-    off += n;
-  }
+  testing::SendAll(fd, out);
   _exit(0);
-}
-
-// Reads everything from fd until EOF (child exited or was killed).
-std::string Drain(int fd) {
-  std::string all;
-  char buf[4096];
-  for (;;) {
-    ssize_t n = read(fd, buf, sizeof buf);
-    if (n <= 0) break;
-    all.append(buf, n);
-  }
-  return all;
-}
-
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
 }
 
 // Runs the verifier; fills counts or returns the error line.
 std::string Verify(const std::string& path, std::vector<int>* counts,
                    uint32_t* links) {
-  int p[2];
-  if (pipe(p) != 0) return "pipe failed";
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(p[0]);
-    RunVerifier(path, p[1]);
-  }
-  close(p[1]);
-  std::vector<std::string> lines = Lines(Drain(p[0]));
-  close(p[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
+  const std::vector<std::string> lines =
+      testing::RunChild([&](int fd) { RunVerifier(path, fd); });
   if (lines.size() != kKeys + 2 || lines.back() != "OK" ||
       lines[kKeys].rfind("L ", 0) != 0) {
     return lines.empty() ? "verifier said nothing" : lines.front();
