@@ -85,9 +85,26 @@ Result<std::unique_ptr<Database>> Database::Open(
                                        {options.path, options.create_if_missing,
                                         options.read_only}));
   impl->journal = std::make_unique<internal::JournalSink>(
-      impl->store.get(), options.journal_in_rocksdb);
+      impl->store.get(), options.journal_in_rocksdb,
+      options.mapped_journal_min_bytes);
   std::vector<std::pair<std::string, Status>> bad;
   SF_ASSIGN_OR_RETURN(auto catalog, impl->store->LoadCatalog(&bad));
+  if (!options.read_only) {
+    // What an interrupted checkpoint, migration or import left is
+    // collected now, by seeks only (persistence/store_garbage.cc G1), so
+    // that no filter has to be loaded for it. Best effort: debris is
+    // harmless and the next open tries again; a failure is counted as a
+    // background error (background_status()) rather than refusing a store
+    // that is otherwise readable (a full disk, say).
+    std::vector<std::string> keep;
+    for (const auto& [name, why] : bad) keep.push_back(name);
+    Status s = impl->store->CollectStoreGarbage(catalog, keep);
+    if (!s.ok()) {
+      impl->background_errors.fetch_add(1, std::memory_order_relaxed);
+      std::lock_guard lock(impl->bg_mu);
+      impl->bg_status = s;
+    }
+  }
   {
     internal::MutexLock lock(impl->mu);  // not shared yet: for the analysis
     for (auto& [name, why] : bad) impl->unavailable.emplace(name, why);

@@ -102,6 +102,12 @@ struct DatabaseOptions {
   // format-store.md): for tests of that format, and for stores that an
   // older build must still read. Slower (a RocksDB write per call).
   bool journal_in_rocksdb = false;
+  // A filter whose table is smaller than this journals in the RocksDB
+  // journal family (one shared WAL) instead of memory-mapped segments of
+  // its own, which would cost a file descriptor, a mapping and page cache
+  // per shard (engine/internal/filter_log.h L6). 0: every filter that can
+  // maps segments.
+  uint64_t mapped_journal_min_bytes = uint64_t{4} << 20;
 };
 
 // What one Checkpoint call did. Counters are for this call only.
@@ -159,8 +165,9 @@ struct VerifyReport {
   uint64_t dedup_journal_records = 0;
   uint64_t bytes = 0;          // bytes of values read
   uint64_t orphan_values = 0;  // values no descriptor refers to (left by
-                               // an interrupted checkpoint; removed by
-                               // the next writable open)
+                               // an interrupted checkpoint, migration or
+                               // import; removed by the next writable
+                               // open, before any filter loads)
   // One line per problem, naming the filter, shard, chunk or sequence.
   std::vector<std::string> problems;
   bool ok() const { return problems.empty(); }

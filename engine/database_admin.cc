@@ -131,7 +131,10 @@ Result<VerifyReport> Database::Verify() const {
   out.orphan_values = r.orphan_values;
   out.problems = std::move(r.problems);
   // The filters' memory-mapped journals (engine/internal/filter_log.h).
-  SF_ASSIGN_OR_RETURN(auto catalog, impl_->store->LoadCatalog());
+  // A descriptor that does not decode is already one of the problems:
+  // the others' journals are still scanned.
+  std::vector<std::pair<std::string, Status>> undecodable;
+  SF_ASSIGN_OR_RETURN(auto catalog, impl_->store->LoadCatalog(&undecodable));
   for (const auto& entry : catalog) {
     SF_RETURN_IF_ERROR(
         internal::ScanFilterJournal(*impl_->store, entry.name, entry.descriptor,

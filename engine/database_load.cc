@@ -106,9 +106,7 @@ Result<OpenFilter> DatabaseImpl::LoadFilter(
     if (stale[i] == ~uint64_t{0}) continue;
     SF_RETURN_IF_ERROR(store->DeleteJournalAfter(name, i, stale[i]));
   }
-  if (!options.read_only) {
-    SF_RETURN_IF_ERROR(store->CollectGarbage(name, desc));
-  }
+  // Its debris was collected by the writable Open (database.cc).
   // Counters are statistics: the const load still counts what it replayed.
   auto& self = const_cast<DatabaseImpl&>(*this);
   self.replayed_ops += replayed;

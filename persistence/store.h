@@ -141,6 +141,14 @@ class Store {
   // (optional) receives the number of key ranges that held debris.
   Status CollectGarbage(std::string_view name, const FilterDescriptor& d,
                         uint32_t* removed_ranges = nullptr);
+  // The whole store's debris (store_garbage.cc G1-G3): CollectGarbage of
+  // every catalog entry, every key under a name the catalog does not hold
+  // (an import interrupted before its descriptor), the retained hashes of
+  // a filter that does not retain them. `keep`: names whose descriptor
+  // does not decode, left as they are. A writable store only.
+  Status CollectStoreGarbage(const std::vector<CatalogEntry>& catalog,
+                             const std::vector<std::string>& keep,
+                             uint32_t* removed_ranges = nullptr);
 
   // --- Retained hashes (persistence/retained_hashes.h) ---
   // Creates the "hashes" family if missing (a writable store only).
@@ -216,8 +224,17 @@ class Store {
   Store() = default;
   Status Write(rocksdb::WriteBatch* batch, bool sync, std::string_view what);
   // True when the column family holds a key in [begin, end).
-  Result<bool> AnyKeyIn(rocksdb::ColumnFamilyHandle* cf,
-                        const std::string& begin, const std::string& end) const;
+  class DebrisFinder;  // store_garbage.cc
+  // Adds to `batch` the deletion of every key under `name` in the shards,
+  // journal and hashes families, where there are any.
+  Status DeleteNameDebris(std::string_view name, rocksdb::WriteBatch* batch);
+  Status CollectGarbage(DebrisFinder& finder, std::string_view name,
+                        const FilterDescriptor& d, uint32_t* removed_ranges);
+  // Deletes every key range of `cf` under a name not in `named`; adds the
+  // number of ranges to *removed_ranges.
+  Status CollectUnnamed(rocksdb::ColumnFamilyHandle* cf,
+                        const std::set<std::string, std::less<>>& named,
+                        uint32_t* removed_ranges);
 
   rocksdb::DB* db_ = nullptr;
   rocksdb::ColumnFamilyHandle* default_cf_ = nullptr;

@@ -1,6 +1,7 @@
 // Store: the filters' values (docs/format-store.md): the catalog, the
-// RocksDB journal family, checkpoint chunks, commits and the collection of
-// what no commit refers to. Opening and writing the store is store.cc.
+// RocksDB journal family, checkpoint chunks, and commits. The collection of
+// what no commit refers to is store_garbage.cc; opening and writing the store,
+// store.cc.
 #include <rocksdb/db.h>
 #include <rocksdb/write_batch.h>
 
@@ -56,14 +57,12 @@ Result<std::vector<CatalogEntry>> Store::LoadCatalog(
 
 Status Store::CreateFilter(std::string_view name, const FilterDescriptor& d) {
   rocksdb::WriteBatch batch;
-  std::string prefix = NamePrefix(name);
-  std::string end = PrefixSuccessor(prefix);
-  batch.DeleteRange(shards_cf_, prefix, end);
-  batch.DeleteRange(journal_cf_, prefix, end);
   if (d.retain_hashes) SF_RETURN_IF_ERROR(EnsureHashesFamily());
-  if (auto* hashes = hashes_cf_.load(std::memory_order_acquire)) {
-    batch.DeleteRange(hashes, prefix, end);
-  }
+  // Keys under a name with no descriptor are debris (an import that
+  // failed in this session; a crash's are collected at open): deleted in
+  // the creating batch, with a range tombstone only where there are any
+  // (many tombstones slow every later seek: store_garbage.cc G1).
+  SF_RETURN_IF_ERROR(DeleteNameDebris(name, &batch));
   batch.Delete(default_cf_, FilterJournalEpochKey(name));  // a stale one
   batch.Delete(default_cf_, FilterExpiryKey(name));        // no deadline
   batch.Put(catalog_cf_, ToSlice(name), EncodeDescriptor(d));
@@ -215,54 +214,6 @@ Result<std::string> Store::LoadShardBlob(std::string_view name, uint32_t shard,
     return Status::Corruption(what + ": shard checksum mismatch");
   }
   return blob;
-}
-
-Result<bool> Store::AnyKeyIn(rocksdb::ColumnFamilyHandle* cf,
-                             const std::string& begin,
-                             const std::string& end) const {
-  rocksdb::ReadOptions ro;
-  rocksdb::Slice upper(end);
-  if (!end.empty()) ro.iterate_upper_bound = &upper;
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, cf));
-  it->Seek(begin);
-  bool any = it->Valid();
-  SF_RETURN_IF_ERROR(FromRocks(it->status(), "scanning for debris"));
-  return any;
-}
-
-Status Store::CollectGarbage(std::string_view name, const FilterDescriptor& d,
-                             uint32_t* removed_ranges) {
-  rocksdb::WriteBatch batch;
-  uint32_t ranges = 0;
-  auto maybe_delete = [&](rocksdb::ColumnFamilyHandle* cf,
-                          const std::string& begin,
-                          const std::string& end) -> Status {
-    SF_ASSIGN_OR_RETURN(bool any, AnyKeyIn(cf, begin, end));
-    if (any) {
-      batch.DeleteRange(cf, begin, end);
-      ++ranges;
-    }
-    return Status::OK();
-  };
-  for (uint32_t shard = 0; shard < d.shards.size(); ++shard) {
-    const ShardRecord& r = d.shards[shard];
-    SF_RETURN_IF_ERROR(
-        maybe_delete(shards_cf_, GenerationPrefix(name, shard, 0),
-                     GenerationPrefix(name, shard, r.generation)));
-    SF_RETURN_IF_ERROR(maybe_delete(
-        shards_cf_, GenerationPrefix(name, shard, r.generation + 1),
-        PrefixSuccessor(ShardPrefix(name, shard))));
-    SF_RETURN_IF_ERROR(maybe_delete(journal_cf_, JournalKey(name, shard, 0),
-                                    JournalKey(name, shard, r.sequence + 1)));
-  }
-  // Keys of shards beyond the shard count can only be debris.
-  std::string past = ShardPrefix(name, static_cast<uint32_t>(d.shards.size()));
-  std::string end = PrefixSuccessor(NamePrefix(name));
-  SF_RETURN_IF_ERROR(maybe_delete(shards_cf_, past, end));
-  SF_RETURN_IF_ERROR(maybe_delete(journal_cf_, past, end));
-  if (removed_ranges != nullptr) *removed_ranges = ranges;
-  if (ranges == 0) return Status::OK();
-  return Write(&batch, false, "collecting garbage of " + DescribeName(name));
 }
 
 }  // namespace shardfilter::persistence

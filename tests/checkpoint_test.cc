@@ -167,12 +167,77 @@ TEST(CheckpointTest, InterruptedCheckpointIsCollectedOnOpen) {
     EXPECT_EQ(report.orphan_values, 2u);
     EXPECT_TRUE((*db->Get("f"))->MayContain("b"));
   }
-  auto db = testing::MustOpen(o);  // writable: collects at first use (D4)
-  auto f = *db->Get("f");
+  // A writable open collects it before any filter loads (D4 loads none).
+  auto db = testing::MustOpen(o);
   auto report = *db->Verify();
   EXPECT_EQ(report.orphan_values, 0u);
+  EXPECT_TRUE(db->Loaded().empty());
+  auto f = *db->Get("f");
   EXPECT_TRUE(f->MayContain("a"));
   EXPECT_TRUE(f->MayContain("b"));
+}
+
+// Every kind of debris Verify counts is collected by a writable open,
+// without loading a filter; the keys of a filter whose descriptor does not
+// decode are not debris (store_garbage.cc G3).
+TEST(CheckpointTest, WritableOpenCollectsEveryKindOfDebris) {
+  TempDir dir;
+  DatabaseOptions o = Options(dir.db());
+  o.checkpoint_on_close = false;
+  {
+    auto db = testing::MustOpen(o);
+    auto f = *db->Create("f", Spec(FilterType::kBloom, 10'000, 2));
+    SF_ASSERT_OK(f->Add("a"));
+    SF_ASSERT_OK(db->Checkpoint("f").status());
+    SF_ASSERT_OK(db->Close());
+  }
+  {
+    RawStore raw(dir.db());
+    ASSERT_TRUE(raw.ok());
+    // An import killed before its descriptor was put.
+    raw.Put("shards", persistence::ChunkKey("g", 0, 1, 0),
+            persistence::EncodeChunk("imported"));
+    raw.Put("journal", persistence::JournalKey("g", 0, 1), "j");
+    // A chunk past the committed count of f's committed generation.
+    raw.Put("shards", persistence::ChunkKey("f", 0, 1, 1000),
+            persistence::EncodeChunk("extra"));
+    // A journal entry f's last checkpoint made obsolete.
+    raw.Put("journal", persistence::JournalKey("f", 1, 0), "old");
+    // A filter whose descriptor is damaged: its chunk is its data.
+    std::string damaged = raw.Scan("catalog").at(0).second;  // f's
+    damaged.back() ^= 1;
+    raw.Put("catalog", "h", damaged);
+    raw.Put("shards", persistence::ChunkKey("h", 0, 1, 0),
+            persistence::EncodeChunk("h's data"));
+  }
+  {
+    auto db = testing::MustOpen(o);
+    EXPECT_TRUE(db->Loaded().empty());
+    auto verified = db->Verify();
+    SF_ASSERT_OK(verified.status());
+    const VerifyReport& report = *verified;
+    EXPECT_EQ(report.orphan_values, 1u);  // h's chunk, kept (G3)
+    ASSERT_EQ(report.problems.size(), 1u);
+    EXPECT_NE(report.problems[0].find("h"), std::string::npos);
+    EXPECT_TRUE((*db->Get("f"))->MayContain("a"));
+    SF_ASSERT_OK(db->Close());
+  }
+  RawStore raw(dir.db());
+  ASSERT_TRUE(raw.ok());
+  int h_chunks = 0, g_keys = 0;
+  for (const auto& [k, v] : raw.Scan("shards")) {
+    auto key = persistence::ParseChunkKey(k);
+    ASSERT_TRUE(key.has_value());
+    h_chunks += key->name == "h";
+    g_keys += key->name == "g";
+  }
+  for (const auto& [k, v] : raw.Scan("journal")) {
+    auto key = persistence::ParseJournalKey(k);
+    ASSERT_TRUE(key.has_value());
+    g_keys += key->name == "g";
+  }
+  EXPECT_EQ(h_chunks, 1);
+  EXPECT_EQ(g_keys, 0);
 }
 
 TEST(CheckpointTest, BackgroundCheckpoints) {

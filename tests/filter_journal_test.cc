@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "shardfilter/engine/database.h"
+#include "shardfilter/engine/internal/filter_log.h"
 #include "shardfilter/persistence/dedup_log.h"
 #include "shardfilter/persistence/keys.h"
 #include "shardfilter/persistence/values.h"
@@ -43,6 +44,7 @@ using testing::TempDir;
 DatabaseOptions NoCheckpoint(const std::string& path) {
   DatabaseOptions o = testing::Options(path);
   o.checkpoint_on_close = false;
+  o.mapped_journal_min_bytes = 0;  // these small filters map (L6)
   return o;
 }
 
@@ -148,6 +150,58 @@ TEST(FilterJournalTest, AddsLandInSegmentsNotInRocksDb) {
   SF_ASSERT_OK(report.status());
   EXPECT_TRUE(report->ok());
   EXPECT_EQ(report->journal_entries, 100u);
+}
+
+// L6: small filters (a server's per-user keys) journal in RocksDB's WAL:
+// no segment file, descriptor or mapping each. Before, each of these 300
+// filters mapped 8 MiB segments (and a spare, and a thread): 2.4 GiB of
+// preallocated files, past the default descriptor limit.
+TEST(FilterJournalTest, SmallFiltersJournalInRocksDb) {
+  TempDir dir;
+  DatabaseOptions o = testing::Options(dir.db());  // the default threshold
+  o.checkpoint_on_close = false;
+  {
+    auto db = MustOpen(o);
+    for (int i = 0; i < 300; ++i) {
+      auto f = db->Create("user:" + std::to_string(i),
+                          Spec(FilterType::kBloom, 1000, 1));
+      SF_ASSERT_OK(f.status());
+      SF_ASSERT_OK((*f)->Add("seen-" + std::to_string(i)));
+    }
+    EXPECT_EQ(Segments(dir.db()).size(), 0u);
+    SF_ASSERT_OK(db->Close());
+  }
+  auto db = MustOpen(o);
+  for (int i = 0; i < 300; ++i) {
+    auto f = db->Get("user:" + std::to_string(i));
+    SF_ASSERT_OK(f.status());
+    EXPECT_TRUE((*f)->MayContain("seen-" + std::to_string(i))) << i;
+  }
+  EXPECT_EQ(db->counters().replayed_ops, 300u);
+}
+
+// L6: a filter of at least mapped_journal_min_bytes maps segments of half
+// its shard's table (here 1 shard of ~6 MB: ~3 MiB segments).
+TEST(FilterJournalTest, LargeFilterMapsSegmentsSizedByItsTable) {
+  TempDir dir;
+  DatabaseOptions o = testing::Options(dir.db());
+  o.checkpoint_on_close = false;
+  auto db = MustOpen(o);
+  auto f = *db->Create("big", Spec(FilterType::kBloom, 5'000'000, 1));
+  SF_ASSERT_OK(f->Add("x"));
+  const auto segments = Segments(dir.db());
+  ASSERT_GE(segments.size(), 1u);
+  const uint64_t table = f->Stats().total.bytes;
+  for (const std::string& s : segments) {
+    const uint64_t size = fs::file_size(s);
+    EXPECT_LE(size, table / 2 + 4096) << s;
+    EXPECT_GE(size, uint64_t{1} << 20) << s;
+  }
+  EXPECT_EQ(internal::MappedSegmentBytes(uint64_t{64} << 20, 1),
+            uint64_t{8} << 20);
+  EXPECT_EQ(internal::MappedSegmentBytes(4096, 1), uint64_t{1} << 20);
+  EXPECT_EQ(internal::MappedSegmentBytes(uint64_t{64} << 20, 16),
+            uint64_t{2} << 20);
 }
 
 // Issue 13 case 3 for this journal: a flipped bit with records after it is

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "shardfilter/engine/internal/filter_factory.h"
 #include "shardfilter/engine/internal/filter_log.h"
 #include "shardfilter/engine/internal/journal_sink.h"
 #include "shardfilter/engine/internal/shard.h"
@@ -63,11 +64,15 @@ class ShardedFilterAccess {
     if (journal != nullptr) {
       // Filters that retain hashes write them in the op's RocksDB
       // WriteBatch: they keep the journal family; others map segments.
-      const bool mmap = !f.spec_.retain_hashes && !read_only &&
-                        f.durability_ != Durability::kNone &&
-                        !journal->rocksdb_only();
+      // A small filter journals there too (FilterLog L6).
+      auto link = LinkTableBytes(f.spec_, 0, ShardMaxBytes(f.spec_));
+      const uint64_t shard_bytes = link.ok() ? *link : 0;
+      const bool mmap =
+          !f.spec_.retain_hashes && !read_only &&
+          f.durability_ != Durability::kNone && !journal->rocksdb_only() &&
+          shard_bytes * f.shard_count_ >= journal->mapped_min_bytes();
       f.log_->Configure(journal->store(), mmap,
-                        f.durability_ == Durability::kSync);
+                        f.durability_ == Durability::kSync, shard_bytes);
     }
     for (uint32_t i = 0; i < f.shard_count_; ++i) {  // L2's start
       f.log_->SetRecovered(

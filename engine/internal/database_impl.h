@@ -10,7 +10,9 @@
 //      outlive it until Close detaches every filter (under all its shard
 //      locks) before destroying the Store.
 //  D4. Filters load on first use: Open reads the catalog into `unloaded`
-//      and recovers nothing; Find (every Get, Info, Checkpoint of a name)
+//      and recovers nothing (a writable Open collects the store's debris
+//      by seeks, persistence/store_garbage.cc, so no load is needed for
+//      it); Find (every Get, Info, Checkpoint of a name)
 //      loads the filter. A name is in at most one of `unloaded`, `filters`
 //      and `unavailable`. `load_mu` serialises loads and is taken before
 //      `mu` (lock order 0) by Load, Drop and Close: a load reads the Store

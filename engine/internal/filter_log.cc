@@ -44,15 +44,21 @@ void RemoveStaleJournals(const std::string& store_path,
   }
 }
 
+uint64_t MappedSegmentBytes(uint64_t shard_table_bytes, uint32_t shards) {
+  // L6: half the shard's table, 32 MiB per filter at most, 1 to 8 MiB (a
+  // segment per 40,000 to 350,000 single-key ops of a shard: smaller ones
+  // are made so often that writers measurably wait for them).
+  uint64_t per = std::min<uint64_t>((uint64_t{32} << 20) / std::max(shards, 1u),
+                                    shard_table_bytes / 2);
+  per = std::clamp<uint64_t>(per, uint64_t{1} << 20, uint64_t{8} << 20);
+  return per / 4096 * 4096;
+}
+
 FilterLog::FilterLog(std::string name, uint32_t shards)
     : name_(std::move(name)),
       shard_count_(shards),
       shards_(std::make_unique<LogShard[]>(shards)) {
-  // 32 MiB of segments per filter, 1 to 8 MiB each: a segment is created
-  // every 25,000 to 200,000 single-key ops of a shard.
-  uint64_t per = (uint64_t{32} << 20) / shards;
-  per = std::clamp<uint64_t>(per, uint64_t{1} << 20, uint64_t{8} << 20);
-  segment_bytes_ = per;
+  segment_bytes_ = MappedSegmentBytes(uint64_t{8} << 20, shards);
   if (uint64_t t = persistence::SegmentBytesForTesting()) segment_bytes_ = t;
 }
 
@@ -71,11 +77,14 @@ FilterLog::~FilterLog() {
   }
 }
 
-void FilterLog::Configure(persistence::Store* store, bool mmap, bool sync) {
+void FilterLog::Configure(persistence::Store* store, bool mmap, bool sync,
+                          uint64_t shard_table_bytes) {
   store_ = store;
   store_path_ = store->path();
   mmap_ = mmap;
   sync_ = sync;
+  segment_bytes_ = MappedSegmentBytes(shard_table_bytes, shard_count_);
+  if (uint64_t t = persistence::SegmentBytesForTesting()) segment_bytes_ = t;
 }
 
 void FilterLog::AdoptSegment(uint32_t shard, std::shared_ptr<Segment> s) {
@@ -156,7 +165,11 @@ void FilterLog::WantSpare(uint32_t shard) {
   std::lock_guard lock(spare_mu_);
   if (spare_stop_) return;
   shards_[shard].spare_wanted = true;
-  if (!spare_thread_.joinable()) {
+  if (!spare_running_) {
+    // L6: an idle loop returned (under spare_mu_, which we hold now, so
+    // all that is left of it is its return): join it, start another.
+    if (spare_thread_.joinable()) spare_thread_.join();
+    spare_running_ = true;
     spare_thread_ = std::thread([this] { SpareLoop(); });
   }
   spare_cv_.notify_one();
@@ -166,7 +179,7 @@ void FilterLog::SpareLoop() {
   std::unique_lock lock(spare_mu_);
   for (;;) {
     uint32_t want = shard_count_;
-    spare_cv_.wait(lock, [&] {
+    const bool woken = spare_cv_.wait_for(lock, std::chrono::seconds(1), [&] {
       if (spare_stop_) return true;
       for (uint32_t i = 0; i < shard_count_; ++i) {
         if (shards_[i].spare_wanted && shards_[i].spare == nullptr) {
@@ -176,7 +189,10 @@ void FilterLog::SpareLoop() {
       }
       return false;
     });
-    if (spare_stop_) return;
+    if (spare_stop_ || !woken) {
+      spare_running_ = false;  // L6: idle for a second (or stopping)
+      return;
+    }
     shards_[want].spare_wanted = false;
     lock.unlock();
     // A failure here only means the writer makes the segment itself.

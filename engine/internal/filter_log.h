@@ -46,6 +46,16 @@
 //      the records left below the checkpoint (un-committed or never
 //      synced) are dead to replay. Ops still waiting with seqs the
 //      checkpoint covers are acknowledged: their effect is in it.
+//  L6. Footprint: a filter maps segments only when its table is at least
+//      DatabaseOptions::mapped_journal_min_bytes (4 MiB); a smaller one
+//      journals in RocksDB's journal family (one shared WAL), so that many
+//      small filters (a server's per-user keys) cost no file descriptor,
+//      mapping, page cache or thread each: the process's descriptor limit
+//      and map count (vm.max_map_count) bound how many segments can exist.
+//      A mapped shard's segments are half its table, 1 to 8 MiB and 32 MiB
+//      per filter at most, so that the active one and the spare together
+//      cost about the table (or 2 MiB). The spare thread exits once no
+//      shard has wanted a spare for a second.
 //
 // Thread safety: as described per member; all public methods may be called
 // concurrently.
@@ -76,6 +86,9 @@ namespace shardfilter::internal {
 // Hashes per journal record at most (a batch writes several records).
 inline constexpr size_t kMaxRecordHashes = 16384;
 
+// The segment size L6 gives a shard of a filter with `shards` shards.
+uint64_t MappedSegmentBytes(uint64_t shard_table_bytes, uint32_t shards);
+
 class FilterLog {
  public:
   FilterLog(std::string name, uint32_t shards);
@@ -83,7 +96,10 @@ class FilterLog {
 
   // Attach (before the filter is shared): `mmap` selects the segments
   // (else ops go to the RocksDB journal family and only L2 / L4 apply).
-  void Configure(persistence::Store* store, bool mmap, bool sync);
+  // `shard_table_bytes`: one shard's table (link 0), which sizes the
+  // segments (L6).
+  void Configure(persistence::Store* store, bool mmap, bool sync,
+                 uint64_t shard_table_bytes);
   bool mmap() const { return mmap_; }
 
   // Recovery (before sharing): the filter's epoch (0: none yet), the
@@ -164,8 +180,10 @@ class FilterLog {
   // writer switching segments does not wait for a file to be made.
   std::mutex spare_mu_;
   std::condition_variable spare_cv_;
-  bool spare_stop_ = false;  // GUARDED_BY(spare_mu_)
-  std::thread spare_thread_;
+  bool spare_stop_ = false;     // GUARDED_BY(spare_mu_)
+  bool spare_running_ = false;  // GUARDED_BY(spare_mu_): SpareLoop has not
+                                // returned (L6: it returns when idle)
+  std::thread spare_thread_;    // GUARDED_BY(spare_mu_)
   std::atomic<bool> failed_{false};
   mutable std::mutex fail_mu_;
   Status fail_status_;  // GUARDED_BY(fail_mu_)

@@ -13,10 +13,15 @@ namespace shardfilter::internal {
 
 class JournalSink {
  public:
-  explicit JournalSink(persistence::Store* store, bool rocksdb_only = false)
-      : store_(store), rocksdb_only_(rocksdb_only) {}
+  explicit JournalSink(persistence::Store* store, bool rocksdb_only = false,
+                       uint64_t mapped_min_bytes = 0)
+      : store_(store),
+        rocksdb_only_(rocksdb_only),
+        mapped_min_bytes_(mapped_min_bytes) {}
   // DatabaseOptions::journal_in_rocksdb.
   bool rocksdb_only() const { return rocksdb_only_; }
+  // DatabaseOptions::mapped_journal_min_bytes (FilterLog L6).
+  uint64_t mapped_min_bytes() const { return mapped_min_bytes_; }
 
   Status Write(persistence::JournalBatch* batch, bool sync) {
     Status s = store_->WriteJournal(batch, sync);
@@ -38,6 +43,7 @@ class JournalSink {
  private:
   persistence::Store* store_;  // not owned; outlives the sink
   bool rocksdb_only_ = false;
+  uint64_t mapped_min_bytes_ = 0;
   std::atomic<uint64_t> writes_{0};
   std::atomic<uint64_t> ops_{0};
 };
