@@ -228,44 +228,25 @@ Result<std::unique_ptr<Filter>> DecodeLinkFilter(const FilterSpec& spec,
                                                  uint32_t link,
                                                  std::string_view blob,
                                                  std::string_view what) {
-  std::unique_ptr<Filter> f;
-  Status s;
-  switch (spec.type) {
-    case FilterType::kBloom: {
-      auto r = BloomFilter::Deserialize(blob);
-      if (r.ok())
-        f = std::move(*r);
-      else
-        s = r.status();
-      break;
-    }
-    case FilterType::kCountingBloom: {
-      auto r = CountingBloomFilter::Deserialize(blob);
-      if (r.ok())
-        f = std::move(*r);
-      else
-        s = r.status();
-      break;
-    }
-    case FilterType::kCuckoo: {
-      auto r = CuckooFilter::Deserialize(blob);
-      if (r.ok())
-        f = std::move(*r);
-      else
-        s = r.status();
-      break;
-    }
-  }
-  if (!s.ok()) {
-    // A blob that is not the descriptor's type is a store inconsistency.
+  // The one decoder of every type's envelope (filters/deserialize.cc).
+  auto decoded = DeserializeFilter(blob);
+  if (!decoded.ok()) {
+    Status s = decoded.status();
+    // A blob that does not decode as a filter is a store inconsistency.
     if (s.code() == StatusCode::kWrongType ||
         s.code() == StatusCode::kInvalidArgument) {
       s = Status::Corruption(s.message());
     }
     return s.WithContext(what);
   }
+  std::unique_ptr<Filter> f = std::move(*decoded);
   if (f == nullptr)
     return Status::Corruption(std::string(what) + ": no filter");
+  if (f->type() != spec.type) {
+    return Status::Corruption(
+        std::string(what) + ": stored filter is " + FilterTypeName(f->type()) +
+        ", the descriptor says " + FilterTypeName(spec.type));
+  }
   if (f->seed() != spec.seed || f->capacity() != LinkCapacity(spec, link) ||
       f->target_fpr() != LinkFpp(spec, link)) {
     return Status::Corruption(
