@@ -13,6 +13,9 @@
 #                                   client would otherwise compete with the
 #                                   server for the same core
 #   REDIS=1                         also run redis-server's SADD/SISMEMBER
+#   REDISBLOOM_SO=/path/redisbloom.so  also run the same BF/CF rows against
+#                                   redis-server with that module loaded
+#                                   (RedisBloom, built by you; no AOF/RDB)
 # Reported per row: requests/s, p99 latency (ms), and the server's CPU time
 # per request (us, from /proc/PID/stat utime+stime over the row).
 set -euo pipefail
@@ -72,6 +75,23 @@ run_row() {
 
 items10() { for _ in $(seq 10); do printf '__rand_int__ '; done; }
 
+# filter_rows TARGET CAPACITY: the BF/CF rows against the server on $PORT.
+filter_rows() {
+  local target=$1 cap=$2
+  redis-cli -p "$PORT" BF.RESERVE bf 0.01 "$cap" >/dev/null
+  redis-cli -p "$PORT" CF.RESERVE cf "$cap" BUCKETSIZE 4 >/dev/null
+  for p in $PIPELINES; do
+    run_row "$target" "BF.ADD" "$p" "$REQUESTS" BF.ADD bf __rand_int__
+    run_row "$target" "BF.EXISTS" "$p" "$REQUESTS" BF.EXISTS bf __rand_int__
+    # shellcheck disable=SC2046
+    run_row "$target" "BF.MADD x10" "$p" $((REQUESTS / 5)) BF.MADD bf $(items10)
+    # shellcheck disable=SC2046
+    run_row "$target" "BF.MEXISTS x10" "$p" $((REQUESTS / 5)) BF.MEXISTS bf $(items10)
+    run_row "$target" "CF.ADD" "$p" "$REQUESTS" CF.ADD cf __rand_int__
+    run_row "$target" "CF.EXISTS" "$p" "$REQUESTS" CF.EXISTS cf __rand_int__
+  done
+}
+
 echo "| target | command | -P | requests/s | p99 ms | server CPU us/req |"
 echo "|---|---|---|---|---|---|"
 
@@ -83,24 +103,26 @@ for durability in none journal; do
       --max-filter-bytes 4gb >"$WORK/server.log" 2>&1 &
     SERVER_PID=$!
     wait_port
-    redis-cli -p "$PORT" BF.RESERVE bf 0.01 "$cap" >/dev/null
-    redis-cli -p "$PORT" CF.RESERVE cf "$cap" BUCKETSIZE 4 >/dev/null
-    target="shardfilter $durability, cap $cap"
-    for p in $PIPELINES; do
-      run_row "$target" "BF.ADD" "$p" "$REQUESTS" BF.ADD bf __rand_int__
-      run_row "$target" "BF.EXISTS" "$p" "$REQUESTS" BF.EXISTS bf __rand_int__
-      # shellcheck disable=SC2046
-      run_row "$target" "BF.MADD x10" "$p" $((REQUESTS / 5)) BF.MADD bf $(items10)
-      # shellcheck disable=SC2046
-      run_row "$target" "BF.MEXISTS x10" "$p" $((REQUESTS / 5)) BF.MEXISTS bf $(items10)
-      run_row "$target" "CF.ADD" "$p" "$REQUESTS" CF.ADD cf __rand_int__
-      run_row "$target" "CF.EXISTS" "$p" "$REQUESTS" CF.EXISTS cf __rand_int__
-    done
+    filter_rows "shardfilter $durability, cap $cap" "$cap"
     redis-cli -p "$PORT" SHUTDOWN >/dev/null 2>&1 || true
     wait "$SERVER_PID" || true
     SERVER_PID=""
   done
 done
+
+if [ -n "${REDISBLOOM_SO:-}" ]; then
+  for cap in $CAPACITIES; do
+    taskset -c "$SERVER_CPU" redis-server --port "$PORT" --save "" \
+      --appendonly no --daemonize no --dir "$WORK" \
+      --loadmodule "$(realpath "$REDISBLOOM_SO")" >"$WORK/redis.log" 2>&1 &
+    SERVER_PID=$!
+    wait_port
+    filter_rows "redis-server 7.0 + RedisBloom, cap $cap" "$cap"
+    redis-cli -p "$PORT" SHUTDOWN NOSAVE >/dev/null 2>&1 || true
+    wait "$SERVER_PID" || true
+    SERVER_PID=""
+  done
+fi
 
 if [ "$REDIS" = 1 ] && command -v redis-server >/dev/null; then
   taskset -c "$SERVER_CPU" redis-server --port "$PORT" --save "" \
