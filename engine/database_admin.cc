@@ -6,6 +6,7 @@
 #include "shardfilter/engine/internal/access.h"
 #include "shardfilter/engine/internal/database_impl.h"
 #include "shardfilter/engine/internal/filter_log.h"
+#include "shardfilter/engine/internal/recovery.h"
 #include "shardfilter/persistence/dedup_journal.h"
 #include "shardfilter/persistence/dedup_log.h"
 #include "shardfilter/persistence/values.h"

@@ -8,6 +8,7 @@
 #include "shardfilter/engine/internal/access.h"
 #include "shardfilter/engine/internal/database_impl.h"
 #include "shardfilter/engine/internal/filter_log.h"
+#include "shardfilter/engine/internal/recovery.h"
 #include "shardfilter/persistence/values.h"
 
 namespace shardfilter::internal {
