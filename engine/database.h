@@ -107,7 +107,7 @@ struct DatabaseOptions {
   // its own, which would cost a file descriptor, a mapping and page cache
   // per shard (engine/internal/filter_log.h L6). 0: every filter that can
   // maps segments.
-  uint64_t mapped_journal_min_bytes = uint64_t{4} << 20;
+  uint64_t mapped_journal_min_bytes = uint64_t{1} << 20;
 };
 
 // What one Checkpoint call did. Counters are for this call only.

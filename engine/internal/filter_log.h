@@ -47,7 +47,7 @@
 //      synced) are dead to replay. Ops still waiting with seqs the
 //      checkpoint covers are acknowledged: their effect is in it.
 //  L6. Footprint: a filter maps segments only when its table is at least
-//      DatabaseOptions::mapped_journal_min_bytes (4 MiB); a smaller one
+//      DatabaseOptions::mapped_journal_min_bytes (1 MiB); a smaller one
 //      journals in RocksDB's journal family (one shared WAL), so that many
 //      small filters (a server's per-user keys) cost no file descriptor,
 //      mapping, page cache or thread each: the process's descriptor limit
