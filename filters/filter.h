@@ -102,7 +102,31 @@ class Filter {
   virtual bool Equals(const Filter& other) const = 0;
 };
 
-// Decodes any filter type from Serialize() output (filters/deserialize.cc).
+// The one place that knows every type (filters/filter_factory.cc): making,
+// sizing and decoding a filter of any type. The engine builds its links
+// and the CLI its experiments through these.
+
+// Parameters of a filter of any type; each type ignores the others'.
+struct FilterParams {
+  FilterType type = FilterType::kBloom;
+  uint64_t capacity = 0;
+  double fpp = 0.01;
+  uint64_t seed = kDefaultSeed;
+  uint64_t max_bytes = 64ULL << 30;  // as the types' options (sizing.h)
+  uint32_t k = 0;                    // Bloom, counting: 0 = from fpp
+  bool classic_layout = false;       // Bloom: one hash per bit, no blocks
+  uint32_t fingerprint_bits = 0;     // cuckoo: 0 = from fpp
+  uint32_t bucket_size = 0;          // cuckoo: 0 = the type's default
+  uint32_t max_kicks = 0;            // cuckoo: 0 = the type's default
+};
+
+// An empty filter: the type's Create and its errors.
+Result<std::unique_ptr<Filter>> CreateFilter(const FilterParams& params);
+// The table bytes CreateFilter would allocate (nothing is allocated), or
+// its error.
+Result<uint64_t> FilterTableBytes(const FilterParams& params);
+
+// Decodes any filter type from Serialize() output.
 // Corruption for bad checksums, truncation and inconsistent parameters,
 // NotSupported for a format version from the future, InvalidArgument for
 // foreign bytes.

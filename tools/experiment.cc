@@ -20,36 +20,18 @@ std::string Num(double v) {
 }
 std::string Num(uint64_t v) { return std::to_string(v); }
 
+// Through the one factory (filters/filter.h): the types' own defaults for
+// everything an experiment does not set.
 Result<std::unique_ptr<Filter>> Make(FilterType type, bool classic,
                                      uint64_t capacity, double fpp,
                                      uint32_t k = 0) {
-  switch (type) {
-    case FilterType::kBloom: {
-      BloomOptions o;
-      o.capacity = capacity;
-      o.fpp = fpp;
-      o.k = k;
-      o.layout = classic ? BloomLayout::kClassic : BloomLayout::kBlocked;
-      SF_ASSIGN_OR_RETURN(auto f, BloomFilter::Create(o));
-      return std::unique_ptr<Filter>(std::move(f));
-    }
-    case FilterType::kCountingBloom: {
-      CountingBloomOptions o;
-      o.capacity = capacity;
-      o.fpp = fpp;
-      o.k = k;
-      SF_ASSIGN_OR_RETURN(auto f, CountingBloomFilter::Create(o));
-      return std::unique_ptr<Filter>(std::move(f));
-    }
-    case FilterType::kCuckoo: {
-      CuckooOptions o;
-      o.capacity = capacity;
-      o.fpp = fpp;
-      SF_ASSIGN_OR_RETURN(auto f, CuckooFilter::Create(o));
-      return std::unique_ptr<Filter>(std::move(f));
-    }
-  }
-  return Status::InvalidArgument("unknown filter type");
+  FilterParams p;
+  p.type = type;
+  p.capacity = capacity;
+  p.fpp = fpp;
+  p.k = k;
+  p.classic_layout = classic && type == FilterType::kBloom;
+  return CreateFilter(p);
 }
 
 // The FPR the math predicts for `f` holding n distinct items

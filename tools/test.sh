@@ -62,7 +62,11 @@ configure() {  # dir, extra cmake args...
 
 rel=build-ci/build
 stage "release (portable): build"
-configure "$rel" -DCMAKE_BUILD_TYPE=Release -DSHARDFILTER_NATIVE=OFF
+# Tests and benchmarks on explicitly: the install and package steps below
+# turn them off in this same tree, and a rerun must not test stale binaries.
+configure "$rel" -DCMAKE_BUILD_TYPE=Release -DSHARDFILTER_NATIVE=OFF \
+  -DSHARDFILTER_BUILD_TESTS=ON -DSHARDFILTER_BUILD_BENCHMARKS=ON \
+  -DSHARDFILTER_BUILD_TOOLS=ON
 cmake --build "$rel" -j"$jobs"
 stage "release: every test"
 # The server and module suites skip (exit 77) when a client is missing;

@@ -100,42 +100,22 @@ Result<std::unique_ptr<Filter>> MakeShardFilter(const FilterSpec& spec) {
 
 namespace {
 
-BloomOptions BloomLinkOptions(const FilterSpec& spec, uint64_t capacity,
-                              double fpp, uint64_t max_bytes) {
-  BloomOptions o;
-  o.capacity = capacity;
-  o.fpp = fpp;
-  o.layout =
-      spec.classic_layout ? BloomLayout::kClassic : BloomLayout::kBlocked;
-  o.k = spec.k;
-  o.seed = spec.seed;
-  o.max_bytes = max_bytes;
-  return o;
-}
-
-CountingBloomOptions CountingLinkOptions(const FilterSpec& spec,
-                                         uint64_t capacity, double fpp,
-                                         uint64_t max_bytes) {
-  CountingBloomOptions o;
-  o.capacity = capacity;
-  o.fpp = fpp;
-  o.k = spec.k;
-  o.seed = spec.seed;
-  o.max_bytes = max_bytes;
-  return o;
-}
-
-CuckooOptions CuckooLinkOptions(const FilterSpec& spec, uint64_t capacity,
-                                double fpp, uint64_t max_bytes) {
-  CuckooOptions o;
-  o.capacity = capacity;
-  o.fpp = fpp;
-  o.fingerprint_bits = spec.fingerprint_bits;
-  if (spec.bucket_size != 0) o.bucket_size = spec.bucket_size;
-  if (spec.max_kicks != 0) o.max_kicks = spec.max_kicks;
-  o.seed = spec.seed;
-  o.max_bytes = max_bytes;
-  return o;
+// Link `link` of one shard of a resolved spec, as filters/filter.h's
+// FilterParams.
+FilterParams LinkParams(const FilterSpec& spec, uint64_t capacity, double fpp,
+                        uint64_t max_bytes) {
+  FilterParams p;
+  p.type = spec.type;
+  p.capacity = capacity;
+  p.fpp = fpp;
+  p.seed = spec.seed;
+  p.max_bytes = max_bytes;
+  p.k = spec.k;
+  p.classic_layout = spec.classic_layout;
+  p.fingerprint_bits = spec.fingerprint_bits;
+  p.bucket_size = spec.bucket_size;
+  p.max_kicks = spec.max_kicks;
+  return p;
 }
 
 Status OverflowingLink(uint32_t link) {
@@ -149,19 +129,8 @@ Result<uint64_t> LinkTableBytes(const FilterSpec& spec, uint32_t link,
                                 uint64_t max_bytes) {
   const uint64_t capacity = LinkCapacity(spec, link);
   if (capacity == 0) return OverflowingLink(link);
-  const double fpp = LinkFpp(spec, link);
-  switch (spec.type) {
-    case FilterType::kBloom:
-      return BloomFilter::TableBytes(
-          BloomLinkOptions(spec, capacity, fpp, max_bytes));
-    case FilterType::kCountingBloom:
-      return CountingBloomFilter::TableBytes(
-          CountingLinkOptions(spec, capacity, fpp, max_bytes));
-    case FilterType::kCuckoo:
-      return CuckooFilter::TableBytes(
-          CuckooLinkOptions(spec, capacity, fpp, max_bytes));
-  }
-  return Status::InvalidArgument("unknown filter type");
+  return FilterTableBytes(
+      LinkParams(spec, capacity, LinkFpp(spec, link), max_bytes));
 }
 
 Result<std::unique_ptr<Filter>> MakeLinkFilter(const FilterSpec& spec,
@@ -169,26 +138,8 @@ Result<std::unique_ptr<Filter>> MakeLinkFilter(const FilterSpec& spec,
                                                uint64_t max_bytes) {
   const uint64_t capacity = LinkCapacity(spec, link);
   if (capacity == 0) return OverflowingLink(link);
-  const double fpp = LinkFpp(spec, link);
-  switch (spec.type) {
-    case FilterType::kBloom: {
-      SF_ASSIGN_OR_RETURN(auto f, BloomFilter::Create(BloomLinkOptions(
-                                      spec, capacity, fpp, max_bytes)));
-      return std::unique_ptr<Filter>(std::move(f));
-    }
-    case FilterType::kCountingBloom: {
-      SF_ASSIGN_OR_RETURN(
-          auto f, CountingBloomFilter::Create(
-                      CountingLinkOptions(spec, capacity, fpp, max_bytes)));
-      return std::unique_ptr<Filter>(std::move(f));
-    }
-    case FilterType::kCuckoo: {
-      SF_ASSIGN_OR_RETURN(auto f, CuckooFilter::Create(CuckooLinkOptions(
-                                      spec, capacity, fpp, max_bytes)));
-      return std::unique_ptr<Filter>(std::move(f));
-    }
-  }
-  return Status::InvalidArgument("unknown filter type");
+  return CreateFilter(
+      LinkParams(spec, capacity, LinkFpp(spec, link), max_bytes));
 }
 
 Result<std::vector<std::unique_ptr<Filter>>> MakeShardFilters(
@@ -228,7 +179,7 @@ Result<std::unique_ptr<Filter>> DecodeLinkFilter(const FilterSpec& spec,
                                                  uint32_t link,
                                                  std::string_view blob,
                                                  std::string_view what) {
-  // The one decoder of every type's envelope (filters/deserialize.cc).
+  // The one decoder of every type's envelope (filters/filter_factory.cc).
   auto decoded = DeserializeFilter(blob);
   if (!decoded.ok()) {
     Status s = decoded.status();
@@ -247,17 +198,28 @@ Result<std::unique_ptr<Filter>> DecodeLinkFilter(const FilterSpec& spec,
         std::string(what) + ": stored filter is " + FilterTypeName(f->type()) +
         ", the descriptor says " + FilterTypeName(spec.type));
   }
-  if (f->seed() != spec.seed || f->capacity() != LinkCapacity(spec, link) ||
-      f->target_fpr() != LinkFpp(spec, link)) {
+  // What the link stored is what it answers with: its seed must be the
+  // descriptor's (the keys' hashes depend on it), and its capacity and rate
+  // must keep the descriptor's promise, checked against bounds rather than
+  // against today's sizing formulas (LinkCapacity's headroom, LinkFpp's
+  // split), so that a later change to those does not turn every stored
+  // filter into Corruption: at least the shard's share of the capacity
+  // (times expansion^link), a rate in (0, the descriptor's target].
+  uint64_t share = (spec.capacity + spec.shards - 1) / spec.shards;
+  for (uint32_t i = 0; i < link && share != 0; ++i) {
+    share = share > UINT64_MAX / spec.expansion ? 0 : share * spec.expansion;
+  }
+  const double fpr = f->target_fpr();
+  if (f->seed() != spec.seed || share == 0 || f->capacity() < share ||
+      !(fpr > 0) || fpr > spec.fpp) {
     return Status::Corruption(
         std::string(what) + ": stored filter (seed " +
         std::to_string(f->seed()) + ", capacity " +
-        std::to_string(f->capacity()) + ", fpp " +
-        std::to_string(f->target_fpr()) +
+        std::to_string(f->capacity()) + ", fpp " + std::to_string(fpr) +
         ") does not match the descriptor's link " + std::to_string(link) +
-        " (seed " + std::to_string(spec.seed) + ", capacity " +
-        std::to_string(LinkCapacity(spec, link)) + ", fpp " +
-        std::to_string(LinkFpp(spec, link)) + ")");
+        " (seed " + std::to_string(spec.seed) + ", capacity at least " +
+        std::to_string(share) + ", fpp at most " + std::to_string(spec.fpp) +
+        ")");
   }
   return f;
 }

@@ -66,7 +66,9 @@ Result<std::vector<std::unique_ptr<Filter>>> MakeShardFilters(
     const FilterSpec& spec, MemoryAccount& account, std::string_view what);
 
 // Decodes one link's envelope, checking that it is of the spec's type and
-// seed and has link `link`'s capacity and rate. `what` names it.
+// seed and keeps link `link`'s promise (capacity at least the shard's share
+// times expansion^link, rate at most the spec's), by bounds, not by
+// recomputing today's sizing formulas. `what` names it.
 Result<std::unique_ptr<Filter>> DecodeLinkFilter(const FilterSpec& spec,
                                                  uint32_t link,
                                                  std::string_view bytes,

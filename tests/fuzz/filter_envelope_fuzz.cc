@@ -1,4 +1,4 @@
-// Fuzzes DeserializeFilter (filters/deserialize.cc, filters/envelope.cc and
+// Fuzzes DeserializeFilter (filters/filter_factory.cc, filters/envelope.cc and
 // each type's Deserialize): a filter envelope as a checkpoint link, an
 // export or a user's bytes hold it. Mode byte: fuzz_fixup.h. An accepted
 // filter must work and round-trip (fuzz_exercise.h).
