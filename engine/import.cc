@@ -159,9 +159,7 @@ Status ImportFilter(Database& db, std::string_view name, std::string_view bytes,
   for (uint32_t i = 0; i < resolved->shards; ++i) {
     internal::Shard& sh = ShardedFilterAccess::shard(*f, i);
     internal::InstallChain(sh, std::move(chains[i]));  // not shared yet
-    sh.checkpoint_generation.store(1, std::memory_order_relaxed);
-    sh.checkpoint_bytes.store(desc.shards[i].byte_length,
-                              std::memory_order_relaxed);
+    sh.NoteCheckpoint(1, 0, desc.shards[i].byte_length);
   }
   ShardedFilterAccess::Attach(*f, d.journal.get(), false,
                               d.options.durability_override);

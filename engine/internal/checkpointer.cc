@@ -1,29 +1,16 @@
 #include "shardfilter/engine/internal/checkpointer.h"
 
-#include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <cstdio>
-#include <filesystem>
-#include <shared_mutex>
 #include <string>
 
 #include "shardfilter/engine/internal/access.h"
-#include "shardfilter/engine/internal/filter_factory.h"
 #include "shardfilter/engine/internal/filter_log.h"
-#include "shardfilter/engine/internal/parallel.h"
 #include "shardfilter/engine/internal/shard.h"
 #include "shardfilter/engine/internal/shard_chain.h"
-#include "shardfilter/persistence/dedup_log.h"
-#include "shardfilter/persistence/filter_journal.h"
 
 namespace shardfilter::internal {
 
-using persistence::DescribeName;
 using persistence::FilterDescriptor;
-using persistence::JournalEntry;
-using persistence::JournalOp;
-using persistence::ShardRecord;
 
 Status CheckpointFilter(persistence::Store* store, ShardedFilter& f,
                         FilterState* state, uint32_t chunk_bytes,
@@ -86,12 +73,8 @@ Status CheckpointFilter(persistence::Store* store, ShardedFilter& f,
       log->Retire(i, next.shards[i].sequence);
     }
     Shard& sh = ShardedFilterAccess::shard(f, i);
-    sh.checkpoint_generation.store(next.shards[i].generation,
-                                   std::memory_order_relaxed);
-    sh.checkpoint_sequence.store(next.shards[i].sequence,
-                                 std::memory_order_relaxed);
-    sh.checkpoint_bytes.store(next.shards[i].byte_length,
-                              std::memory_order_relaxed);
+    sh.NoteCheckpoint(next.shards[i].generation, next.shards[i].sequence,
+                      next.shards[i].byte_length);
   }
   if (healing) log->ClearFailure();  // L5: every shard was written
   stats->shards_written += static_cast<uint32_t>(changed.size());

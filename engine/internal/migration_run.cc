@@ -231,10 +231,7 @@ Status InstallTarget(DatabaseImpl& d, const std::string& name,
     const uint64_t seq = i < tail_seq.size() ? tail_seq[i] : 0;
     sh.last_seq.store(seq, std::memory_order_relaxed);
     sh.dirty.store(seq > 0, std::memory_order_relaxed);
-    sh.checkpoint_generation.store(generation, std::memory_order_relaxed);
-    sh.checkpoint_sequence.store(0, std::memory_order_relaxed);
-    sh.checkpoint_bytes.store(next.shards[i].byte_length,
-                              std::memory_order_relaxed);
+    sh.NoteCheckpoint(generation, 0, next.shards[i].byte_length);
   }
   ShardedFilterAccess::SetName(target, name);
   ShardedFilterAccess::Attach(target, d.journal.get(), false,

@@ -3,10 +3,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <shared_mutex>
 #include <string>
 
 #include "shardfilter/engine/internal/access.h"
@@ -283,12 +281,8 @@ Result<std::unique_ptr<ShardedFilter>> RecoverFilter(
     // Replayed shards are dirty: their next checkpoint truncates the journal.
     sh.dirty.store(last_seq[i] > d.shards[i].sequence,
                    std::memory_order_relaxed);
-    sh.checkpoint_generation.store(d.shards[i].generation,
-                                   std::memory_order_relaxed);
-    sh.checkpoint_sequence.store(d.shards[i].sequence,
-                                 std::memory_order_relaxed);
-    sh.checkpoint_bytes.store(d.shards[i].byte_length,
-                              std::memory_order_relaxed);
+    sh.NoteCheckpoint(d.shards[i].generation, d.shards[i].sequence,
+                      d.shards[i].byte_length);
     *replayed += counts[i];
   }
   ShardedFilterAccess::SetLog(*f, std::move(log));

@@ -107,6 +107,13 @@ struct alignas(64) Shard {
   std::atomic<uint64_t> checkpoint_generation{0};
   std::atomic<uint64_t> checkpoint_sequence{0};
   std::atomic<uint64_t> checkpoint_bytes{0};
+  // Records a committed checkpoint (recovery, a checkpoint, a migration's
+  // or an import's install).
+  void NoteCheckpoint(uint64_t generation, uint64_t sequence, uint64_t bytes) {
+    checkpoint_generation.store(generation, std::memory_order_relaxed);
+    checkpoint_sequence.store(sequence, std::memory_order_relaxed);
+    checkpoint_bytes.store(bytes, std::memory_order_relaxed);
+  }
 };
 
 // A mutation's shared lock on the shard (S2), after any waiting

@@ -22,18 +22,6 @@ namespace {
 
 constexpr int64_t kMaxCapacity = int64_t{1} << 40;
 
-const char* TypeWord(FilterType t) {
-  switch (t) {
-    case FilterType::kBloom:
-      return "bloom";
-    case FilterType::kCountingBloom:
-      return "counting";
-    case FilterType::kCuckoo:
-      return "cuckoo";
-  }
-  return "unknown";
-}
-
 // One error reply for an engine status, in the style of RedisBloom's.
 void ReplyStatus(CommandContext& ctx, const Status& s) {
   switch (s.code()) {
@@ -267,7 +255,7 @@ void SfInfo(CommandContext& ctx, Args args) {
   for (const ShardStats& sh : stats.shards) links = std::max(links, sh.links);
   const bool cuckoo = spec.type == FilterType::kCuckoo;
   ctx.out.Map(cuckoo ? 18 : 16);
-  Pair(ctx, "type", TypeWord(spec.type));
+  Pair(ctx, "type", FilterTypeName(spec.type));
   Pair(ctx, "capacity", static_cast<int64_t>(stats.total.capacity));
   Pair(ctx, "declared_capacity", static_cast<int64_t>(spec.capacity));
   Pair(ctx, "error_rate", spec.fpp);

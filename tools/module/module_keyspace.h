@@ -85,10 +85,10 @@ class ModuleKeyspace final : public commands::Keyspace {
 
   // The filter in shardfilter's dump format (the export: engine/export.h),
   // and a filter created from one; the command layer's SCANDUMP/LOADCHUNK
-  // (Keyspace::Dump/Restore on wip/server; no `override` until merged).
+  // (Keyspace::Dump/Restore).
   // NotFound; AlreadyExists, and the export's errors (nothing created).
-  Result<std::string> Dump(std::string_view key);
-  Status Restore(std::string_view key, std::string_view bytes);
+  Result<std::string> Dump(std::string_view key) override;
+  Status Restore(std::string_view key, std::string_view bytes) override;
 
   // Set by Create: the resolved spec of the filter this command created.
   const std::optional<FilterSpec>& created() const { return created_; }
