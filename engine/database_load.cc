@@ -9,7 +9,7 @@
 #include "shardfilter/engine/internal/database_impl.h"
 #include "shardfilter/engine/internal/filter_log.h"
 #include "shardfilter/engine/internal/recovery.h"
-#include "shardfilter/persistence/values.h"
+#include "shardfilter/persistence/internal/values.h"
 
 namespace shardfilter::internal {
 

@@ -7,7 +7,7 @@
 #include "shardfilter/engine/internal/filter_factory.h"
 #include "shardfilter/engine/internal/shard_chain.h"
 #include "shardfilter/filters/bloom_filter.h"
-#include "shardfilter/persistence/values.h"
+#include "shardfilter/persistence/internal/values.h"
 
 namespace shardfilter {
 

@@ -21,7 +21,7 @@
 #include "shardfilter/engine/internal/shard.h"
 #include "shardfilter/engine/internal/shard_chain.h"
 #include "shardfilter/engine/sharded_filter.h"
-#include "shardfilter/persistence/filter_journal.h"
+#include "shardfilter/persistence/internal/filter_journal.h"
 
 namespace shardfilter {
 

@@ -21,10 +21,10 @@
 // exact level in a hash set. A persistent one lives in a Database: level i
 // is the ordinary catalog filter LevelName(name, i) (listed by
 // Database::List, checkpointed and journalled like any filter), and the
-// descriptor and exact level are in the store (persistence/tiered_table.h).
-// An Add is acknowledged after every level and then the exact level were
-// written with the filter's durability, so that no crash leaves an
-// acknowledged key absent from a level.
+// descriptor and exact level are in the store
+// (persistence/internal/tiered_table.h). An Add is acknowledged after every
+// level and then the exact level were written with the filter's durability, so
+// that no crash leaves an acknowledged key absent from a level.
 //
 // Thread safety: every method may be called from any number of threads at
 // once. Queries take no lock. Adds and removes of filters that support

@@ -1,4 +1,4 @@
-#include "shardfilter/persistence/dedup_log.h"
+#include "shardfilter/persistence/internal/dedup_log.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

@@ -1,4 +1,4 @@
-#include "shardfilter/persistence/dedup_table.h"
+#include "shardfilter/persistence/internal/dedup_table.h"
 
 #include <rocksdb/db.h>
 #include <rocksdb/options.h>
@@ -6,9 +6,9 @@
 
 #include "shardfilter/filters/internal/coding.h"
 #include "shardfilter/filters/internal/tsan.h"
+#include "shardfilter/persistence/internal/keys.h"
 #include "shardfilter/persistence/internal/rocks_status.h"
-#include "shardfilter/persistence/keys.h"
-#include "shardfilter/persistence/values.h"
+#include "shardfilter/persistence/internal/values.h"
 
 namespace shardfilter::persistence {
 

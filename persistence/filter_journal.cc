@@ -1,4 +1,4 @@
-#include "shardfilter/persistence/filter_journal.h"
+#include "shardfilter/persistence/internal/filter_journal.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -13,7 +13,7 @@
 #include <mutex>
 
 #include "shardfilter/filters/internal/coding.h"
-#include "shardfilter/persistence/keys.h"
+#include "shardfilter/persistence/internal/keys.h"
 
 namespace shardfilter::persistence {
 

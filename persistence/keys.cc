@@ -1,4 +1,4 @@
-#include "shardfilter/persistence/keys.h"
+#include "shardfilter/persistence/internal/keys.h"
 
 namespace shardfilter::persistence {
 

@@ -1,4 +1,4 @@
-#include "shardfilter/persistence/store.h"
+#include "shardfilter/persistence/internal/store.h"
 
 #include <rocksdb/db.h>
 #include <rocksdb/filter_policy.h>
@@ -12,14 +12,14 @@
 
 #include "shardfilter/filters/hash.h"
 #include "shardfilter/filters/internal/tsan.h"
-#include "shardfilter/persistence/filter_expiry.h"
-#include "shardfilter/persistence/filter_journal.h"
+#include "shardfilter/persistence/internal/filter_expiry.h"
+#include "shardfilter/persistence/internal/filter_journal.h"
 #include "shardfilter/persistence/internal/hash_memtable.h"
 #include "shardfilter/persistence/internal/info_log.h"
+#include "shardfilter/persistence/internal/keys.h"
 #include "shardfilter/persistence/internal/rocks_status.h"
 #include "shardfilter/persistence/internal/store_dir.h"
 #include "shardfilter/persistence/internal/test_env.h"
-#include "shardfilter/persistence/keys.h"
 
 namespace shardfilter::persistence {
 

@@ -1,17 +1,17 @@
-// Store: the filters' journal epochs (persistence/filter_journal.h), kept
-// in the default column family.
+// Store: the filters' journal epochs (persistence/internal/filter_journal.h),
+// kept in the default column family.
 #include <rocksdb/db.h>
 #include <rocksdb/write_batch.h>
 
 #include <memory>
 #include <set>
 
-#include "shardfilter/persistence/filter_expiry.h"
-#include "shardfilter/persistence/filter_journal.h"
+#include "shardfilter/persistence/internal/filter_expiry.h"
+#include "shardfilter/persistence/internal/filter_journal.h"
+#include "shardfilter/persistence/internal/keys.h"
 #include "shardfilter/persistence/internal/rocks_status.h"
-#include "shardfilter/persistence/keys.h"
-#include "shardfilter/persistence/store.h"
-#include "shardfilter/persistence/values.h"
+#include "shardfilter/persistence/internal/store.h"
+#include "shardfilter/persistence/internal/values.h"
 
 namespace shardfilter::persistence {
 

@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "shardfilter/filters/hash.h"
-#include "shardfilter/persistence/filter_expiry.h"
-#include "shardfilter/persistence/filter_journal.h"
+#include "shardfilter/persistence/internal/filter_expiry.h"
+#include "shardfilter/persistence/internal/filter_journal.h"
+#include "shardfilter/persistence/internal/keys.h"
 #include "shardfilter/persistence/internal/rocks_status.h"
-#include "shardfilter/persistence/keys.h"
-#include "shardfilter/persistence/store.h"
+#include "shardfilter/persistence/internal/store.h"
 
 namespace shardfilter::persistence {
 

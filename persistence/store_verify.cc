@@ -4,10 +4,10 @@
 #include <map>
 
 #include "shardfilter/filters/envelope.h"
-#include "shardfilter/persistence/chain_blob.h"
+#include "shardfilter/persistence/internal/chain_blob.h"
+#include "shardfilter/persistence/internal/keys.h"
 #include "shardfilter/persistence/internal/rocks_status.h"
-#include "shardfilter/persistence/keys.h"
-#include "shardfilter/persistence/store.h"
+#include "shardfilter/persistence/internal/store.h"
 
 namespace shardfilter::persistence {
 
@@ -124,7 +124,7 @@ Status Store::Verify(StoreVerifyReport* report) const {
     }
   }
   // 4. Every committed shard blob reassembles and is a chain of filter
-  //    envelopes (persistence/chain_blob.h).
+  //    envelopes (persistence/internal/chain_blob.h).
   for (const auto& [name, d] : catalog) {
     for (uint32_t shard = 0; shard < d.shards.size(); ++shard) {
       if (d.shards[shard].generation == 0) continue;

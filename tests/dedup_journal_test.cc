@@ -1,5 +1,5 @@
-// The dedup store's own journal (persistence/dedup_log.h,
-// persistence/dedup_journal.h): the log format round trip, torn tails,
+// The dedup store's own journal (persistence/internal/dedup_log.h,
+// persistence/internal/dedup_journal.h): the log format round trip, torn tails,
 // damage and foreign files, the fuzzed decoder; and through DedupStore:
 // a process that dies without closing leaves acknowledged inserts and
 // removes that the next open replays (or a read-only open sees), region
@@ -17,7 +17,7 @@
 #include <set>
 
 #include "shardfilter/engine/dedup_store.h"
-#include "shardfilter/persistence/dedup_log.h"
+#include "shardfilter/persistence/internal/dedup_log.h"
 #include "store_test_util.h"
 
 namespace shardfilter {

@@ -1,10 +1,10 @@
-// The filters' memory-mapped journal (persistence/filter_journal.h,
+// The filters' memory-mapped journal (persistence/internal/filter_journal.h,
 // engine/internal/filter_log.h): record format, damage vs torn tail by boot
 // id (issue 13 case 3), replay in seq order up to the first gap (case 7),
 // no undo after a failed sync (case 8), segment rotation and retirement,
 // the old RocksDB journal family still replayed, and a simulated power loss
 // under durability sync.
-#include "shardfilter/persistence/filter_journal.h"
+#include "shardfilter/persistence/internal/filter_journal.h"
 
 #include <gtest/gtest.h>
 
@@ -18,9 +18,9 @@
 
 #include "shardfilter/engine/database.h"
 #include "shardfilter/engine/internal/filter_log.h"
-#include "shardfilter/persistence/dedup_log.h"
-#include "shardfilter/persistence/keys.h"
-#include "shardfilter/persistence/values.h"
+#include "shardfilter/persistence/internal/dedup_log.h"
+#include "shardfilter/persistence/internal/keys.h"
+#include "shardfilter/persistence/internal/values.h"
 #include "store_test_util.h"
 
 namespace shardfilter {

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <limits>
 
-#include "shardfilter/persistence/values.h"
+#include "shardfilter/persistence/internal/values.h"
 #include "store_test_util.h"
 
 namespace shardfilter {

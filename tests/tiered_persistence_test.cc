@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "shardfilter/engine/tiered_filter.h"
-#include "shardfilter/persistence/tiered_table.h"
+#include "shardfilter/persistence/internal/tiered_table.h"
 #include "store_test_util.h"
 
 namespace shardfilter {

@@ -17,8 +17,9 @@
 //      absent; Purge deletes an entry only under its stripe lock after
 //      re-reading it (a re-insert may have renewed it).
 //  X4. Lock order: ring_mu, then stripes in ascending order, then a slot's
-//      grow_mu; the journal's locks (J4 in persistence/dedup_journal.h)
-//      after any of them. purge_mu is taken with none of them held.
+//      grow_mu; the journal's locks (J4 in
+//      persistence/internal/dedup_journal.h) after any of them. purge_mu is
+//      taken with none of them held.
 //  X5. With a journal (durability journal), every read of the exact set
 //      goes through it (its overlay holds what RocksDB does not have yet)
 //      and every write is a journal commit, except Purge's deletes of
@@ -37,8 +38,8 @@
 
 #include "shardfilter/engine/dedup_store.h"
 #include "shardfilter/engine/internal/dedup_ring.h"
-#include "shardfilter/persistence/dedup_journal.h"
-#include "shardfilter/persistence/dedup_table.h"
+#include "shardfilter/persistence/internal/dedup_journal.h"
+#include "shardfilter/persistence/internal/dedup_table.h"
 
 namespace shardfilter::internal {
 

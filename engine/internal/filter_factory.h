@@ -9,7 +9,7 @@
 
 #include "shardfilter/engine/internal/memory_account.h"
 #include "shardfilter/engine/sharded_filter.h"
-#include "shardfilter/persistence/values.h"
+#include "shardfilter/persistence/internal/values.h"
 
 namespace shardfilter::internal {
 

@@ -8,8 +8,8 @@
 #include <random>
 #include <thread>
 
-#include "shardfilter/persistence/dedup_log.h"
-#include "shardfilter/persistence/store.h"
+#include "shardfilter/persistence/internal/dedup_log.h"
+#include "shardfilter/persistence/internal/store.h"
 
 namespace shardfilter::internal {
 

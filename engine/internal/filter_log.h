@@ -1,5 +1,5 @@
 // FilterLog: the run-time side of one ShardedFilter's journal: the
-// memory-mapped segments of persistence/filter_journal.h (durability
+// memory-mapped segments of persistence/internal/filter_journal.h (durability
 // journal / sync, filters that do not retain hashes) and, for every
 // journalled filter, the per-shard acknowledgement watermark and the
 // stopped state.
@@ -75,7 +75,7 @@
 
 #include "shardfilter/filters/internal/spin.h"  // SpinLock (L1)
 #include "shardfilter/filters/status.h"
-#include "shardfilter/persistence/filter_journal.h"
+#include "shardfilter/persistence/internal/filter_journal.h"
 
 namespace shardfilter::persistence {
 class Store;

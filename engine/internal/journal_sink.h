@@ -7,7 +7,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "shardfilter/persistence/store.h"
+#include "shardfilter/persistence/internal/store.h"
 
 namespace shardfilter::internal {
 

@@ -10,7 +10,7 @@
 #include "shardfilter/engine/internal/migration.h"
 #include "shardfilter/engine/internal/shard_chain.h"
 #include "shardfilter/filters/bloom_filter.h"
-#include "shardfilter/persistence/values.h"
+#include "shardfilter/persistence/internal/values.h"
 
 namespace shardfilter::internal {
 

@@ -13,8 +13,8 @@
 #include "shardfilter/engine/internal/parallel.h"
 #include "shardfilter/engine/internal/shard.h"
 #include "shardfilter/engine/internal/shard_chain.h"
-#include "shardfilter/persistence/dedup_log.h"
-#include "shardfilter/persistence/filter_journal.h"
+#include "shardfilter/persistence/internal/dedup_log.h"
+#include "shardfilter/persistence/internal/filter_journal.h"
 
 namespace shardfilter::internal {
 

@@ -6,7 +6,7 @@
 #include "shardfilter/engine/internal/memory_account.h"
 #include "shardfilter/filters/bloom_filter.h"
 #include "shardfilter/filters/cuckoo_filter.h"
-#include "shardfilter/persistence/chain_blob.h"
+#include "shardfilter/persistence/internal/chain_blob.h"
 
 namespace shardfilter::internal {
 

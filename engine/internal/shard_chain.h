@@ -80,8 +80,8 @@ uint32_t ChainCount(const Shard& s, uint64_t hash);
 void ChainMayContainHashes(const Shard& s, std::span<const uint64_t> hashes,
                            std::span<uint8_t> out);
 
-// The shard blob (persistence/chain_blob.h). REQUIRES: `mu` exclusive (or
-// no writer) for an exact copy.
+// The shard blob (persistence/internal/chain_blob.h). REQUIRES: `mu` exclusive
+// (or no writer) for an exact copy.
 std::string ChainSerialize(const Shard& s);
 // Decodes a shard blob and checks every link against the spec's rule
 // (type, seed, capacity and rate of link i; one link when non-scaling;

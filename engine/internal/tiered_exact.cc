@@ -4,7 +4,7 @@
 #include "shardfilter/engine/internal/filter_factory.h"
 #include "shardfilter/engine/internal/tiered_internal.h"
 #include "shardfilter/filters/internal/thread_annotations.h"
-#include "shardfilter/persistence/tiered_table.h"
+#include "shardfilter/persistence/internal/tiered_table.h"
 
 namespace shardfilter::internal {
 

@@ -21,7 +21,7 @@
 
 #include "shardfilter/engine/database.h"
 #include "shardfilter/engine/tiered_filter.h"
-#include "shardfilter/persistence/store.h"
+#include "shardfilter/persistence/internal/store.h"
 
 namespace shardfilter::internal {
 

@@ -26,7 +26,7 @@
 #include "fuzz_exercise.h"
 #include "fuzz_fixup.h"
 #include "shardfilter/filters/hash.h"
-#include "shardfilter/persistence/dedup_log.h"
+#include "shardfilter/persistence/internal/dedup_log.h"
 
 namespace {
 

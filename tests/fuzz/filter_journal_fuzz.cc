@@ -1,6 +1,6 @@
 // libFuzzer target for the filters' memory-mapped journal decoders
-// (persistence/filter_journal.h): a segment header and a records area, read
-// as within the writing boot and as after a reboot. Any input must decode
+// (persistence/internal/filter_journal.h): a segment header and a records area,
+// read as within the writing boot and as after a reboot. Any input must decode
 // or fail with a Status, never crash, hang or read out of bounds.
 //
 // Input: byte 0 bit 0 selects the boot rule; the rest is a records area
@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "shardfilter/persistence/filter_journal.h"
+#include "shardfilter/persistence/internal/filter_journal.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace shardfilter::persistence;

@@ -17,8 +17,8 @@
 // whole blob's XXH3 is also in the descriptor's shard record.
 //
 // Thread-safe: pure functions.
-#ifndef SHARDFILTER_PERSISTENCE_CHAIN_BLOB_H_
-#define SHARDFILTER_PERSISTENCE_CHAIN_BLOB_H_
+#ifndef SHARDFILTER_PERSISTENCE_INTERNAL_CHAIN_BLOB_H_
+#define SHARDFILTER_PERSISTENCE_INTERNAL_CHAIN_BLOB_H_
 
 #include <cstdint>
 #include <string>
@@ -45,4 +45,4 @@ Result<std::vector<ChainLinkBytes>> DecodeChainBlob(std::string_view blob,
 
 }  // namespace shardfilter::persistence
 
-#endif  // SHARDFILTER_PERSISTENCE_CHAIN_BLOB_H_
+#endif  // SHARDFILTER_PERSISTENCE_INTERNAL_CHAIN_BLOB_H_

@@ -4,7 +4,7 @@
 // copied into the mapping: the bytes are in the page cache as soon as the
 // copy ends, so they survive kill -9 of the process (not a power loss: the
 // promise of durability journal) without a system call per operation.
-// persistence/dedup_journal.h moves the records into RocksDB in large
+// persistence/internal/dedup_journal.h moves the records into RocksDB in large
 // batches and serves reads of the ops not moved yet.
 //
 // File layout (all integers little-endian):
@@ -59,12 +59,13 @@
 // the page cache is exact, and a bad published record is Corruption.
 //
 // A deleted file is noticed by the set's journal marker in RocksDB
-// (persistence/dedup_table.h, HasJournalMarker): persistence/dedup_journal.h
-// keeps it while a file holds or may hold acknowledged records.
+// (persistence/internal/dedup_table.h, HasJournalMarker):
+// persistence/internal/dedup_journal.h keeps it while a file holds or may hold
+// acknowledged records.
 //
-// Thread safety: none; persistence/dedup_journal.h serializes access.
-#ifndef SHARDFILTER_PERSISTENCE_DEDUP_LOG_H_
-#define SHARDFILTER_PERSISTENCE_DEDUP_LOG_H_
+// Thread safety: none; persistence/internal/dedup_journal.h serializes access.
+#ifndef SHARDFILTER_PERSISTENCE_INTERNAL_DEDUP_LOG_H_
+#define SHARDFILTER_PERSISTENCE_INTERNAL_DEDUP_LOG_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -74,7 +75,7 @@
 #include <vector>
 
 #include "shardfilter/filters/status.h"
-#include "shardfilter/persistence/dedup_table.h"
+#include "shardfilter/persistence/internal/dedup_table.h"
 
 namespace shardfilter::persistence {
 
@@ -180,4 +181,4 @@ class DedupLog {
 
 }  // namespace shardfilter::persistence
 
-#endif  // SHARDFILTER_PERSISTENCE_DEDUP_LOG_H_
+#endif  // SHARDFILTER_PERSISTENCE_INTERNAL_DEDUP_LOG_H_

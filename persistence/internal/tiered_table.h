@@ -10,10 +10,10 @@
 //   'd' | u16 BE len | name          -> descriptor (value kind 8)
 //   'k' | u16 BE len | name | key    -> exact entry (value kind 9)
 //
-// The descriptor is framed like every store value (persistence/values.h).
-// An exact entry is 14 bytes: u8 version | u8 kind 9 | u32 LE count |
-// u64 LE XXH3-64 of bytes [0, 6) seeded with Checksum64(RocksDB key), so
-// the checksum also binds the value to its key.
+// The descriptor is framed like every store value
+// (persistence/internal/values.h). An exact entry is 14 bytes: u8 version | u8
+// kind 9 | u32 LE count | u64 LE XXH3-64 of bytes [0, 6) seeded with
+// Checksum64(RocksDB key), so the checksum also binds the value to its key.
 //
 // No Bloom filter policy is configured on this family: the tiered filter's
 // own levels already screen the absent keys before the exact level is read
@@ -21,8 +21,8 @@
 //
 // Thread safety: all methods may be called concurrently (RocksDB is
 // thread-safe); a read-only Store makes every write NotSupported.
-#ifndef SHARDFILTER_PERSISTENCE_TIERED_TABLE_H_
-#define SHARDFILTER_PERSISTENCE_TIERED_TABLE_H_
+#ifndef SHARDFILTER_PERSISTENCE_INTERNAL_TIERED_TABLE_H_
+#define SHARDFILTER_PERSISTENCE_INTERNAL_TIERED_TABLE_H_
 
 #include <cstdint>
 #include <optional>
@@ -106,4 +106,4 @@ class TieredTable {
 
 }  // namespace shardfilter::persistence
 
-#endif  // SHARDFILTER_PERSISTENCE_TIERED_TABLE_H_
+#endif  // SHARDFILTER_PERSISTENCE_INTERNAL_TIERED_TABLE_H_

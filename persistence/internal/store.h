@@ -9,8 +9,8 @@
 //
 // Thread safety: all methods may be called concurrently (RocksDB is
 // thread-safe); a read-only Store refuses every write with NotSupported.
-#ifndef SHARDFILTER_PERSISTENCE_STORE_H_
-#define SHARDFILTER_PERSISTENCE_STORE_H_
+#ifndef SHARDFILTER_PERSISTENCE_INTERNAL_STORE_H_
+#define SHARDFILTER_PERSISTENCE_INTERNAL_STORE_H_
 
 #include <atomic>
 #include <cstdint>
@@ -26,9 +26,9 @@
 #include <vector>
 
 #include "shardfilter/filters/status.h"
-#include "shardfilter/persistence/dedup_table.h"
-#include "shardfilter/persistence/retained_hashes.h"
-#include "shardfilter/persistence/values.h"
+#include "shardfilter/persistence/internal/dedup_table.h"
+#include "shardfilter/persistence/internal/retained_hashes.h"
+#include "shardfilter/persistence/internal/values.h"
 
 namespace rocksdb {
 class DB;
@@ -54,7 +54,7 @@ class JournalBatch {
  public:
   void Add(std::string_view name, uint32_t shard, uint64_t seq, JournalOp op,
            std::span<const uint64_t> hashes);
-  // The same ops' retained hashes (persistence/retained_hashes.h): one
+  // The same ops' retained hashes (persistence/internal/retained_hashes.h): one
   // merge of +1 (add) or -1 (remove) per hash, written in the same
   // WriteBatch as the journal entries.
   void Retain(std::string_view name, JournalOp op,
@@ -150,7 +150,7 @@ class Store {
                              const std::vector<std::string>& keep,
                              uint32_t* removed_ranges = nullptr);
 
-  // --- Retained hashes (persistence/retained_hashes.h) ---
+  // --- Retained hashes (persistence/internal/retained_hashes.h) ---
   // Creates the "hashes" family if missing (a writable store only).
   // CreateFilter calls it for a descriptor with retain_hashes.
   Status EnsureHashesFamily();
@@ -182,14 +182,14 @@ class Store {
   Status Compact();
 
   // The epoch of the filter's memory-mapped journal
-  // (persistence/filter_journal.h): 0 when it has none. Create, Drop and
-  // CommitMigration delete it in their WriteBatch, so that a later filter
+  // (persistence/internal/filter_journal.h): 0 when it has none. Create, Drop
+  // and CommitMigration delete it in their WriteBatch, so that a later filter
   // of the name never replays an earlier one's segments.
   Result<uint64_t> GetFilterJournalEpoch(std::string_view name) const;
-  // The filters' expiry deadlines (persistence/filter_expiry.h), unix ms.
-  // Put / Delete are synced. List: every (name, deadline); a value that does
-  // not decode is reported in *bad (that filter then has no deadline: it is
-  // never dropped for a deadline nobody can read) and Verify lists it.
+  // The filters' expiry deadlines (persistence/internal/filter_expiry.h), unix
+  // ms. Put / Delete are synced. List: every (name, deadline); a value that
+  // does not decode is reported in *bad (that filter then has no deadline: it
+  // is never dropped for a deadline nobody can read) and Verify lists it.
   Status PutFilterExpiry(std::string_view name, int64_t unix_ms);
   Status DeleteFilterExpiry(std::string_view name);
   Result<std::vector<std::pair<std::string, int64_t>>> ListFilterExpiries(
@@ -208,8 +208,8 @@ class Store {
   // Reads back and checks every value in the three column families.
   Status Verify(StoreVerifyReport* report) const;
 
-  // The dedup store's column families (persistence/dedup_table.h). They
-  // are opened with the store when present; when missing, `create` on a
+  // The dedup store's column families (persistence/internal/dedup_table.h).
+  // They are opened with the store when present; when missing, `create` on a
   // writable store creates them (so stores that never held a dedup set keep
   // their layout), otherwise NotFound. The table lives as long as the Store.
   Result<DedupTable*> Dedup(bool create);
@@ -218,7 +218,7 @@ class Store {
 
  private:
   // The tiered filters' descriptors and exact levels live in the default
-  // column family (persistence/tiered_table.h), through db_ and Write.
+  // column family (persistence/internal/tiered_table.h), through db_ and Write.
   friend class TieredTable;
 
   Store() = default;
@@ -259,4 +259,4 @@ class Store {
 
 }  // namespace shardfilter::persistence
 
-#endif  // SHARDFILTER_PERSISTENCE_STORE_H_
+#endif  // SHARDFILTER_PERSISTENCE_INTERNAL_STORE_H_

@@ -10,8 +10,8 @@
 //   journal  key = u16 len | name | u32 shard | u64 sequence
 //
 // Thread-safe: pure functions.
-#ifndef SHARDFILTER_PERSISTENCE_KEYS_H_
-#define SHARDFILTER_PERSISTENCE_KEYS_H_
+#ifndef SHARDFILTER_PERSISTENCE_INTERNAL_KEYS_H_
+#define SHARDFILTER_PERSISTENCE_INTERNAL_KEYS_H_
 
 #include <cstdint>
 #include <optional>
@@ -54,4 +54,4 @@ std::optional<ParsedKey> ParseJournalKey(std::string_view key);
 
 }  // namespace shardfilter::persistence
 
-#endif  // SHARDFILTER_PERSISTENCE_KEYS_H_
+#endif  // SHARDFILTER_PERSISTENCE_INTERNAL_KEYS_H_

@@ -18,8 +18,8 @@
 // shard 3 chunk 2") in the message.
 //
 // Thread-safe: pure functions.
-#ifndef SHARDFILTER_PERSISTENCE_VALUES_H_
-#define SHARDFILTER_PERSISTENCE_VALUES_H_
+#ifndef SHARDFILTER_PERSISTENCE_INTERNAL_VALUES_H_
+#define SHARDFILTER_PERSISTENCE_INTERNAL_VALUES_H_
 
 #include <cstdint>
 #include <span>
@@ -39,11 +39,12 @@ enum class ValueKind : uint8_t {
   kDescriptor = 1,
   kChunk = 2,
   kJournal = 3,
-  // The dedup store's values (persistence/dedup_table.h, docs/dedup.md).
+  // The dedup store's values (persistence/internal/dedup_table.h,
+  // docs/dedup.md).
   kDedupEntry = 4,
   kDedupMeta = 5,
   kDedupIndex = 6,
-  // A dedup set's journal file exists (persistence/dedup_table.h).
+  // A dedup set's journal file exists (persistence/internal/dedup_table.h).
   kDedupJournalMarker = 7,
 };
 
@@ -116,4 +117,4 @@ std::string DescribeName(std::string_view name);
 
 }  // namespace shardfilter::persistence
 
-#endif  // SHARDFILTER_PERSISTENCE_VALUES_H_
+#endif  // SHARDFILTER_PERSISTENCE_INTERNAL_VALUES_H_

@@ -5,13 +5,13 @@
 //               u16 len | set name | 0x01 | key      -> entry (kind 4)
 //   dedup_time  u16 len | set name | u64 BE bucket | key -> index (kind 6)
 //
-// Every value is framed like the rest of the store (persistence/values.h):
-// version, kind, payload, XXH3. An entry's payload is u64 LE insert time
-// (ms) | u64 LE bucket; an all-zero entry (every entry of a set without
-// TTL) is written compact: format version 2, no payload. The meta's payload
-// is u64 LE ttl_ms | u32 LE partitions; an index value has none. The time index
-// exists only for sets with a TTL; it is a hint for expiry (the entry's bucket
-// is the truth).
+// Every value is framed like the rest of the store
+// (persistence/internal/values.h): version, kind, payload, XXH3. An entry's
+// payload is u64 LE insert time (ms) | u64 LE bucket; an all-zero entry (every
+// entry of a set without TTL) is written compact: format version 2, no payload.
+// The meta's payload is u64 LE ttl_ms | u32 LE partitions; an index value has
+// none. The time index exists only for sets with a TTL; it is a hint for expiry
+// (the entry's bucket is the truth).
 //
 // The families are created on first use (Store::Dedup(true)), so a store
 // that never held a dedup set keeps its original layout. This layer knows
@@ -20,8 +20,8 @@
 //
 // Thread safety: all methods may be called concurrently (RocksDB is
 // thread-safe). A read-only table refuses writes with NotSupported.
-#ifndef SHARDFILTER_PERSISTENCE_DEDUP_TABLE_H_
-#define SHARDFILTER_PERSISTENCE_DEDUP_TABLE_H_
+#ifndef SHARDFILTER_PERSISTENCE_INTERNAL_DEDUP_TABLE_H_
+#define SHARDFILTER_PERSISTENCE_INTERNAL_DEDUP_TABLE_H_
 
 #include <cstdint>
 #include <functional>
@@ -121,8 +121,8 @@ class DedupTable {
   // Synced write of the meta value.
   Status PutMeta(std::string_view set, const DedupMeta& m);
   // The journal marker: present while the set's journal file
-  // (persistence/dedup_log.h) holds or may hold acknowledged records, so
-  // that a deleted file is Corruption, not an empty journal. Put (synced)
+  // (persistence/internal/dedup_log.h) holds or may hold acknowledged records,
+  // so that a deleted file is Corruption, not an empty journal. Put (synced)
   // once the file exists; deleted in the write that moves the file's
   // records into RocksDB before the file is removed.
   Status PutJournalMarker(std::string_view set);
@@ -167,4 +167,4 @@ class DedupTable {
 
 }  // namespace shardfilter::persistence
 
-#endif  // SHARDFILTER_PERSISTENCE_DEDUP_TABLE_H_
+#endif  // SHARDFILTER_PERSISTENCE_INTERNAL_DEDUP_TABLE_H_

@@ -8,8 +8,8 @@
 // CreateFilter and DropFilter delete it in their WriteBatch, so a later
 // filter of the name never inherits a deadline; a migration keeps it (the
 // key is the same filter to its users). Thread-safe: pure functions.
-#ifndef SHARDFILTER_PERSISTENCE_FILTER_EXPIRY_H_
-#define SHARDFILTER_PERSISTENCE_FILTER_EXPIRY_H_
+#ifndef SHARDFILTER_PERSISTENCE_INTERNAL_FILTER_EXPIRY_H_
+#define SHARDFILTER_PERSISTENCE_INTERNAL_FILTER_EXPIRY_H_
 
 #include <cstdint>
 #include <string>
@@ -31,4 +31,4 @@ Result<int64_t> DecodeFilterExpiry(std::string_view value,
 
 }  // namespace shardfilter::persistence
 
-#endif  // SHARDFILTER_PERSISTENCE_FILTER_EXPIRY_H_
+#endif  // SHARDFILTER_PERSISTENCE_INTERNAL_FILTER_EXPIRY_H_

@@ -8,7 +8,7 @@
 //   value = i64 little-endian count: adds minus removes of that hash
 //
 // Ops reach the family as RocksDB merges (+1 per add, -1 per remove) in the
-// same WriteBatch as the op's journal entry (persistence/store.h,
+// same WriteBatch as the op's journal entry (persistence/internal/store.h,
 // JournalBatch::Retain), so the retained multiset always equals the
 // journalled ops: what recovery rebuilds. A count of 0 or less means
 // "absent"; keys of count 0 are removed by RocksDB's compactions (the
@@ -20,8 +20,8 @@
 // a RocksDB snapshot taken when the scan was created (its iterator is made
 // at the first Next()), so concurrent writes neither appear in nor disturb
 // it.
-#ifndef SHARDFILTER_PERSISTENCE_RETAINED_HASHES_H_
-#define SHARDFILTER_PERSISTENCE_RETAINED_HASHES_H_
+#ifndef SHARDFILTER_PERSISTENCE_INTERNAL_RETAINED_HASHES_H_
+#define SHARDFILTER_PERSISTENCE_INTERNAL_RETAINED_HASHES_H_
 
 #include <cstdint>
 #include <memory>
@@ -88,4 +88,4 @@ class RetainedHashScan {
 
 }  // namespace shardfilter::persistence
 
-#endif  // SHARDFILTER_PERSISTENCE_RETAINED_HASHES_H_
+#endif  // SHARDFILTER_PERSISTENCE_INTERNAL_RETAINED_HASHES_H_

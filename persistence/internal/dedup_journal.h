@@ -1,9 +1,9 @@
 // DedupJournal: durability journal for a dedup set without a RocksDB write
 // per call. A commit is one record copied into the set's memory-mapped log
-// (persistence/dedup_log.h) plus the ops put into an in-memory overlay;
-// when the log's active region is full the records move into RocksDB in one
-// WriteBatch (WAL on) and the region is cleared. Reads consult the overlay
-// first, then RocksDB. Recovery (Replay) moves whatever a crash left in
+// (persistence/internal/dedup_log.h) plus the ops put into an in-memory
+// overlay; when the log's active region is full the records move into RocksDB
+// in one WriteBatch (WAL on) and the region is cleared. Reads consult the
+// overlay first, then RocksDB. Recovery (Replay) moves whatever a crash left in
 // the log into RocksDB before the set's filters are rebuilt.
 //
 // Invariants:
@@ -31,8 +31,8 @@
 //
 // The caller serializes commits and reads of the same key (the dedup
 // store's key stripes); commits of different keys may run concurrently.
-#ifndef SHARDFILTER_PERSISTENCE_DEDUP_JOURNAL_H_
-#define SHARDFILTER_PERSISTENCE_DEDUP_JOURNAL_H_
+#ifndef SHARDFILTER_PERSISTENCE_INTERNAL_DEDUP_JOURNAL_H_
+#define SHARDFILTER_PERSISTENCE_INTERNAL_DEDUP_JOURNAL_H_
 
 #include <atomic>
 #include <functional>
@@ -45,8 +45,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "shardfilter/persistence/dedup_log.h"
-#include "shardfilter/persistence/dedup_table.h"
+#include "shardfilter/persistence/internal/dedup_log.h"
+#include "shardfilter/persistence/internal/dedup_table.h"
 
 namespace shardfilter::persistence {
 
@@ -148,4 +148,4 @@ class DedupJournal {
 
 }  // namespace shardfilter::persistence
 
-#endif  // SHARDFILTER_PERSISTENCE_DEDUP_JOURNAL_H_
+#endif  // SHARDFILTER_PERSISTENCE_INTERNAL_DEDUP_JOURNAL_H_

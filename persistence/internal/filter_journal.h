@@ -47,8 +47,8 @@
 //
 // Thread safety: the decoders are pure functions; a Segment's writes are
 // coordinated by its owner (filter_log.h).
-#ifndef SHARDFILTER_PERSISTENCE_FILTER_JOURNAL_H_
-#define SHARDFILTER_PERSISTENCE_FILTER_JOURNAL_H_
+#ifndef SHARDFILTER_PERSISTENCE_INTERNAL_FILTER_JOURNAL_H_
+#define SHARDFILTER_PERSISTENCE_INTERNAL_FILTER_JOURNAL_H_
 
 #include <atomic>
 #include <cstddef>
@@ -120,7 +120,7 @@ void UncommitRecord(char* p);
 
 // The default column family's key naming a filter's journal epoch:
 // 0xF7 'J' 'e' | u16 BE name length | name. Value: u8 version (1) |
-// u64 epoch | u64 XXH3 of the 9 bytes before (persistence/store.h).
+// u64 epoch | u64 XXH3 of the 9 bytes before (persistence/internal/store.h).
 std::string FilterJournalEpochKey(std::string_view name);
 std::string EncodeFilterJournalEpoch(uint64_t epoch);
 Result<uint64_t> DecodeFilterJournalEpoch(std::string_view value,
@@ -194,4 +194,4 @@ void SetJournalSyncedForTesting(JournalSyncedFn fn);
 
 }  // namespace shardfilter::persistence
 
-#endif  // SHARDFILTER_PERSISTENCE_FILTER_JOURNAL_H_
+#endif  // SHARDFILTER_PERSISTENCE_INTERNAL_FILTER_JOURNAL_H_
