@@ -9,30 +9,24 @@
 #include <shared_mutex>
 
 #include "shardfilter/engine/internal/access.h"
+#include "shardfilter/engine/internal/filter_factory.h"
 #include "shardfilter/engine/internal/shard.h"
 #include "shardfilter/engine/internal/shard_chain.h"
 #include "shardfilter/filters/hash.h"
+#include "shardfilter/filters/internal/coding.h"
+#include "shardfilter/persistence/internal/spec_codec.h"
 
 namespace shardfilter {
 namespace {
 
 using internal::ShardedFilterAccess;
 
-void PutU16(std::string* out, uint16_t v) {
-  for (int i = 0; i < 2; ++i) out->push_back(static_cast<char>(v >> (8 * i)));
-}
-void PutU32(std::string* out, uint32_t v) {
-  for (int i = 0; i < 4; ++i) out->push_back(static_cast<char>(v >> (8 * i)));
-}
-void PutU64(std::string* out, uint64_t v) {
-  for (int i = 0; i < 8; ++i) out->push_back(static_cast<char>(v >> (8 * i)));
-}
+using internal::PutU16;
+using internal::PutU32;
+using internal::PutU64;
+
 uint64_t GetLE(std::string_view b, size_t at, size_t n) {
-  uint64_t v = 0;
-  for (size_t i = 0; i < n; ++i) {
-    v |= uint64_t{static_cast<uint8_t>(b[at + i])} << (8 * i);
-  }
-  return v;
+  return internal::LoadLE(b.data() + at, static_cast<int>(n));
 }
 
 Status Bad(const std::string& why) {
@@ -86,23 +80,17 @@ std::string ExportShardedFilter(ShardedFilter& handle) {
   std::string out(kExportMagic, sizeof kExportMagic);
   PutU16(&out, kExportVersion);
   PutU16(&out, 0);
-  out.push_back(static_cast<char>(spec.type));
-  out.push_back(static_cast<char>((spec.classic_layout ? 1 : 0) |
-                                  (spec.scalable ? 2 : 0)));
+  // Bytes 8..63: the spec head in export order, the shard count, the
+  // parameter block (persistence/internal/spec_codec.h).
+  const persistence::StoredSpec stored = internal::StoredFromSpec(spec);
+  const persistence::SpecHead head = persistence::EncodeSpecHead(stored);
+  out.push_back(static_cast<char>(head.type));
   out.push_back(
-      static_cast<char>(spec.durability.value_or(Durability::kJournal)));
-  out.push_back(static_cast<char>(spec.expansion));
+      static_cast<char>(head.flags & ~persistence::kSpecFlagRetainHashes));
+  out.push_back(static_cast<char>(head.durability));
+  out.push_back(static_cast<char>(head.expansion));
   PutU32(&out, shards);
-  PutU64(&out, spec.capacity);
-  uint64_t fpp_bits;
-  std::memcpy(&fpp_bits, &spec.fpp, sizeof fpp_bits);
-  PutU64(&out, fpp_bits);
-  PutU64(&out, spec.seed);
-  PutU32(&out, spec.k);
-  PutU32(&out, spec.fingerprint_bits);
-  PutU32(&out, spec.bucket_size);
-  PutU32(&out, spec.max_kicks);
-  PutU64(&out, spec.max_bytes);
+  persistence::PutSpecParams(&out, stored);
   size_t total = out.size() + kExportTrailerSize;
   for (const std::string& b : blobs) total += 16 + b.size();
   out.reserve(total);
@@ -186,30 +174,19 @@ Result<ParsedExport> ParseExport(std::string_view b) {
     }
   }
   if (GetLE(b, 6, 2) != 0) return Bad("reserved bytes not zero");
-  const uint8_t type = static_cast<uint8_t>(b[8]);
-  if (type < 1 || type > 3)
-    return Bad("unknown filter type " + std::to_string(type));
-  const uint8_t flags = static_cast<uint8_t>(b[9]);
-  if (flags > 3) return Bad("unknown flags " + std::to_string(flags));
-  const uint8_t durability = static_cast<uint8_t>(b[10]);
-  if (durability > 2)
-    return Bad("unknown durability " + std::to_string(durability));
-  FilterSpec& s = p.spec;
-  s.type = static_cast<FilterType>(type);
-  s.classic_layout = (flags & 1) != 0;
-  s.scalable = (flags & 2) != 0;
-  s.expansion = static_cast<uint8_t>(b[11]);
-  s.durability = static_cast<Durability>(durability);
-  s.shards = static_cast<uint32_t>(shards);
-  s.capacity = GetLE(b, 16, 8);
-  const uint64_t fpp_bits = GetLE(b, 24, 8);
-  std::memcpy(&s.fpp, &fpp_bits, sizeof s.fpp);
-  s.seed = GetLE(b, 32, 8);
-  s.k = static_cast<uint32_t>(GetLE(b, 40, 4));
-  s.fingerprint_bits = static_cast<uint32_t>(GetLE(b, 44, 4));
-  s.bucket_size = static_cast<uint32_t>(GetLE(b, 48, 4));
-  s.max_kicks = static_cast<uint32_t>(GetLE(b, 52, 4));
-  s.max_bytes = GetLE(b, 56, 8);
+  persistence::SpecHead head;
+  head.type = static_cast<uint8_t>(b[8]);
+  head.flags = static_cast<uint8_t>(b[9]);
+  head.durability = static_cast<uint8_t>(b[10]);
+  head.expansion = static_cast<uint8_t>(b[11]);
+  persistence::StoredSpec stored;
+  internal::ByteReader params(b.substr(16, persistence::kSpecParamsBytes));
+  if (!persistence::ReadSpecParams(&params, &stored)) {
+    return Bad("truncated in the header");  // unreachable: size checked
+  }
+  SF_RETURN_IF_ERROR(persistence::DecodeSpecHead(
+      head, persistence::kExportSpecRules, "export file", &stored));
+  p.spec = internal::SpecFromStored(stored, static_cast<uint32_t>(shards));
   return p;
 }
 

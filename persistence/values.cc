@@ -8,7 +8,6 @@
 namespace shardfilter::persistence {
 
 using internal::ByteReader;
-using internal::PutF64;
 using internal::PutU32;
 using internal::PutU64;
 using internal::PutU8;
@@ -71,19 +70,12 @@ Result<std::string_view> UnframeValue(std::string_view value, ValueKind kind,
 
 std::string EncodeDescriptor(const FilterDescriptor& d) {
   std::string p;
-  PutU8(&p, static_cast<uint8_t>(d.type));
-  PutU8(&p, d.durability);
-  PutU8(&p, (d.classic_layout ? 1 : 0) | (d.scalable ? 2 : 0) |
-                (d.retain_hashes ? 4 : 0));
-  PutU8(&p, static_cast<uint8_t>(d.expansion));
-  PutU64(&p, d.capacity);
-  PutF64(&p, d.fpp);
-  PutU64(&p, d.seed);
-  PutU32(&p, d.k);
-  PutU32(&p, d.fingerprint_bits);
-  PutU32(&p, d.bucket_size);
-  PutU32(&p, d.max_kicks);
-  PutU64(&p, d.max_bytes);
+  const SpecHead h = EncodeSpecHead(d);
+  PutU8(&p, h.type);
+  PutU8(&p, h.durability);
+  PutU8(&p, h.flags);
+  PutU8(&p, h.expansion);
+  PutSpecParams(&p, d);
   PutU32(&p, static_cast<uint32_t>(d.shards.size()));
   for (const ShardRecord& r : d.shards) {
     PutU64(&p, r.generation);
@@ -102,40 +94,13 @@ Result<FilterDescriptor> DecodeDescriptor(std::string_view value,
                       UnframeValue(value, ValueKind::kDescriptor, what));
   ByteReader r(payload);
   FilterDescriptor d;
-  uint8_t type, durability, flags, expansion;
+  SpecHead h;
   uint32_t shard_count;
-  bool ok = r.ReadU8(&type) && r.ReadU8(&durability) && r.ReadU8(&flags) &&
-            r.ReadU8(&expansion) && r.ReadU64(&d.capacity) &&
-            r.ReadF64(&d.fpp) && r.ReadU64(&d.seed) && r.ReadU32(&d.k) &&
-            r.ReadU32(&d.fingerprint_bits) && r.ReadU32(&d.bucket_size) &&
-            r.ReadU32(&d.max_kicks) && r.ReadU64(&d.max_bytes) &&
-            r.ReadU32(&shard_count);
+  bool ok = r.ReadU8(&h.type) && r.ReadU8(&h.durability) &&
+            r.ReadU8(&h.flags) && r.ReadU8(&h.expansion) &&
+            ReadSpecParams(&r, &d) && r.ReadU32(&shard_count);
   if (!ok) return Status::Corruption(what + ": truncated parameters");
-  if (type < 1 || type > 3) {
-    return Status::Corruption(what + ": unknown filter type " +
-                              std::to_string(type));
-  }
-  if (durability > 2) {
-    return Status::Corruption(what + ": unknown durability " +
-                              std::to_string(durability));
-  }
-  if ((flags & ~7u) != 0) {
-    return Status::Corruption(what + ": unknown flags " +
-                              std::to_string(flags));
-  }
-  if (expansion < 1 || expansion > 16) {
-    return Status::Corruption(what + ": expansion " +
-                              std::to_string(expansion) +
-                              " is outside [1, 16]");
-  }
-  // A NaN or out-of-range rate would only be refused later, by the spec
-  // check at open, as InvalidArgument: stored bytes that are not a valid
-  // filter are Corruption here (found by tests/fuzz/descriptor_fuzz.cc).
-  if (!(d.fpp > 0.0) || !(d.fpp < 1.0)) {
-    return Status::Corruption(what + ": fpp " + std::to_string(d.fpp) +
-                              " is outside (0, 1)");
-  }
-  if (d.capacity == 0) return Status::Corruption(what + ": capacity 0");
+  SF_RETURN_IF_ERROR(DecodeSpecHead(h, kDescriptorSpecRules, what, &d));
   if (shard_count == 0 || shard_count > 256 ||
       (shard_count & (shard_count - 1)) != 0) {
     return Status::Corruption(what + ": bad shard count " +
@@ -146,12 +111,6 @@ Result<FilterDescriptor> DecodeDescriptor(std::string_view value,
         what + ": shard records have " + std::to_string(r.remaining()) +
         " bytes, expected " + std::to_string(shard_count * 36));
   }
-  d.type = static_cast<FilterType>(type);
-  d.durability = durability;
-  d.classic_layout = (flags & 1) != 0;
-  d.scalable = (flags & 2) != 0;
-  d.retain_hashes = (flags & 4) != 0;
-  d.expansion = expansion;
   d.shards.resize(shard_count);
   for (ShardRecord& s : d.shards) {
     r.ReadU64(&s.generation);

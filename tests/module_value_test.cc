@@ -111,7 +111,13 @@ TEST(ModuleValueTest, SpecRoundTripsExactly) {
   for (const char* bad : {"", "v1", "v2 1 1 0x1p-1 1 1 2 0 0 0 0 0 2",
                           "v1 9 1 0x1p-1 1 1 2 0 0 0 0 0 2",
                           "v1 1 1 0x1p-1 1 1 2 0 0 0 0 0 2 extra",
-                          "v1 1 1 nope 1 1 2 0 0 0 0 0 2"}) {
+                          "v1 1 1 nope 1 1 2 0 0 0 0 0 2",
+                          "v1 1 1 0x1p-1 1 1 4 0 0 0 0 0 2",     // retain flag
+                          "v1 1 1 0x1p-1 1 1 2 0 0 0 0 0 17",    // expansion
+                          "v1 1 1 0x1p-1 1 1 2 0 0 0 0 0 258",   // wraps to 2
+                          "v1 1 1 0x1p+0 1 1 2 0 0 0 0 0 2",     // fpp 1
+                          "v1 1 0 0x1p-1 1 1 2 0 0 0 0 0 2"}) {  // capacity
+
     EXPECT_FALSE(DecodeSpec(bad).ok()) << bad;
   }
 }

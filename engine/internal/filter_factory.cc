@@ -224,44 +224,55 @@ Result<std::unique_ptr<Filter>> DecodeLinkFilter(const FilterSpec& spec,
   return f;
 }
 
+persistence::StoredSpec StoredFromSpec(const FilterSpec& spec) {
+  persistence::StoredSpec s;
+  s.type = spec.type;
+  s.durability =
+      static_cast<uint8_t>(spec.durability.value_or(Durability::kJournal));
+  s.classic_layout = spec.classic_layout;
+  s.scalable = spec.scalable;
+  s.retain_hashes = spec.retain_hashes;
+  s.expansion = spec.expansion;
+  s.capacity = spec.capacity;
+  s.fpp = spec.fpp;
+  s.seed = spec.seed;
+  s.k = spec.k;
+  s.fingerprint_bits = spec.fingerprint_bits;
+  s.bucket_size = spec.bucket_size;
+  s.max_kicks = spec.max_kicks;
+  s.max_bytes = spec.max_bytes;
+  return s;
+}
+
+FilterSpec SpecFromStored(const persistence::StoredSpec& s, uint32_t shards) {
+  FilterSpec spec;
+  spec.type = s.type;
+  spec.durability = static_cast<Durability>(s.durability);
+  spec.classic_layout = s.classic_layout;
+  spec.scalable = s.scalable;
+  spec.retain_hashes = s.retain_hashes;
+  spec.expansion = s.expansion;
+  spec.capacity = s.capacity;
+  spec.fpp = s.fpp;
+  spec.seed = s.seed;
+  spec.k = s.k;
+  spec.fingerprint_bits = s.fingerprint_bits;
+  spec.bucket_size = s.bucket_size;
+  spec.max_kicks = s.max_kicks;
+  spec.max_bytes = s.max_bytes;
+  spec.shards = shards;
+  return spec;
+}
+
 persistence::FilterDescriptor DescriptorFromSpec(const FilterSpec& spec) {
   persistence::FilterDescriptor d;
-  d.type = spec.type;
-  d.durability = static_cast<uint8_t>(*spec.durability);
-  d.classic_layout = spec.classic_layout;
-  d.capacity = spec.capacity;
-  d.fpp = spec.fpp;
-  d.seed = spec.seed;
-  d.k = spec.k;
-  d.fingerprint_bits = spec.fingerprint_bits;
-  d.bucket_size = spec.bucket_size;
-  d.max_kicks = spec.max_kicks;
-  d.max_bytes = spec.max_bytes;
-  d.scalable = spec.scalable;
-  d.expansion = spec.expansion;
-  d.retain_hashes = spec.retain_hashes;
+  static_cast<persistence::StoredSpec&>(d) = StoredFromSpec(spec);
   d.shards.resize(spec.shards);
   return d;
 }
 
 FilterSpec SpecFromDescriptor(const persistence::FilterDescriptor& d) {
-  FilterSpec spec;
-  spec.type = d.type;
-  spec.durability = static_cast<Durability>(d.durability);
-  spec.classic_layout = d.classic_layout;
-  spec.capacity = d.capacity;
-  spec.fpp = d.fpp;
-  spec.seed = d.seed;
-  spec.k = d.k;
-  spec.fingerprint_bits = d.fingerprint_bits;
-  spec.bucket_size = d.bucket_size;
-  spec.max_kicks = d.max_kicks;
-  spec.max_bytes = d.max_bytes;
-  spec.scalable = d.scalable;
-  spec.expansion = d.expansion;
-  spec.retain_hashes = d.retain_hashes;
-  spec.shards = static_cast<uint32_t>(d.shards.size());
-  return spec;
+  return SpecFromStored(d, static_cast<uint32_t>(d.shards.size()));
 }
 
 }  // namespace shardfilter::internal

@@ -74,6 +74,11 @@ Result<std::unique_ptr<Filter>> DecodeLinkFilter(const FilterSpec& spec,
                                                  std::string_view bytes,
                                                  std::string_view what);
 
+// The one conversion between a FilterSpec and its stored parameters
+// (persistence/internal/spec_codec.h), which the descriptor and the export
+// header share. A spec with no durability stores journal.
+persistence::StoredSpec StoredFromSpec(const FilterSpec& spec);
+FilterSpec SpecFromStored(const persistence::StoredSpec& s, uint32_t shards);
 // A descriptor of a resolved spec with no checkpoint yet (generation 0).
 persistence::FilterDescriptor DescriptorFromSpec(const FilterSpec& spec);
 FilterSpec SpecFromDescriptor(const persistence::FilterDescriptor& d);

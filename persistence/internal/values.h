@@ -29,6 +29,7 @@
 
 #include "shardfilter/filters/filter.h"
 #include "shardfilter/filters/status.h"
+#include "shardfilter/persistence/internal/spec_codec.h"
 
 namespace shardfilter::persistence {
 
@@ -61,22 +62,10 @@ struct ShardRecord {
   bool operator==(const ShardRecord&) const = default;
 };
 
-// A filter's catalog entry: everything needed to rebuild it.
-struct FilterDescriptor {
-  FilterType type = FilterType::kBloom;
-  uint8_t durability = 0;  // engine Durability value
-  bool classic_layout = false;
-  uint64_t capacity = 0;
-  double fpp = 0;
-  uint64_t seed = 0;
-  uint32_t k = 0;
-  uint32_t fingerprint_bits = 0;
-  uint32_t bucket_size = 0;
-  uint32_t max_kicks = 0;
-  uint64_t max_bytes = 0;
-  bool scalable = false;            // flags bit 1
-  bool retain_hashes = false;       // flags bit 2 (the "hashes" family)
-  uint32_t expansion = 1;           // [1, 16], in the former reserved byte
+// A filter's catalog entry: everything needed to rebuild it. Its payload
+// (docs/format-store.md) is the spec head in descriptor order, the
+// parameter block (spec_codec.h), then u32 shard count and the records.
+struct FilterDescriptor : StoredSpec {
   std::vector<ShardRecord> shards;  // size = shard count
 
   bool operator==(const FilterDescriptor&) const = default;

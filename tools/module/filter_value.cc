@@ -6,7 +6,9 @@
 #include <cstring>
 
 #include "shardfilter/engine/export.h"
+#include "shardfilter/engine/internal/filter_factory.h"
 #include "shardfilter/filters/hash.h"
+#include "shardfilter/persistence/internal/spec_codec.h"
 
 namespace shardfilter::module {
 namespace {
@@ -100,54 +102,55 @@ std::unique_ptr<FilterValue> ValueFromBytes(std::string bytes) {
 
 // "v1 type capacity fpp shards seed flags k fp_bits bucket kicks max_bytes
 // expansion", flags: 1 classic layout, 2 scalable.
-std::string EncodeSpec(const FilterSpec& s) {
+// The fields, their mapping from FilterSpec and their checks are those of
+// the stored spec (persistence/internal/spec_codec.h); only the text form
+// is the module's, because it travels as a command argument in AOFs and
+// replication streams.
+std::string EncodeSpec(const FilterSpec& spec) {
+  const persistence::StoredSpec s = internal::StoredFromSpec(spec);
+  const persistence::SpecHead head = persistence::EncodeSpecHead(s);
   char buf[512];
   std::snprintf(
       buf, sizeof buf,
       "v1 %u %" PRIu64 " %a %u %" PRIu64 " %u %u %u %u %u %" PRIu64 " %u",
-      static_cast<unsigned>(s.type), s.capacity, s.fpp, s.shards, s.seed,
-      (s.classic_layout ? 1u : 0u) | (s.scalable ? 2u : 0u), s.k,
-      s.fingerprint_bits, s.bucket_size, s.max_kicks, s.max_bytes, s.expansion);
+      static_cast<unsigned>(head.type), s.capacity, s.fpp, spec.shards, s.seed,
+      static_cast<unsigned>(head.flags & ~persistence::kSpecFlagRetainHashes),
+      s.k, s.fingerprint_bits, s.bucket_size, s.max_kicks, s.max_bytes,
+      static_cast<unsigned>(head.expansion));
   return buf;
 }
 
 Result<FilterSpec> DecodeSpec(std::string_view text) {
   const std::string t(text);
-  unsigned type = 0, shards = 0, flags = 0, k = 0, fp = 0, bucket = 0,
-           kicks = 0, expansion = 0;
-  uint64_t capacity = 0, seed = 0, max_bytes = 0;
+  unsigned type = 0, shards = 0, flags = 0, expansion = 0;
+  persistence::StoredSpec s;
   char fpp_text[64] = {0};
   int used = 0;
-  const int n = std::sscanf(
-      t.c_str(),
-      "v1 %u %" SCNu64 " %63s %u %" SCNu64 " %u %u %u %u %u %" SCNu64 " %u%n",
-      &type, &capacity, fpp_text, &shards, &seed, &flags, &k, &fp, &bucket,
-      &kicks, &max_bytes, &expansion, &used);
-  if (n != 12 || static_cast<size_t>(used) != t.size() || type < 1 ||
-      type > 3 || flags > 3) {
+  const int n = std::sscanf(t.c_str(),
+                            "v1 %u %" SCNu64 " %63s %u %" SCNu64
+                            " %u %u %u %u %u %" SCNu64 " %u%n",
+                            &type, &s.capacity, fpp_text, &shards, &s.seed,
+                            &flags, &s.k, &s.fingerprint_bits, &s.bucket_size,
+                            &s.max_kicks, &s.max_bytes, &expansion, &used);
+  if (n != 12 || static_cast<size_t>(used) != t.size() || type > 255 ||
+      flags > 255 || expansion > 255) {
     return Status::InvalidArgument("malformed filter spec");
   }
   char* end = nullptr;
-  const double fpp = std::strtod(fpp_text, &end);
+  s.fpp = std::strtod(fpp_text, &end);
   if (end == fpp_text || *end != '\0') {
     return Status::InvalidArgument("malformed filter spec rate");
   }
-  FilterSpec s;
-  s.type = static_cast<FilterType>(type);
-  s.capacity = capacity;
-  s.fpp = fpp;
-  s.shards = shards;
-  s.seed = seed;
-  s.classic_layout = (flags & 1) != 0;
-  s.scalable = (flags & 2) != 0;
-  s.k = k;
-  s.fingerprint_bits = fp;
-  s.bucket_size = bucket;
-  s.max_kicks = kicks;
-  s.max_bytes = max_bytes;
-  s.expansion = expansion;
-  s.durability = Durability::kNone;
-  return s;
+  persistence::SpecHead head;
+  head.type = static_cast<uint8_t>(type);
+  head.flags = static_cast<uint8_t>(flags);
+  head.expansion = static_cast<uint8_t>(expansion);
+  const Status st = persistence::DecodeSpecHead(
+      head, persistence::kExportSpecRules, "malformed filter spec", &s);
+  if (!st.ok()) return Status::InvalidArgument(st.message());
+  FilterSpec spec = internal::SpecFromStored(s, shards);
+  spec.durability = Durability::kNone;
+  return spec;
 }
 
 }  // namespace shardfilter::module

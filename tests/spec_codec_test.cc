@@ -1,0 +1,150 @@
+// The one codec of a filter's stored parameters (persistence/internal/
+// spec_codec.h): both layouts that carry it, the catalog descriptor and the
+// export header, pinned byte by byte against the same spec, and the checks
+// every decoder of it shares.
+#include "shardfilter/persistence/internal/spec_codec.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <limits>
+
+#include "shardfilter/engine/database.h"
+#include "shardfilter/engine/export.h"
+#include "shardfilter/engine/internal/filter_factory.h"
+#include "shardfilter/filters/internal/coding.h"
+#include "shardfilter/persistence/internal/values.h"
+
+namespace shardfilter::persistence {
+namespace {
+
+StoredSpec Sample() {
+  StoredSpec s;
+  s.type = FilterType::kCuckoo;
+  s.durability = 2;
+  s.scalable = true;
+  s.retain_hashes = true;
+  s.expansion = 4;
+  s.capacity = 0x0102030405060708;
+  s.fpp = 0.25;  // 0x3fd0000000000000
+  s.seed = 0x1112131415161718;
+  s.k = 0x21222324;
+  s.fingerprint_bits = 12;
+  s.bucket_size = 4;
+  s.max_kicks = 500;
+  s.max_bytes = 0x3132333435363738;
+  return s;
+}
+
+// The parameter block of Sample(), as docs/format-store.md and
+// docs/format-export.md lay it out.
+const std::string kParams(
+    "\x08\x07\x06\x05\x04\x03\x02\x01"   // capacity
+    "\x00\x00\x00\x00\x00\x00\xd0\x3f"   // fpp 0.25
+    "\x18\x17\x16\x15\x14\x13\x12\x11"   // seed
+    "\x24\x23\x22\x21"                   // k
+    "\x0c\x00\x00\x00"                   // fingerprint bits
+    "\x04\x00\x00\x00"                   // bucket size
+    "\xf4\x01\x00\x00"                   // max kicks
+    "\x38\x37\x36\x35\x34\x33\x32\x31",  // max bytes
+    kSpecParamsBytes);
+
+TEST(SpecCodecTest, ParameterBlockIsPinned) {
+  std::string out;
+  PutSpecParams(&out, Sample());
+  EXPECT_EQ(out, kParams);
+  internal::ByteReader r(out);
+  StoredSpec back;
+  ASSERT_TRUE(ReadSpecParams(&r, &back));
+  EXPECT_EQ(r.remaining(), 0u);
+  SpecHead h = EncodeSpecHead(Sample());
+  EXPECT_EQ(h.flags, kSpecFlagScalable | kSpecFlagRetainHashes);
+  ASSERT_TRUE(DecodeSpecHead(h, kDescriptorSpecRules, "x", &back).ok());
+  EXPECT_EQ(back, Sample());
+}
+
+TEST(SpecCodecTest, DescriptorLayoutIsHeadThenBlockThenShards) {
+  FilterDescriptor d;
+  static_cast<StoredSpec&>(d) = Sample();
+  d.shards.resize(2);
+  const std::string v = EncodeDescriptor(d);
+  // Frame: version, kind; payload; checksum.
+  ASSERT_EQ(v.size(), 2 + 4 + kSpecParamsBytes + 4 + 2 * 36 + 8);
+  EXPECT_EQ(v.substr(2, 4), std::string("\x03\x02\x06\x04", 4));
+  EXPECT_EQ(v.substr(6, kSpecParamsBytes), kParams);
+  EXPECT_EQ(v.substr(6 + kSpecParamsBytes, 4), std::string("\x02\0\0\0", 4));
+  auto back = DecodeDescriptor(v, "f");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, d);
+}
+
+TEST(SpecCodecTest, ExportLayoutIsTheSameBlockAfterItsOwnHead) {
+  auto spec = shardfilter::internal::SpecFromStored(Sample(), 1);
+  spec.retain_hashes = false;  // exports do not carry it
+  spec.capacity = 1000;
+  spec.max_bytes = 0;
+  spec.k = 0;
+  spec.max_kicks = 0;
+  auto f = ShardedFilter::Create(spec);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  const std::string e = ExportShardedFilter(**f);
+  // type, flags, durability, expansion: the export's order.
+  EXPECT_EQ(e.substr(8, 4), std::string("\x03\x02\x02\x04", 4));
+  EXPECT_EQ(e.substr(12, 4), std::string("\x01\0\0\0", 4));
+  StoredSpec expect = Sample();
+  expect.retain_hashes = false;
+  expect.capacity = 1000;
+  expect.max_bytes = 0;
+  expect.k = 0;
+  expect.max_kicks = 0;
+  std::string block;
+  PutSpecParams(&block, expect);
+  EXPECT_EQ(e.substr(16, kSpecParamsBytes), block);
+  auto parsed = ParseExport(e);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(shardfilter::internal::StoredFromSpec(parsed->spec), expect);
+}
+
+TEST(SpecCodecTest, EveryDecoderRefusesTheSameBadHeads) {
+  struct Case {
+    const char* why;
+    SpecHead head;
+    double fpp;
+    uint64_t capacity;
+  };
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const Case cases[] = {
+      {"type 0", {0, 1, 0, 2}, 0.01, 10},
+      {"type 4", {4, 1, 0, 2}, 0.01, 10},
+      {"durability 3", {1, 3, 0, 2}, 0.01, 10},
+      {"flag bit 3", {1, 1, 8, 2}, 0.01, 10},
+      {"expansion 17", {1, 1, 0, 17}, 0.01, 10},
+      {"fpp NaN", {1, 1, 0, 2}, nan, 10},
+      {"fpp 1", {1, 1, 0, 2}, 1.0, 10},
+      {"fpp 0", {1, 1, 0, 2}, 0.0, 10},
+      {"capacity 0", {1, 1, 0, 2}, 0.01, 0},
+  };
+  for (const SpecRules& rules : {kDescriptorSpecRules, kExportSpecRules}) {
+    for (const Case& c : cases) {
+      StoredSpec s;
+      s.fpp = c.fpp;
+      s.capacity = c.capacity;
+      Status st = DecodeSpecHead(c.head, rules, "what", &s);
+      EXPECT_EQ(st.code(), StatusCode::kCorruption) << c.why;
+      EXPECT_EQ(st.message().rfind("what: ", 0), 0u) << st.message();
+    }
+  }
+  // Where the two formats differ, by their documents: the export has no
+  // retain_hashes flag and may leave expansion 0 to the default.
+  StoredSpec s;
+  s.fpp = 0.01;
+  s.capacity = 10;
+  EXPECT_TRUE(DecodeSpecHead({1, 1, 4, 2}, kDescriptorSpecRules, "d", &s).ok());
+  EXPECT_FALSE(DecodeSpecHead({1, 1, 4, 2}, kExportSpecRules, "e", &s).ok());
+  EXPECT_FALSE(
+      DecodeSpecHead({1, 1, 0, 0}, kDescriptorSpecRules, "d", &s).ok());
+  EXPECT_TRUE(DecodeSpecHead({1, 1, 0, 0}, kExportSpecRules, "e", &s).ok());
+}
+
+}  // namespace
+}  // namespace shardfilter::persistence
