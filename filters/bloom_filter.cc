@@ -12,15 +12,6 @@
 namespace shardfilter {
 namespace {
 
-constexpr uint8_t kBloomFormatVersion = 1;
-// Params of version 1, byte by byte in docs/format-bloom.md.
-constexpr size_t kBloomParamsSize = 44;
-// Largest table Deserialize accepts (1 TiB), whatever max_bytes it was
-// created with; the body must be present in full anyway.
-constexpr uint64_t kMaxDeserializedBytes = uint64_t{1} << 40;
-// BlockIndex reaches 2^32 blocks (h[63:32]); more would leave blocks unused.
-constexpr uint64_t kMaxBlocks = uint64_t{1} << 32;
-
 // Bits for a classic filter with k probes to meet p at n items:
 // (1 - e^{-kn/m})^k = p  <=>  m = k n / -ln(1 - p^{1/k}).
 Result<uint64_t> ClassicBitsForK(uint64_t n, double p, uint32_t k) {
@@ -108,7 +99,7 @@ Result<BloomFilter::Shape> BloomFilter::Plan(const BloomOptions& options) {
   if (options.layout == BloomLayout::kBlocked) {
     SF_ASSIGN_OR_RETURN(BlockedSizing s,
                         WordBlockedBloomSizing(n, p, k, options.max_bytes));
-    if (s.blocks > kMaxBlocks) {
+    if (s.blocks > internal::kMaxBlocks) {
       return Status::InvalidArgument(
           "blocked Bloom filter would need more than 2^32 blocks (256 GiB)");
     }
@@ -345,118 +336,6 @@ FilterStats BloomFilter::Stats() const {
   }
   s.fill_ratio = static_cast<double>(set) / num_bits_;
   return s;
-}
-
-std::string BloomFilter::Serialize() const {
-  std::string params;
-  internal::PutU8(&params, static_cast<uint8_t>(layout_));
-  internal::PutU8(&params, static_cast<uint8_t>(k_));
-  internal::PutU16(&params, 0);
-  internal::PutU64(&params, seed_);
-  internal::PutU64(&params, capacity_);
-  internal::PutF64(&params, fpp_);
-  internal::PutU64(&params, num_bits_);
-  internal::PutU64(&params, items());
-  std::string out;
-  const uint64_t body_len = num_bits_ / 8;
-  BeginEnvelope(FilterType::kBloom, kBloomFormatVersion, params, body_len,
-                &out);
-  size_t pos = out.size();
-  out.resize(pos + body_len);
-  for (uint64_t i = 0; i < table_.size(); ++i, pos += 8) {
-    uint64_t v = table_[i].load(std::memory_order_relaxed);
-    if constexpr (std::endian::native == std::endian::big) {
-      v = __builtin_bswap64(v);
-    }
-    std::memcpy(out.data() + pos, &v, 8);
-  }
-  FinishEnvelope(&out);
-  return out;
-}
-
-Result<std::unique_ptr<BloomFilter>> BloomFilter::Deserialize(
-    std::string_view bytes) {
-  SF_ASSIGN_OR_RETURN(EnvelopeView env, OpenEnvelope(bytes));
-  if (env.type != FilterType::kBloom) {
-    return Status::WrongType(std::string("expected a serialized bloom filter, "
-                                         "got type ") +
-                             FilterTypeName(env.type) + " (" +
-                             std::to_string(static_cast<int>(env.type)) + ")");
-  }
-  SF_RETURN_IF_ERROR(CheckEnvelopeVersion(env, kBloomFormatVersion));
-  auto corrupt = [](const std::string& what) {
-    return Status::Corruption("serialized bloom filter: " + what);
-  };
-  if (env.params.size() != kBloomParamsSize) {
-    return corrupt("params are " + std::to_string(env.params.size()) +
-                   " bytes, expected " + std::to_string(kBloomParamsSize));
-  }
-  internal::ByteReader r(env.params);
-  uint8_t layout = 0, k = 0;
-  uint16_t reserved = 0;
-  uint64_t seed = 0, capacity = 0, num_bits = 0, items = 0;
-  double fpp = 0;
-  (void)r.ReadU8(&layout);  // lengths checked above: reads cannot fail
-  (void)r.ReadU8(&k);
-  (void)r.ReadU16(&reserved);
-  (void)r.ReadU64(&seed);
-  (void)r.ReadU64(&capacity);
-  (void)r.ReadF64(&fpp);
-  (void)r.ReadU64(&num_bits);
-  (void)r.ReadU64(&items);
-  if (layout != static_cast<uint8_t>(BloomLayout::kBlocked) &&
-      layout != static_cast<uint8_t>(BloomLayout::kClassic)) {
-    return corrupt("unknown layout " + std::to_string(layout));
-  }
-  if (k < kMinHashFunctions || k > kMaxHashFunctions) {
-    return corrupt("k = " + std::to_string(k) + " is outside 1..32");
-  }
-  if (reserved != 0) return corrupt("reserved params field is not zero");
-  if (capacity == 0) return corrupt("capacity is 0");
-  if (!(fpp > 0.0) || !(fpp < 1.0)) return corrupt("fpp outside (0, 1)");
-  const uint64_t granule = layout == 1 ? internal::kBlockBits : 64;
-  if (num_bits == 0 || num_bits % granule != 0) {
-    return corrupt("bit count " + std::to_string(num_bits) +
-                   " is not a positive multiple of " + std::to_string(granule));
-  }
-  if (num_bits / 8 > kMaxDeserializedBytes ||
-      (layout == 1 && num_bits / internal::kBlockBits > kMaxBlocks)) {
-    return corrupt("bit count " + std::to_string(num_bits) + " is too large");
-  }
-  if (env.body.size() != num_bits / 8) {
-    return corrupt("body is " + std::to_string(env.body.size()) +
-                   " bytes, params announce " + std::to_string(num_bits / 8));
-  }
-  // `items` is a statistic (approximate under concurrency and after unions):
-  // any value is accepted.
-  std::unique_ptr<BloomFilter> f(new BloomFilter(
-      static_cast<BloomLayout>(layout), k, seed, capacity, fpp, num_bits));
-  if (!f->table_.Allocate(num_bits / 64)) {
-    return Status::ResourceExhausted("cannot allocate " +
-                                     std::to_string(num_bits / 8) + " bytes");
-  }
-  for (uint64_t i = 0; i < num_bits / 64; ++i) {
-    f->table_[i].store(internal::LoadLE(env.body.data() + 8 * i, 8),
-                       std::memory_order_relaxed);
-  }
-  f->items_[0].n.store(items, std::memory_order_relaxed);
-  return f;
-}
-
-bool BloomFilter::Equals(const Filter& other) const {
-  if (other.type() != FilterType::kBloom) return false;
-  const auto& o = static_cast<const BloomFilter&>(other);
-  if (o.layout_ != layout_ || o.k_ != k_ || o.seed_ != seed_ ||
-      o.capacity_ != capacity_ || o.fpp_ != fpp_ || o.num_bits_ != num_bits_) {
-    return false;
-  }
-  for (uint64_t i = 0; i < table_.size(); ++i) {
-    if (table_[i].load(std::memory_order_relaxed) !=
-        o.table_[i].load(std::memory_order_relaxed)) {
-      return false;
-    }
-  }
-  return true;
 }
 
 }  // namespace shardfilter

@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <new>
 #include <string>
 #include <thread>
 
@@ -16,8 +17,6 @@ namespace {
 constexpr uint8_t kCountingFormatVersion = 1;
 // Params of version 1, byte by byte in docs/format-bloom.md.
 constexpr size_t kCountingParamsSize = 52;
-constexpr uint64_t kMaxDeserializedBytes = uint64_t{1} << 40;  // 1 TiB
-constexpr uint64_t kMaxBlocks = uint64_t{1} << 32;  // BlockIndex's reach
 
 }  // namespace
 
@@ -32,7 +31,7 @@ CountingBloomFilter::CountingBloomFilter(uint32_t k, uint64_t seed,
       // Enough stripes that two writers rarely meet, few enough (64 KiB of
       // locks at most) to stay cache-resident.
       stripe_mask_(std::bit_ceil(std::min(num_blocks, kMaxStripes)) - 1),
-      stripes_(new Stripe[stripe_mask_ + 1]) {}
+      stripes_(new (std::nothrow) Stripe[stripe_mask_ + 1]) {}
 
 namespace {
 
@@ -47,7 +46,7 @@ Result<BlockedSizing> PlanCounting(const CountingBloomOptions& options) {
       BlockedSizing s,
       BlockedBloomSizing(options.capacity, options.fpp, options.k,
                          internal::kCountersPerBlock, options.max_bytes));
-  if (s.blocks > kMaxBlocks) {
+  if (s.blocks > internal::kMaxBlocks) {
     return Status::InvalidArgument(
         "counting Bloom filter would need more than 2^32 blocks (256 GiB)");
   }
@@ -67,7 +66,7 @@ Result<std::unique_ptr<CountingBloomFilter>> CountingBloomFilter::Create(
   SF_ASSIGN_OR_RETURN(BlockedSizing s, PlanCounting(options));
   std::unique_ptr<CountingBloomFilter> f(new CountingBloomFilter(
       s.k, options.seed, options.capacity, options.fpp, s.blocks));
-  if (!f->table_.Allocate(s.blocks * internal::kBlockWords)) {
+  if (!f->stripes_ || !f->table_.Allocate(s.blocks * internal::kBlockWords)) {
     return Status::ResourceExhausted("cannot allocate " +
                                      std::to_string(s.blocks * 64) + " bytes");
   }
@@ -189,36 +188,22 @@ std::string CountingBloomFilter::Serialize() const {
   const uint64_t body_len = num_bytes();
   BeginEnvelope(FilterType::kCountingBloom, kCountingFormatVersion, params,
                 body_len, &out);
-  size_t pos = out.size();
+  const size_t pos = out.size();
   out.resize(pos + body_len);
-  for (uint64_t i = 0; i < table_.size(); ++i, pos += 8) {
-    uint64_t v = table_[i].load(std::memory_order_relaxed);
-    if constexpr (std::endian::native == std::endian::big) {
-      v = __builtin_bswap64(v);
-    }
-    std::memcpy(out.data() + pos, &v, 8);
-  }
+  table_.WriteLittleEndian(out.data() + pos);
   FinishEnvelope(&out);
   return out;
 }
 
 Result<std::unique_ptr<CountingBloomFilter>> CountingBloomFilter::Deserialize(
     std::string_view bytes) {
-  SF_ASSIGN_OR_RETURN(EnvelopeView env, OpenEnvelope(bytes));
-  if (env.type != FilterType::kCountingBloom) {
-    return Status::WrongType(
-        std::string("expected a serialized counting filter, got type ") +
-        FilterTypeName(env.type) + " (" +
-        std::to_string(static_cast<int>(env.type)) + ")");
-  }
-  SF_RETURN_IF_ERROR(CheckEnvelopeVersion(env, kCountingFormatVersion));
+  SF_ASSIGN_OR_RETURN(
+      EnvelopeView env,
+      OpenFilterEnvelope(bytes, FilterType::kCountingBloom,
+                         kCountingFormatVersion, kCountingParamsSize));
   auto corrupt = [](const std::string& what) {
     return Status::Corruption("serialized counting filter: " + what);
   };
-  if (env.params.size() != kCountingParamsSize) {
-    return corrupt("params are " + std::to_string(env.params.size()) +
-                   " bytes, expected " + std::to_string(kCountingParamsSize));
-  }
   internal::ByteReader r(env.params);
   uint8_t k = 0, reserved8 = 0;
   uint16_t reserved16 = 0;
@@ -241,8 +226,9 @@ Result<std::unique_ptr<CountingBloomFilter>> CountingBloomFilter::Deserialize(
   }
   if (capacity == 0) return corrupt("capacity is 0");
   if (!(fpp > 0.0) || !(fpp < 1.0)) return corrupt("fpp outside (0, 1)");
-  if (num_blocks == 0 || num_blocks > kMaxBlocks ||
-      num_blocks > kMaxDeserializedBytes / internal::kBlockBytes) {
+  if (num_blocks == 0 || num_blocks > internal::kMaxBlocks ||
+      num_blocks >
+          internal::kMaxDeserializedTableBytes / internal::kBlockBytes) {
     return corrupt("block count " + std::to_string(num_blocks) +
                    " is zero or too large");
   }
@@ -256,15 +242,13 @@ Result<std::unique_ptr<CountingBloomFilter>> CountingBloomFilter::Deserialize(
   }
   std::unique_ptr<CountingBloomFilter> f(
       new CountingBloomFilter(k, seed, capacity, fpp, num_blocks));
-  if (!f->table_.Allocate(num_blocks * internal::kBlockWords)) {
-    return Status::InvalidArgument(
+  // Out of memory is ResourceExhausted, as in Create: the bytes may be fine.
+  if (!f->stripes_ || !f->table_.Allocate(num_blocks * internal::kBlockWords)) {
+    return Status::ResourceExhausted(
         "cannot allocate " +
         std::to_string(num_blocks * internal::kBlockBytes) + " bytes");
   }
-  for (uint64_t i = 0; i < f->table_.size(); ++i) {
-    f->table_[i].store(internal::LoadLE(env.body.data() + 8 * i, 8),
-                       std::memory_order_relaxed);
-  }
+  f->table_.ReadLittleEndian(env.body.data());
   // Statistics: any values are accepted (approximate under concurrency).
   f->stripes_[0].adds.store(items + deletes, std::memory_order_relaxed);
   f->stripes_[0].removes.store(deletes, std::memory_order_relaxed);
@@ -278,13 +262,7 @@ bool CountingBloomFilter::Equals(const Filter& other) const {
       o.fpp_ != fpp_ || o.num_blocks_ != num_blocks_) {
     return false;
   }
-  for (uint64_t i = 0; i < table_.size(); ++i) {
-    if (table_[i].load(std::memory_order_relaxed) !=
-        o.table_[i].load(std::memory_order_relaxed)) {
-      return false;
-    }
-  }
-  return true;
+  return table_.SameWords(o.table_);
 }
 
 }  // namespace shardfilter

@@ -75,6 +75,9 @@
 // often than added) may remove a different key that shares fingerprint and
 // bucket pair, which then becomes a false negative. Callers that cannot rule
 // that out must check an exact source of truth first (the dedup store does).
+//
+// A little over 400 lines: most of it is the inline one-at-a-time query
+// path and the contract comments of a public API header.
 #ifndef SHARDFILTER_FILTERS_CUCKOO_FILTER_H_
 #define SHARDFILTER_FILTERS_CUCKOO_FILTER_H_
 

@@ -89,4 +89,23 @@ Status CheckEnvelopeVersion(const EnvelopeView& env, uint8_t max_supported) {
   return Status::OK();
 }
 
+Result<EnvelopeView> OpenFilterEnvelope(std::string_view bytes, FilterType type,
+                                        uint8_t max_supported,
+                                        size_t params_size) {
+  SF_ASSIGN_OR_RETURN(EnvelopeView env, OpenEnvelope(bytes));
+  if (env.type != type) {
+    return Status::WrongType(std::string("serialized filter is a ") +
+                             FilterTypeName(env.type) + " filter, not a " +
+                             FilterTypeName(type) + " filter");
+  }
+  SF_RETURN_IF_ERROR(CheckEnvelopeVersion(env, max_supported));
+  if (env.params.size() != params_size) {
+    return Status::Corruption(
+        std::string("serialized ") + FilterTypeName(type) +
+        " filter: params are " + std::to_string(env.params.size()) +
+        " bytes, expected " + std::to_string(params_size));
+  }
+  return env;
+}
+
 }  // namespace shardfilter

@@ -53,6 +53,14 @@ Result<EnvelopeView> OpenEnvelope(std::string_view bytes);
 // version > max_supported, Corruption when 0.
 Status CheckEnvelopeVersion(const EnvelopeView& env, uint8_t max_supported);
 
+// What every type's decoder checks first, in this order: the envelope
+// (OpenEnvelope), that it holds `type` (WrongType naming both types), its
+// version (CheckEnvelopeVersion) and that its params are `params_size`
+// bytes (Corruption "serialized <type> filter: params are ...").
+Result<EnvelopeView> OpenFilterEnvelope(std::string_view bytes, FilterType type,
+                                        uint8_t max_supported,
+                                        size_t params_size);
+
 }  // namespace shardfilter
 
 #endif  // SHARDFILTER_FILTERS_ENVELOPE_H_

@@ -1,3 +1,7 @@
+// The dedup set's memory-mapped journal (dedup_log.h): create, open, the
+// reader of both record versions and the writer. Over 400 lines on purpose:
+// the record layout's writer and its two readers change together, and
+// splitting them would put one format in two files.
 #include "shardfilter/persistence/internal/dedup_log.h"
 
 #include <fcntl.h>

@@ -1,3 +1,7 @@
+// The filters' journal segment (filter_journal.h): header and record codec,
+// the segment file's create / open / sync, and the fault hooks. Over 400
+// lines on purpose: the record layout's writer, reader and commit word
+// change together and are kept in one file with the format they implement.
 #include "shardfilter/persistence/internal/filter_journal.h"
 
 #include <fcntl.h>

@@ -1,6 +1,8 @@
 // Unit tests of CuckooFilter: options, operations against a reference
 // multiset, load reached, fill-to-failure safety, measured FPR, batches,
 // statistics and the serialized form (round trip, pinned bytes, bad input).
+//
+// Over 400 lines: one suite per behaviour of the one type, sharing helpers.
 #include "shardfilter/filters/cuckoo_filter.h"
 
 #include <gtest/gtest.h>

@@ -5,6 +5,9 @@
 // removes that the next open replays (or a read-only open sees), region
 // flushes and oversized batches stay exact against a model, a damaged
 // journal is refused and changes nothing, Drop and re-create clean up.
+//
+// Over 400 lines: the journal's format cases and its crash-replay cases share
+// one fixture.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>

@@ -4,6 +4,8 @@
 // no undo after a failed sync (case 8), segment rotation and retirement,
 // the old RocksDB journal family still replayed, and a simulated power loss
 // under durability sync.
+//
+// Over 400 lines: the numbered journal cases share one fixture and fault hooks.
 #include "shardfilter/persistence/internal/filter_journal.h"
 
 #include <gtest/gtest.h>

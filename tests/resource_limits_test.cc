@@ -1,6 +1,8 @@
 // Resource limits and honest counting (issue 14): repeated keys never use
 // capacity or grow a filter, copies are bounded, memory stays within the
 // engine's budget.
+//
+// Over 400 lines: one case per limit the issue named, sharing its fixtures.
 #include <gtest/gtest.h>
 
 #include <memory>

@@ -13,8 +13,10 @@
 #define SHARDFILTER_FILTERS_INTERNAL_ATOMIC_TABLE_H_
 
 #include <atomic>
+#include <bit>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 
 #include "shardfilter/filters/memory_advice.h"
@@ -39,6 +41,43 @@ class AtomicWordTable {
       std::construct_at(words_ + i, uint64_t{0});
     }
     size_ = words;
+    return true;
+  }
+
+  // The words as the serialized body holds them (docs/format-bloom.md):
+  // size() x 8 bytes, little-endian, relaxed loads (a concurrent writer's
+  // bits may or may not be in; every bit set before the call is).
+  void WriteLittleEndian(char* out) const {
+    for (uint64_t i = 0; i < size_; ++i, out += 8) {
+      uint64_t v = words_[i].load(std::memory_order_relaxed);
+      if constexpr (std::endian::native == std::endian::big) {
+        v = __builtin_bswap64(v);
+      }
+      std::memcpy(out, &v, 8);
+    }
+  }
+  // The reverse: size() x 8 bytes from `in`. REQUIRES: allocated, no reader.
+  void ReadLittleEndian(const char* in) {
+    for (uint64_t i = 0; i < size_; ++i, in += 8) {
+      uint64_t v;
+      std::memcpy(&v, in, 8);
+      if constexpr (std::endian::native == std::endian::big) {
+        v = __builtin_bswap64(v);
+      }
+      words_[i].store(v, std::memory_order_relaxed);
+    }
+  }
+
+  // Same size and the same words (relaxed loads: a snapshot only when
+  // neither table is written meanwhile).
+  bool SameWords(const AtomicWordTable& o) const {
+    if (o.size_ != size_) return false;
+    for (uint64_t i = 0; i < size_; ++i) {
+      if (words_[i].load(std::memory_order_relaxed) !=
+          o.words_[i].load(std::memory_order_relaxed)) {
+        return false;
+      }
+    }
     return true;
   }
 

@@ -41,6 +41,11 @@ inline constexpr uint32_t kBlockWords = 8;
 inline constexpr uint32_t kBlockBits = 512;
 inline constexpr uint32_t kCountersPerBlock = 128;  // 4-bit counters
 inline constexpr uint32_t kCounterMax = 15;         // saturated, then sticky
+// BlockIndex reaches 2^32 blocks (h[63:32]); more would leave blocks unused.
+inline constexpr uint64_t kMaxBlocks = uint64_t{1} << 32;
+// Largest table a Bloom or counting Deserialize accepts (1 TiB), whatever
+// max_bytes it was created with; the body must be present in full anyway.
+inline constexpr uint64_t kMaxDeserializedTableBytes = uint64_t{1} << 40;
 
 // kProbeMultipliers[i] = 0x9e3779b9^(i+1) mod 2^32: position i is a single
 // multiply of h32, so the k positions carry no serial dependency chain.

@@ -58,17 +58,9 @@ std::string CuckooFilter::Serialize() const {
 
 Result<std::unique_ptr<CuckooFilter>> CuckooFilter::Deserialize(
     std::string_view bytes) {
-  SF_ASSIGN_OR_RETURN(EnvelopeView env, OpenEnvelope(bytes));
-  if (env.type != FilterType::kCuckoo) {
-    return Status::WrongType(std::string("serialized filter is a ") +
-                             FilterTypeName(env.type) +
-                             " filter, not a cuckoo filter");
-  }
-  SF_RETURN_IF_ERROR(CheckEnvelopeVersion(env, kFormatVersion));
-  if (env.params.size() != kParamsSize) {
-    return Bad("params are " + std::to_string(env.params.size()) +
-               " bytes, expected " + std::to_string(kParamsSize));
-  }
+  SF_ASSIGN_OR_RETURN(EnvelopeView env,
+                      OpenFilterEnvelope(bytes, FilterType::kCuckoo,
+                                         kFormatVersion, kParamsSize));
   internal::ByteReader r(env.params);
   uint64_t buckets = 0, seed = 0, capacity = 0, items = 0, deletes = 0;
   uint8_t b = 0, f = 0;

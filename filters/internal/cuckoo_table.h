@@ -28,6 +28,10 @@
 //  - This class orders nothing: the caller's locks and fences provide the
 //    happens-before edges (cuckoo_filter.h, invariants).
 // Not copyable or movable (owns atomics).
+//
+// Over 400 lines on purpose: the probes the query loop inlines (the hot
+// path of every cuckoo call) must be in a header, and they share the
+// packing arithmetic with the rest of the table.
 #ifndef SHARDFILTER_FILTERS_INTERNAL_CUCKOO_TABLE_H_
 #define SHARDFILTER_FILTERS_INTERNAL_CUCKOO_TABLE_H_
 

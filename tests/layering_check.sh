@@ -1,0 +1,34 @@
+#!/bin/sh
+# The layers' dependency rule (docs/design.md, "The tree, as a map"): no
+# include points up. filters/ includes no other layer, persistence/ no
+# engine/ or tools/, engine/ no tools/; and no installed engine header
+# includes an internal one (engine/internal/, persistence/).
+# Usage: layering_check.sh SOURCE_DIR. Exit 0 clean, 1 with the offending
+# lines printed.
+set -u
+src=${1:?source dir}
+cd "$src" || exit 2
+bad=0
+check() {  # check DIR PATTERN WHY
+  hits=$(grep -rnE "^#include \"($2)" "$1" --include='*.h' --include='*.cc')
+  if [ -n "$hits" ]; then
+    echo "layering: $3:"
+    echo "$hits"
+    bad=1
+  fi
+}
+check filters 'shardfilter/(persistence|engine)/|tools/' \
+  "filters/ includes a layer above it"
+check persistence 'shardfilter/engine/|tools/' \
+  "persistence/ includes a layer above it"
+check engine 'tools/' "engine/ includes tools/"
+for h in engine/*.h; do
+  hits=$(grep -nE '^#include "shardfilter/(engine/internal|persistence)/' "$h")
+  if [ -n "$hits" ]; then
+    echo "layering: installed header $h includes an internal one:"
+    echo "$hits"
+    bad=1
+  fi
+done
+[ "$bad" -eq 0 ] && echo "layering: clean"
+exit "$bad"
