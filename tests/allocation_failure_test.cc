@@ -14,6 +14,7 @@
 #include <string>
 
 #include "shardfilter/filters/filter.h"
+#include "test_util.h"
 
 namespace shardfilter {
 namespace {
@@ -51,7 +52,7 @@ int CodeUnderCap(const std::function<StatusCode()>& fn, uint64_t headroom) {
   return WEXITSTATUS(status);
 }
 
-class AllocationFailureTest : public testing::TestWithParam<FilterType> {};
+class AllocationFailureTest : public ::testing::TestWithParam<FilterType> {};
 
 FilterParams Params(FilterType type) {
   FilterParams p;
@@ -87,19 +88,8 @@ TEST_P(AllocationFailureTest, CreateAndDeserializeSayResourceExhausted) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, AllocationFailureTest,
-                         testing::Values(FilterType::kBloom,
-                                         FilterType::kCountingBloom,
-                                         FilterType::kCuckoo),
-                         [](const auto& info) -> std::string {
-                           switch (info.param) {
-                             case FilterType::kBloom:
-                               return "Bloom";
-                             case FilterType::kCountingBloom:
-                               return "Counting";
-                             default:
-                               return "Cuckoo";
-                           }
-                         });
+                         shardfilter::testing::AllFilterTypes(),
+                         shardfilter::testing::FilterTypeParamName);
 
 }  // namespace
 }  // namespace shardfilter

@@ -262,12 +262,8 @@ TEST(DatabaseDurabilityTest, OverrideAppliesToTheSessionOnly) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, RoundTripTest,
-                         ::testing::Values(FilterType::kBloom,
-                                           FilterType::kCountingBloom,
-                                           FilterType::kCuckoo),
-                         [](const auto& info) {
-                           return std::string(FilterTypeName(info.param));
-                         });
+                         shardfilter::testing::AllFilterTypes(),
+                         shardfilter::testing::FilterTypeParamName);
 
 }  // namespace
 }  // namespace shardfilter

@@ -109,9 +109,7 @@ TEST_P(DedupTypeTest, ExactAgainstStdSetWithChainedFilters) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, DedupTypeTest,
-                         ::testing::Values(FilterType::kCuckoo,
-                                           FilterType::kCountingBloom,
-                                           FilterType::kBloom));
+                         shardfilter::testing::AllFilterTypes());
 
 TEST(DedupStoreTest, FilterAvoidsReadsAndCountsFalsePositives) {
   TempDir dir;

@@ -62,9 +62,7 @@ TEST_P(DropRaceTest, NoAckAndNoJournalEntryAfterTheDrop) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, DropRaceTest,
-                         ::testing::Values(FilterType::kBloom,
-                                           FilterType::kCountingBloom,
-                                           FilterType::kCuckoo));
+                         shardfilter::testing::AllFilterTypes());
 
 }  // namespace
 }  // namespace shardfilter

@@ -85,12 +85,8 @@ TEST_P(ExpansionPersistenceTest, ReopenedMidGrowthEqualsTheRunningFilter) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, ExpansionPersistenceTest,
-                         ::testing::Values(FilterType::kBloom,
-                                           FilterType::kCountingBloom,
-                                           FilterType::kCuckoo),
-                         [](const auto& info) {
-                           return std::string(FilterTypeName(info.param));
-                         });
+                         shardfilter::testing::AllFilterTypes(),
+                         shardfilter::testing::FilterTypeParamName);
 
 TEST(ExpansionDescriptorTest, ScalableAndExpansionRoundTripStrictly) {
   persistence::FilterDescriptor d;

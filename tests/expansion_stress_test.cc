@@ -95,12 +95,8 @@ TEST_P(ExpansionStressTest, QueriesNeverMissAcknowledgedKeysWhileGrowing) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, ExpansionStressTest,
-                         ::testing::Values(FilterType::kBloom,
-                                           FilterType::kCountingBloom,
-                                           FilterType::kCuckoo),
-                         [](const auto& info) {
-                           return std::string(FilterTypeName(info.param));
-                         });
+                         shardfilter::testing::AllFilterTypes(),
+                         shardfilter::testing::FilterTypeParamName);
 
 }  // namespace
 }  // namespace shardfilter

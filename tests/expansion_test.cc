@@ -198,12 +198,8 @@ TEST_P(ExpansionTest, NonScalingFilterAtCapacityIsFullAndUnchanged) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, ExpansionTest,
-                         ::testing::Values(FilterType::kBloom,
-                                           FilterType::kCountingBloom,
-                                           FilterType::kCuckoo),
-                         [](const auto& info) {
-                           return std::string(FilterTypeName(info.param));
-                         });
+                         shardfilter::testing::AllFilterTypes(),
+                         shardfilter::testing::FilterTypeParamName);
 
 // ---- The chain blob (persistence/internal/chain_blob.h) ----
 

@@ -292,9 +292,7 @@ TEST_P(PowerLossTest, JournalKeepsAPrefix) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, PowerLossTest,
-                         ::testing::Values(FilterType::kBloom,
-                                           FilterType::kCountingBloom,
-                                           FilterType::kCuckoo));
+                         shardfilter::testing::AllFilterTypes());
 
 }  // namespace
 }  // namespace shardfilter

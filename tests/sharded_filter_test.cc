@@ -169,12 +169,8 @@ TEST_P(ShardedTypedTest, StatsAggregateShards) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, ShardedTypedTest,
-                         ::testing::Values(FilterType::kBloom,
-                                           FilterType::kCountingBloom,
-                                           FilterType::kCuckoo),
-                         [](const auto& info) {
-                           return std::string(FilterTypeName(info.param));
-                         });
+                         shardfilter::testing::AllFilterTypes(),
+                         shardfilter::testing::FilterTypeParamName);
 
 }  // namespace
 }  // namespace shardfilter

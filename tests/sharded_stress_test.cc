@@ -156,12 +156,8 @@ TEST_P(StressTest, ConcurrentOpsWithBackgroundCheckpoints) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, StressTest,
-                         ::testing::Values(FilterType::kBloom,
-                                           FilterType::kCountingBloom,
-                                           FilterType::kCuckoo),
-                         [](const auto& info) {
-                           return std::string(FilterTypeName(info.param));
-                         });
+                         shardfilter::testing::AllFilterTypes(),
+                         shardfilter::testing::FilterTypeParamName);
 
 }  // namespace
 }  // namespace shardfilter

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "shardfilter/filters/filter.h"
 #include "shardfilter/filters/status.h"
 
 #define ASSERT_OK(expr)                          \
@@ -21,6 +22,18 @@
   } while (0)
 
 namespace shardfilter::testing {
+
+// Every filter type, for suites that run once per type:
+//   INSTANTIATE_TEST_SUITE_P(AllTypes, X, testing::AllFilterTypes(),
+//                            testing::FilterTypeParamName);
+inline auto AllFilterTypes() {
+  return ::testing::Values(FilterType::kBloom, FilterType::kCountingBloom,
+                           FilterType::kCuckoo);
+}
+inline std::string FilterTypeParamName(
+    const ::testing::TestParamInfo<FilterType>& info) {
+  return FilterTypeName(info.param);
+}
 
 // Key i of a named stream, as 8 bytes: different streams never overlap, so
 // "present" and "absent" key sets are disjoint by construction.
