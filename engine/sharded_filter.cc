@@ -14,6 +14,8 @@
 #include "shardfilter/engine/internal/migration.h"
 #include "shardfilter/engine/internal/shard.h"
 #include "shardfilter/engine/internal/shard_chain.h"
+#include "shardfilter/filters/bloom_filter.h"
+#include "shardfilter/filters/cuckoo_filter.h"
 
 namespace shardfilter {
 
@@ -93,11 +95,8 @@ uint32_t ShardedFilter::shard_links(uint32_t shard) const {
   return Live().shards_[shard].links_visible();
 }
 
-Status ShardedFilter::CheckWritable() const {
-  if (read_only_) {
-    return Status::NotSupported("filter is in a store opened read-only");
-  }
-  return Status::OK();
+Status ShardedFilter::ReadOnlyError() {
+  return Status::NotSupported("filter is in a store opened read-only");
 }
 
 namespace {
@@ -149,11 +148,10 @@ Result<AddOutcome> ShardedFilter::InsertHash(uint64_t hash) {
   return outcome;
 }
 
-void ShardedFilter::RecordForMigration(uint32_t shard, uint64_t hash,
-                                       bool remove, bool maybe_present) {
-  if (internal::Migration* m = migration_.load(std::memory_order_relaxed)) {
-    m->Record(shard, hash, remove, maybe_present);
-  }
+void ShardedFilter::RecordForMigration(internal::Migration* m, uint32_t shard,
+                                       uint64_t hash, bool remove,
+                                       bool maybe_present) {
+  m->Record(shard, hash, remove, maybe_present);
 }
 
 Status ShardedFilter::RemoveHash(uint64_t hash) {
@@ -187,7 +185,24 @@ Status ShardedFilter::RemoveHash(uint64_t hash) {
 
 bool ShardedFilter::MayContainHash(uint64_t hash) const {
   if (ShardedFilter* f = Forward()) return f->MayContainHash(hash);
-  return internal::ChainMayContain(shards_[LocalShardOf(hash)], hash);  // S1
+  const Shard& s = shards_[LocalShardOf(hash)];
+  // A one-link shard (the common case) is asked directly through its
+  // type's inline query: no loop, no virtual call (the type is the spec's;
+  // DecodeLinkFilter checks it). S1: links_visible's acquire publishes the
+  // link.
+  if (s.links_visible() == 1) {
+    const Filter& link = *s.links[0];
+    switch (spec_.type) {
+      case FilterType::kBloom:
+        return static_cast<const BloomFilter&>(link).MayContainHashInline(hash);
+      case FilterType::kCuckoo:
+        return static_cast<const CuckooFilter&>(link).MayContainHashInline(
+            hash);
+      default:
+        break;
+    }
+  }
+  return internal::ChainMayContain(s, hash);  // S1
 }
 
 uint32_t ShardedFilter::CountHash(uint64_t hash) const {

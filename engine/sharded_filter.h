@@ -313,8 +313,16 @@ class ShardedFilter {
   // engine/internal/migration.h). REQUIRES: the shard's lock held (and
   // order_mu for ordered types).
   // `maybe_present`: a Bloom add that found the key present (AddOutcome).
+  // Inline: the common case (no migration) is one relaxed load per op.
   void RecordForMigration(uint32_t shard, uint64_t hash, bool remove,
-                          bool maybe_present = false);
+                          bool maybe_present = false) {
+    if (internal::Migration* m = migration_.load(std::memory_order_relaxed))
+        [[unlikely]] {
+      RecordForMigration(m, shard, hash, remove, maybe_present);
+    }
+  }
+  void RecordForMigration(internal::Migration* m, uint32_t shard, uint64_t hash,
+                          bool remove, bool maybe_present);
   // Applies one op kind to a batch; shared by the four batch calls.
   Status RunBatch(bool remove, std::span<const uint64_t> hashes,
                   std::vector<Status>* per_item,
@@ -326,7 +334,13 @@ class ShardedFilter {
                       std::span<const uint32_t> offsets,
                       std::span<const uint32_t> order, size_t base, Status* out,
                       std::vector<AddOutcome>* outcomes);
-  Status CheckWritable() const;
+  Status CheckWritable() const {
+    if (read_only_) [[unlikely]] {
+      return ReadOnlyError();
+    }
+    return Status::OK();
+  }
+  static Status ReadOnlyError();
   // The journalled single-key paths (engine/sharded_journal.cc, FilterLog
   // L1-L4). REQUIRES: the shard's lock held shared, the filter live.
   Result<AddOutcome> JournalledInsert(uint32_t index, internal::Shard& s,

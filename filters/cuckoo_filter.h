@@ -176,6 +176,10 @@ class alignas(64) CuckooFilter final : public Filter {
   // Copies of the fingerprint in the two buckets (each counted once when
   // both candidates are the same bucket).
   uint32_t CountHash(uint64_t hash) const override;
+  // The count from the fast path's own look at the pair (Filter's
+  // REQUIRES: no concurrent writer).
+  Status AddHashCapped(uint64_t hash, uint32_t max_copies,
+                       uint32_t* held) override;
   Status AddHashes(std::span<const uint64_t> hashes, size_t* added) override;
   void MayContainHashes(std::span<const uint64_t> hashes,
                         std::span<uint8_t> out) const override;
@@ -370,8 +374,8 @@ inline bool CuckooFilter::AddOneStripe(const Position& p) {
   // A branch, not a select, on purpose: on the predicted path the lock's
   // address is known before the bucket's miss returns, so the locked
   // exchange does not wait for it (a select: +30% below 50% load).
-  const int free1 = std::popcount(e1);
-  const bool one = free1 >= 3 || free1 >= std::popcount(e2);
+  const uint32_t free1 = CuckooTable::CountMarks<kB, kF>(e1);
+  const bool one = free1 >= 3 || free1 >= CuckooTable::CountMarks<kB, kF>(e2);
   const uint64_t bucket = one ? p.i1 : p.i2;
   const uint64_t s = stripes_.StripeOf(bucket);
   const uint64_t e = one ? e1 : e2;

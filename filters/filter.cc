@@ -14,6 +14,16 @@ const char* FilterTypeName(FilterType type) {
   return "unknown";
 }
 
+Status Filter::AddHashCapped(uint64_t hash, uint32_t max_copies,
+                             uint32_t* held) {
+  *held = CountHash(hash);
+  if (*held >= max_copies) {
+    return Status::Full("the item already holds " + std::to_string(*held) +
+                        " copies");
+  }
+  return AddHash(hash);
+}
+
 Result<FilterType> ParseFilterType(std::string_view name) {
   if (name == "bloom") return FilterType::kBloom;
   if (name == "counting") return FilterType::kCountingBloom;

@@ -81,6 +81,15 @@ class Filter {
   // Copies held: Bloom 0/1, counting the minimum counter, cuckoo matching
   // fingerprints. An upper bound on the true count (false positives).
   virtual uint32_t CountHash(uint64_t hash) const = 0;
+  // Adds one copy unless the item already holds `max_copies` or more:
+  // *held receives the copies held before (as CountHash), and when
+  // *held >= max_copies nothing changes and the result is Full. Otherwise
+  // as AddHash. One pass over the item's slots where the type can (cuckoo:
+  // the count comes from the insert's own look at the bucket pair).
+  // REQUIRES: no other thread mutates this filter during the call (the
+  // engine holds the shard's order_mu): the count is read unvalidated.
+  virtual Status AddHashCapped(uint64_t hash, uint32_t max_copies,
+                               uint32_t* held);
 
   // Batch forms: hash-ordered prefetching for memory-level parallelism.
   // AddHashes stops at the first failure and returns it; *added (optional)

@@ -5,13 +5,14 @@ set -euo pipefail
 #   build:    compilers, CMake, Ninja, the libraries;
 #   test:     clang 14 with its sanitizer and libFuzzer runtimes (the clang
 #             tree), Redis (the module's host, redis-cli, redis-benchmark),
-#             redis-py, dpkg-dev/adduser/systemd (the package test);
+#             redis-py, dpkg-dev/adduser/systemd (the package test),
+#             valgrind (instructions per call, bench/instructions.sh);
 #   clients:  Node.js and npm when no node is on the PATH (the Node.js client
 #             suite installs node-redis and ioredis from the npm registry).
 pkgs=(build-essential cmake pkg-config ninja-build librocksdb-dev libtbb-dev
       libxxhash-dev libgtest-dev libgmock-dev libbenchmark-dev gnuplot-nox
       clang-14 libclang-rt-14-dev llvm-14 redis-server redis-tools python3-redis
-      dpkg-dev adduser systemd binutils)
+      dpkg-dev adduser systemd binutils valgrind)
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   pkgs+=(nodejs npm)
 fi

@@ -75,6 +75,9 @@ SF_REQUIRE_CLIENTS=1 ctest --test-dir "$rel" --output-on-failure -j"$jobs" --tim
 
 [ "$quick" = 1 ] && exit 0
 
+stage "release: instructions per call (callgrind, against bench/instruction_budgets.txt)"
+bench/instructions.sh "$rel/bench/sf_instructions" bench/instruction_budgets.txt
+
 stage "release: Node.js clients (node-redis, ioredis; RESP2, RESP3)"
 tests/clients/node/run.sh server "$rel"
 tests/clients/node/run.sh module "$rel"

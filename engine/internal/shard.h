@@ -41,10 +41,13 @@
 //      link never holds more adds than it was sized for, even when Bloom
 //      adds (which skip `order_mu`) race.
 //  S8. Bloom: fill[i] counts distinct keys as far as the chain can tell. An
-//      add of a key some link already reports present reserves nothing and
-//      changes nothing (it is "already present"), and an add of the newest
-//      link that sets no new bit gives its reservation back, so repeated
-//      keys never use capacity nor make the chain grow.
+//      add of a key an older link reports present reserves nothing and
+//      changes nothing (it is "already present"); an add of the newest
+//      link that sets no new bit gives its reservation back; and within
+//      kBloomReserveSlack of the newest link's capacity (or with none
+//      left) the newest is asked before reserving. So repeated keys never
+//      use capacity nor make the chain grow, and a repeated key's passing
+//      reservation never makes a new key's add see a full link.
 #ifndef SHARDFILTER_ENGINE_INTERNAL_SHARD_H_
 #define SHARDFILTER_ENGINE_INTERNAL_SHARD_H_
 

@@ -25,6 +25,10 @@ bool Reserve(std::atomic<uint64_t>& fill, uint64_t capacity) {
   return false;
 }
 
+// ChainAdd (S8): how close to the newest Bloom link's capacity its adds
+// ask it before reserving.
+constexpr uint64_t kBloomReserveSlack = 4096;
+
 // Gives a unit back, never below 0 (a remove of a colliding key may succeed
 // in a link whose own adds were all removed).
 void Release(std::atomic<uint64_t>& fill) {
@@ -129,18 +133,27 @@ Status ChainAdd(const FilterSpec& spec, Shard& s, uint64_t hash,
   if (outcome == nullptr) outcome = &unused;
   *outcome = AddOutcome::kAdded;
   const bool bloom = spec.type == FilterType::kBloom;
-  // S8: a Bloom key present in any link is a no-op (checked before any
-  // reservation, so that it uses no capacity and never grows the chain).
-  if (bloom && ChainMayContain(s, hash)) {
-    *outcome = AddOutcome::kAlreadyPresent;
-    return Status::OK();
-  }
-  if (!bloom) {
-    // Invariant 8: a multiset keeps at most MaxCopies of one key; the
-    // count is exact under order_mu (S3), which the caller holds.
-    const uint32_t held = ChainCount(s, hash);
-    const Filter& newest = *s.links[s.links_visible() - 1];
-    if (held >= MaxCopies(newest)) return TooManyCopies(newest, held);
+  // S8: a Bloom key present in any link is a no-op: it uses no capacity
+  // and never grows the chain. The older links are asked first; the
+  // newest answers through its own add (AddHashInline reports whether a
+  // bit was new), and, when it has no capacity left, before any growth.
+  // (Asking every link before the add cost a whole query per add.)
+  // Near the newest link's capacity the newest is asked first too: a
+  // repeated key's reservation, held while its add finds every bit set,
+  // could otherwise make a racing add of a new key see the link full (a
+  // spurious Full or growth). kBloomReserveSlack in-flight adds would be
+  // needed to reach the boundary from below it.
+  if (bloom) {
+    const uint32_t n = s.links_visible();
+    const bool near_full =
+        s.fill[n - 1].load(std::memory_order_relaxed) + kBloomReserveSlack >=
+        s.links[n - 1]->capacity();
+    for (uint32_t i = near_full ? n : n - 1; i-- > 0;) {
+      if (s.links[i]->MayContainHash(hash)) {
+        *outcome = AddOutcome::kAlreadyPresent;
+        return Status::OK();
+      }
+    }
   }
   for (;;) {
     const uint32_t n = s.links_visible();
@@ -150,24 +163,39 @@ Status ChainAdd(const FilterSpec& spec, Shard& s, uint64_t hash,
       if (bloom) {
         // The type is fixed by the spec (DecodeLinkFilter checks it).
         if (!static_cast<BloomFilter&>(newest).AddHashInline(hash)) {
-          Release(s.fill[n - 1]);  // S8: a racing add of the key won
+          Release(s.fill[n - 1]);  // S8: present, or a racing add won
           *outcome = AddOutcome::kAlreadyPresent;
         }
         return Status::OK();
       }
-      Status st = newest.AddHash(hash);
+      // Invariant 8: a multiset keeps at most MaxCopies of one key. The
+      // count is exact under order_mu (S3), which the caller holds: the
+      // older links' copies, then the newest link's, taken by its capped
+      // add from the same look at the key's slots as the insert (one pass:
+      // a separate validated count before each add was 46% of a cuckoo
+      // add's time, bench/sharded_bench OneAdd).
+      const uint32_t max = MaxCopies(newest);
+      uint32_t older = 0;
+      for (uint32_t i = 0; i + 1 < n; ++i) older += s.links[i]->CountHash(hash);
+      uint32_t own = 0;
+      Status st = older < max ? newest.AddHashCapped(hash, max - older, &own)
+                              : Status::Full("");
       if (st.ok()) return st;
       Release(s.fill[n - 1]);
+      if (older + own >= max) return TooManyCopies(newest, older + own);
       if (!st.IsFull()) return st;
       // A cuckoo pair at least half full of the key's own copies is not a
       // full table: copies never grow the chain (invariant 8).
-      if (const uint32_t own = newest.CountHash(hash);
-          newest.type() == FilterType::kCuckoo &&
+      if (newest.type() == FilterType::kCuckoo &&
           own >= static_cast<const CuckooFilter&>(newest).bucket_size()) {
-        return TooManyCopies(newest, ChainCount(s, hash));
+        return TooManyCopies(newest, older + own);
       }
       full = std::move(st);  // a cuckoo table with no room: grow
     } else {
+      if (bloom && newest.MayContainHash(hash)) {  // S8, before growing
+        *outcome = AddOutcome::kAlreadyPresent;
+        return Status::OK();
+      }
       full = Status::Full("the shard holds its capacity of " +
                           std::to_string(newest.capacity()) +
                           " items and the filter is non-scaling");

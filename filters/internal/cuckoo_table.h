@@ -202,6 +202,25 @@ class CuckooTable {
     }
   }
 
+  // The number of slots a MatchBucket<kB, kF> mask marks (one high bit per
+  // slot). Without the popcnt instruction (the portable x86-64 baseline)
+  // std::popcount is a libgcc call; one multiply sums the kB marks into the
+  // top slot's field instead (each field holds 0 or 1, the sum at most
+  // kB < 2^kF, so no field carries into the next). REQUIRES: a
+  // single-word layout (kB * kF <= 64).
+  template <uint32_t kB, uint32_t kF>
+  static uint32_t CountMarks(uint64_t m) {
+    static_assert(kB * kF <= 64);
+#if defined(__POPCNT__)
+    return static_cast<uint32_t>(std::popcount(m));
+#else
+    constexpr uint64_t kOnes = Ones(kB, kF);
+    constexpr uint64_t kField = (uint64_t{1} << kF) - 1;
+    return static_cast<uint32_t>(
+        (((m >> (kF - 1)) * kOnes) >> ((kB - 1) * kF)) & kField);
+#endif
+  }
+
   // Exact match mask of bucket i of a (kB, kF) layout: the high bit of
   // every slot equal to fp (fp = 0: every empty slot), nothing else (the
   // carry form of ZeroFields, with constant masks). REQUIRES: layout() is

@@ -1,0 +1,220 @@
+// Instructions per one-at-a-time call, counted by callgrind, so that a
+// regression in the per-call paths shows without timing noise (issue 15).
+// bench/instructions.sh runs each scenario below under
+//   valgrind --tool=callgrind --toggle-collect=sf_ic_<scenario>
+// and divides the instructions counted inside the scenario's loop by its
+// kOps calls. Only the loop is counted: building and filling the filter
+// happen before it. The loop includes hashing an 8-byte key, the call and
+// the loop's own bookkeeping, as the issue's figures do.
+//
+// Build without AVX-512 (the package's portable build is what CI uses):
+// Debian's valgrind 3.19 cannot decode it.
+//
+//   build/bench/sf_instructions <scenario>     (one scenario, for valgrind)
+//   build/bench/sf_instructions --list
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "bench_util.h"
+#include "shardfilter/engine/sharded_filter.h"
+#include "shardfilter/filters/bloom_filter.h"
+#include "shardfilter/filters/counting_bloom_filter.h"
+#include "shardfilter/filters/cuckoo_filter.h"
+
+namespace shardfilter::bench {
+namespace {
+
+constexpr uint64_t kOps = 100'000;
+constexpr uint64_t kCapacity = 1'000'000;
+
+// Keeps results alive so the compiler cannot drop the calls.
+volatile uint64_t g_sink;
+
+template <typename F, typename Options>
+std::unique_ptr<F> Make() {
+  Options o;
+  o.capacity = kCapacity;
+  o.fpp = 0.01;
+  auto f = F::Create(o);
+  if (!f.ok()) abort();
+  return std::move(*f);
+}
+std::unique_ptr<BloomFilter> MakeBloom() {
+  return Make<BloomFilter, BloomOptions>();
+}
+std::unique_ptr<CuckooFilter> MakeCuckoo() {
+  return Make<CuckooFilter, CuckooOptions>();
+}
+std::unique_ptr<CountingBloomFilter> MakeCounting() {
+  return Make<CountingBloomFilter, CountingBloomOptions>();
+}
+
+// The query loop every query scenario counts: hash an absent 8-byte key,
+// ask, sum the answers.
+template <typename F>
+[[gnu::always_inline]] inline void QueryLoop(const F& f) {
+  uint64_t hits = 0;
+  for (uint64_t i = 0; i < kOps; ++i) {
+    const uint64_t k = AbsentKey(i);
+    hits += f.MayContain(KeyBytes(k));
+  }
+  g_sink = hits;
+}
+
+std::shared_ptr<ShardedFilter> MakeHandle(FilterType type, uint32_t shards) {
+  FilterSpec spec;
+  spec.type = type;
+  spec.capacity = kCapacity;
+  spec.shards = shards;
+  auto f = ShardedFilter::Create(spec);
+  if (!f.ok()) abort();
+  return std::move(*f);
+}
+
+template <typename F>
+void FillHalf(F& f) {
+  for (uint64_t i = 0; i < kCapacity / 2; ++i)
+    (void)f.Add(KeyBytes(PresentKey(i)));
+}
+
+}  // namespace
+}  // namespace shardfilter::bench
+
+using namespace shardfilter;         // NOLINT: a benchmark program
+using namespace shardfilter::bench;  // NOLINT
+
+// The counted loops: one per scenario, never inlined, named for
+// --toggle-collect.
+extern "C" {
+__attribute__((noinline)) void sf_ic_bloom_query(const BloomFilter& f) {
+  QueryLoop(f);
+}
+__attribute__((noinline)) void sf_ic_bloom_query_kernel(const BloomFilter& f,
+                                                        const uint64_t* h) {
+  uint64_t hits = 0;
+  for (uint64_t i = 0; i < kOps; ++i) hits += f.MayContainHashInline(h[i]);
+  g_sink = hits;
+}
+__attribute__((noinline)) void sf_ic_cuckoo_query(const CuckooFilter& f) {
+  QueryLoop(f);
+}
+__attribute__((noinline)) void sf_ic_counting_query(
+    const CountingBloomFilter& f) {
+  QueryLoop(f);
+}
+__attribute__((noinline)) void sf_ic_handle_query(const ShardedFilter& f) {
+  QueryLoop(f);
+}
+__attribute__((noinline)) void sf_ic_raw_add(Filter& f) {
+  uint64_t ok = 0;
+  for (uint64_t i = 0; i < kOps; ++i) {
+    const uint64_t k = PresentKey(i);
+    ok += f.AddHash(f.Hash(KeyBytes(k))).ok();
+  }
+  g_sink = ok;
+}
+__attribute__((noinline)) void sf_ic_handle_add(ShardedFilter& f) {
+  uint64_t ok = 0;
+  for (uint64_t i = 0; i < kOps; ++i) {
+    const uint64_t k = PresentKey(i);
+    ok += f.Add(KeyBytes(k)).ok();
+  }
+  g_sink = ok;
+}
+}
+
+namespace {
+
+struct Scenario {
+  const char* name;
+  const char* function;  // the counted loop
+  void (*run)();
+};
+
+const Scenario kScenarios[] = {
+    {"bloom_query", "sf_ic_bloom_query",
+     [] {
+       auto f = MakeBloom();
+       FillHalf(*f);
+       sf_ic_bloom_query(*f);
+     }},
+    {"bloom_query_kernel", "sf_ic_bloom_query_kernel",
+     [] {
+       auto f = MakeBloom();
+       FillHalf(*f);
+       std::unique_ptr<uint64_t[]> h(new uint64_t[kOps]);
+       for (uint64_t i = 0; i < kOps; ++i)
+         h[i] = f->Hash(KeyBytes(AbsentKey(i)));
+       sf_ic_bloom_query_kernel(*f, h.get());
+     }},
+    {"cuckoo_query", "sf_ic_cuckoo_query",
+     [] {
+       auto f = MakeCuckoo();
+       for (uint64_t i = 0; i < kCapacity / 2; ++i)
+         (void)f->Add(KeyBytes(PresentKey(i)));
+       sf_ic_cuckoo_query(*f);
+     }},
+    {"counting_query", "sf_ic_counting_query",
+     [] {
+       auto f = MakeCounting();
+       for (uint64_t i = 0; i < kCapacity / 2; ++i)
+         (void)f->Add(KeyBytes(PresentKey(i)));
+       sf_ic_counting_query(*f);
+     }},
+#define SF_HANDLE_QUERY(label, type, shards)          \
+  {                                                   \
+    "handle_query_" label, "sf_ic_handle_query", [] { \
+      auto f = MakeHandle(type, shards);              \
+      FillHalf(*f);                                   \
+      sf_ic_handle_query(*f);                         \
+    }                                                 \
+  }
+    SF_HANDLE_QUERY("bloom_1", FilterType::kBloom, 1),
+    SF_HANDLE_QUERY("bloom_16", FilterType::kBloom, 16),
+    SF_HANDLE_QUERY("counting_16", FilterType::kCountingBloom, 16),
+    SF_HANDLE_QUERY("cuckoo_16", FilterType::kCuckoo, 16),
+#undef SF_HANDLE_QUERY
+    {"bloom_add", "sf_ic_raw_add", [] { sf_ic_raw_add(*MakeBloom()); }},
+    {"counting_add", "sf_ic_raw_add", [] { sf_ic_raw_add(*MakeCounting()); }},
+    {"cuckoo_add", "sf_ic_raw_add", [] { sf_ic_raw_add(*MakeCuckoo()); }},
+#define SF_HANDLE_ADD(label, type, shards)        \
+  {                                               \
+    "handle_add_" label, "sf_ic_handle_add", [] { \
+      auto f = MakeHandle(type, shards);          \
+      sf_ic_handle_add(*f);                       \
+    }                                             \
+  }
+    SF_HANDLE_ADD("bloom_16", FilterType::kBloom, 16),
+    SF_HANDLE_ADD("counting_16", FilterType::kCountingBloom, 16),
+    SF_HANDLE_ADD("cuckoo_1", FilterType::kCuckoo, 1),
+    SF_HANDLE_ADD("cuckoo_16", FilterType::kCuckoo, 16),
+#undef SF_HANDLE_ADD
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 2 && std::strcmp(argv[1], "--list") == 0) {
+    for (const Scenario& s : kScenarios) {
+      std::printf("%s %s %llu\n", s.name, s.function,
+                  static_cast<unsigned long long>(kOps));
+    }
+    return 0;
+  }
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s <scenario> | --list\n", argv[0]);
+    return 2;
+  }
+  for (const Scenario& s : kScenarios) {
+    if (std::strcmp(argv[1], s.name) == 0) {
+      s.run();
+      return 0;
+    }
+  }
+  std::fprintf(stderr, "unknown scenario %s\n", argv[1]);
+  return 2;
+}
