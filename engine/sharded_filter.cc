@@ -15,6 +15,7 @@
 #include "shardfilter/engine/internal/shard.h"
 #include "shardfilter/engine/internal/shard_chain.h"
 #include "shardfilter/filters/bloom_filter.h"
+#include "shardfilter/filters/counting_bloom_filter.h"
 #include "shardfilter/filters/cuckoo_filter.h"
 
 namespace shardfilter {
@@ -195,11 +196,12 @@ bool ShardedFilter::MayContainHash(uint64_t hash) const {
     switch (spec_.type) {
       case FilterType::kBloom:
         return static_cast<const BloomFilter&>(link).MayContainHashInline(hash);
+      case FilterType::kCountingBloom:
+        return static_cast<const CountingBloomFilter&>(link)
+            .MayContainHashInline(hash);
       case FilterType::kCuckoo:
         return static_cast<const CuckooFilter&>(link).MayContainHashInline(
             hash);
-      default:
-        break;
     }
   }
   return internal::ChainMayContain(s, hash);  // S1

@@ -78,6 +78,17 @@ Status CountingBloomFilter::AddHash(uint64_t hash) {
   return Status::OK();
 }
 
+Status CountingBloomFilter::AddHashCapped(uint64_t hash, uint32_t max_copies,
+                                          uint32_t* held) {
+  *held = CountHashInline(hash);
+  if (*held >= max_copies) {
+    return Status::Full("the item already holds " + std::to_string(*held) +
+                        " copies");
+  }
+  AddHashInline(hash);
+  return Status::OK();
+}
+
 Status CountingBloomFilter::RemoveHash(uint64_t hash) {
   if (RemoveHashInline(hash)) return Status::OK();
   return Status::NotFound("key is not in the counting Bloom filter");

@@ -92,6 +92,9 @@ class CountingBloomFilter final : public Filter {
   Status RemoveHash(uint64_t hash) override;
   bool MayContainHash(uint64_t hash) const override;
   uint32_t CountHash(uint64_t hash) const override;  // min counter, <= 15
+  // The count and the add inline, one virtual call (Filter's REQUIRES).
+  Status AddHashCapped(uint64_t hash, uint32_t max_copies,
+                       uint32_t* held) override;
   Status AddHashes(std::span<const uint64_t> hashes, size_t* added) override;
   void MayContainHashes(std::span<const uint64_t> hashes,
                         std::span<uint8_t> out) const override;

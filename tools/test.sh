@@ -110,7 +110,7 @@ configure build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 mapfile -t targets < <(san_targets concurrency)
 cmake --build build-tsan -j"$jobs" --target "${targets[@]}"
 stage "tsan: concurrency tests"
-TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp" \
   ctest --test-dir build-tsan --output-on-failure -j"$jobs" -L concurrency --timeout 900
 
 stage "clang asan+ubsan+fuzz: build"
