@@ -3,10 +3,12 @@
 // crash recovery on open. The on-disk format is docs/format-store.md.
 //
 //   auto db = Database::Open({.path = "/var/lib/sf"});
+//   if (!db.ok()) return db.status();
 //   auto f = (*db)->Create("users", {.type = FilterType::kCuckoo,
 //                                    .capacity = 10'000'000});
-//   (*f)->Add("alice");
-//   (*db)->Checkpoint("users");
+//   if (!f.ok()) return f.status();
+//   if (Status s = (*f)->Add("alice"); !s.ok()) return s;
+//   return (*db)->Checkpoint("users");  // every result is [[nodiscard]]
 //
 // Names are arbitrary byte strings of 1..1024 bytes (kMaxFilterNameBytes).
 // Errors: creating an existing name -> AlreadyExists; an unknown name ->

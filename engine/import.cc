@@ -33,12 +33,16 @@ using internal::ShardedFilterAccess;
 // (layout, k, fingerprint bits, bucket size) in every link. "" when all
 // match, else the name of the first that does not.
 std::string Mismatch(const FilterSpec& spec, const Filter& link) {
-  if (const auto* b = dynamic_cast<const BloomFilter*>(&link)) {
+  // The link's type is the spec's (DecodeChain checked it); the casts
+  // follow the type, as everywhere else.
+  if (link.type() == FilterType::kBloom) {
+    const auto* b = static_cast<const BloomFilter*>(&link);
     const BloomLayout want =
         spec.classic_layout ? BloomLayout::kClassic : BloomLayout::kBlocked;
     if (b->layout() != want) return "layout";
     if (spec.k != 0 && b->k() != spec.k) return "k";
-  } else if (const auto* c = dynamic_cast<const CuckooFilter*>(&link)) {
+  } else if (link.type() == FilterType::kCuckoo) {
+    const auto* c = static_cast<const CuckooFilter*>(&link);
     const CuckooStats cs = c->CuckooStatistics();
     if (spec.bucket_size != 0 && cs.bucket_size != spec.bucket_size) {
       return "bucket size";

@@ -38,13 +38,15 @@ Result<std::unique_ptr<Filter>> Make(FilterType type, bool classic,
 // (filters/sizing.h: the layout's own formula).
 double TheoryFpr(const Filter& f, uint64_t n) {
   const FilterStats st = f.Stats();
-  if (const auto* b = dynamic_cast<const BloomFilter*>(&f)) {
+  if (f.type() == FilterType::kBloom) {
+    const auto* b = static_cast<const BloomFilter*>(&f);
     return b->layout() == BloomLayout::kClassic
                ? ClassicBloomFpr(st.slots, n, st.k)
                : WordBlockedFpr(st.slots / 512, n, st.k);
   }
-  if (const auto* c = dynamic_cast<const CuckooFilter*>(&f)) {
-    const CuckooStats cs = c->CuckooStatistics();
+  if (f.type() == FilterType::kCuckoo) {
+    const CuckooStats cs =
+        static_cast<const CuckooFilter&>(f).CuckooStatistics();
     const double room = static_cast<double>(cs.buckets) * cs.bucket_size;
     return CuckooFpr(cs.fingerprint_bits, cs.bucket_size,
                      room > 0 ? st.items / room : 0);

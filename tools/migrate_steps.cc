@@ -291,12 +291,14 @@ Status Verify(Run& r, uint64_t* checked, uint64_t* missing) {
     // Every bit of every source block is set in its folded block: then every
     // key of the source is in the target. Checked whole, not sampled.
     for (uint32_t s = 0; s < t.shard_count(); ++s) {
-      const auto* from =
-          dynamic_cast<const BloomFilter*>(&r.src->shard_filter(s));
-      const auto* to = dynamic_cast<const BloomFilter*>(&t.shard_filter(s));
-      if (from == nullptr || to == nullptr) {
+      const Filter& src = r.src->shard_filter(s);
+      const Filter& dst = t.shard_filter(s);
+      if (src.type() != FilterType::kBloom ||
+          dst.type() != FilterType::kBloom) {
         return Status::InvalidArgument("fold verification: not Bloom shards");
       }
+      const auto* from = static_cast<const BloomFilter*>(&src);
+      const auto* to = static_cast<const BloomFilter*>(&dst);
       const uint64_t lost = to->MissingFoldedBits(*from);
       *checked += from->Stats().items;
       if (lost != 0) *missing += lost == UINT64_MAX ? 1 : lost;

@@ -140,9 +140,9 @@ Result<std::unique_ptr<CuckooFilter>> CuckooFilter::Deserialize(
 }
 
 bool CuckooFilter::Equals(const Filter& other) const {
-  const auto* op = dynamic_cast<const CuckooFilter*>(&other);
-  if (op == nullptr) return false;
-  const CuckooFilter& o = *op;
+  // As the other types: a type check, then the cast (the class is final).
+  if (other.type() != FilterType::kCuckoo) return false;
+  const auto& o = static_cast<const CuckooFilter&>(other);
   if (this == &o) return true;
   // Exact when neither filter has a writer running.
   if (seed() != o.seed() || capacity_ != o.capacity_ || fpp_ != o.fpp_ ||
