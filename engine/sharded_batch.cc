@@ -125,7 +125,7 @@ Status ShardedFilter::RunBatch(bool remove, std::span<const uint64_t> hashes,
     Grouping g = GroupByShard(shard_count_, shard_of, slice);
     // Shard invariant S4: shared locks in ascending shard order, held by
     // this thread across the parallel apply and the journal write (S2).
-    std::vector<std::shared_lock<std::shared_mutex>> locks;
+    std::vector<std::shared_lock<internal::ShardMutex>> locks;
     locks.reserve(g.involved.size());
     for (uint32_t s : g.involved) {
       locks.push_back(internal::LockShared(shards_[s]));  // S5

@@ -302,7 +302,7 @@ std::unique_ptr<ShardedFilter> ShardedFilterAccess::MakeEmpty(
 }
 
 void ShardedFilterAccess::Detach(ShardedFilter& f, uint8_t state) {
-  std::vector<std::unique_lock<std::shared_mutex>> locks;
+  std::vector<std::unique_lock<internal::ShardMutex>> locks;
   locks.reserve(f.shard_count_);
   for (uint32_t i = 0; i < f.shard_count_; ++i) {
     locks.push_back(LockExclusive(f.shards_[i]));  // S4 ascending, S5

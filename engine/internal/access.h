@@ -111,9 +111,9 @@ class ShardedFilterAccess {
 
   // --- Migration (engine/internal/migration.h, M1 and M4) ---
   // Every shard lock exclusive, ascending (S4, S5).
-  static std::vector<std::unique_lock<std::shared_mutex>> LockAll(
+  static std::vector<std::unique_lock<internal::ShardMutex>> LockAll(
       ShardedFilter& f) {
-    std::vector<std::unique_lock<std::shared_mutex>> locks;
+    std::vector<std::unique_lock<internal::ShardMutex>> locks;
     locks.reserve(f.shard_count_);
     for (uint32_t i = 0; i < f.shard_count_; ++i) {
       locks.push_back(LockExclusive(f.shards_[i]));

@@ -19,12 +19,11 @@
 //      taking its sequence happen together under `order_mu`, so sequence
 //      order is apply order and replay reproduces the state. Bloom adds
 //      commute (bits only get set) and skip `order_mu`.
-//  S5. glibc's rwlock prefers readers, so a steady stream of mutations could
-//      starve a checkpoint's exclusive lock. A checkpoint therefore raises
-//      `exclusive_waiting` before it locks and lowers it once it holds the
-//      lock; new mutations (LockShared) yield while it is raised. A mutation
-//      already holding other shards' locks may spin here: the checkpoint
-//      holds no other lock of the filter (S4), so it always gets in.
+//  S5. Checkpoints are not starved by mutations: the shard lock
+//      (ShardMutex, engine/internal/shard_mutex.h) prefers writers, so once
+//      a checkpoint wants it no new mutation gets in. A mutation already
+//      holding other shards' locks may wait here: the checkpoint holds no
+//      other lock of the filter (S4), so it always gets in.
 //  S4. Lock order: a batch takes the `mu` of its shards shared in ascending
 //      shard order; `order_mu` is taken only while holding `mu`, one at a
 //      time; `grow_mu` only while holding `mu` (and, for ordered types,
@@ -55,9 +54,10 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <shared_mutex>
+#include <shared_mutex>  // std::shared_lock
 #include <thread>
 
+#include "shardfilter/engine/internal/shard_mutex.h"
 #include "shardfilter/filters/filter.h"
 
 namespace shardfilter::internal {
@@ -72,7 +72,7 @@ struct alignas(64) Shard {
   std::unique_ptr<Filter> links[kMaxLinks];  // S1
   std::atomic<uint32_t> link_count{0};       // S1
   std::atomic<uint64_t> fill[kMaxLinks];     // S7 (zero: C++20)
-  std::shared_mutex mu;                      // S2, S4
+  ShardMutex mu;                             // S2, S4, S5
   std::mutex order_mu;                       // S3
   std::mutex grow_mu;                        // S6
   // The filter's memory account (engine/internal/memory_account.h), charged
@@ -100,10 +100,6 @@ struct alignas(64) Shard {
   // lock and sees a stale false only postpones that shard to the next one.
   std::atomic<bool> dirty{false};
 
-  // S5. Release/acquire pairs the raise with the waiting reader's check;
-  // the rwlock itself orders everything else.
-  std::atomic<bool> exclusive_waiting{false};
-
   // The committed checkpoint, for Stats(): written by the checkpointer
   // (under the filter's checkpoint mutex), read by anyone; relaxed because
   // they are figures, not synchronisation.
@@ -119,21 +115,15 @@ struct alignas(64) Shard {
   }
 };
 
-// A mutation's shared lock on the shard (S2), after any waiting
-// checkpoint (S5).
-inline std::shared_lock<std::shared_mutex> LockShared(Shard& s) {
-  while (s.exclusive_waiting.load(std::memory_order_acquire)) {
-    std::this_thread::yield();
-  }
-  return std::shared_lock<std::shared_mutex>(s.mu);
+// A mutation's shared lock on the shard (S2; S5: after any waiting
+// checkpoint).
+inline std::shared_lock<ShardMutex> LockShared(Shard& s) {
+  return std::shared_lock<ShardMutex>(s.mu);
 }
 
 // A checkpoint's exclusive lock on the shard (S2, S5).
-inline std::unique_lock<std::shared_mutex> LockExclusive(Shard& s) {
-  s.exclusive_waiting.store(true, std::memory_order_release);
-  std::unique_lock<std::shared_mutex> lock(s.mu);
-  s.exclusive_waiting.store(false, std::memory_order_release);
-  return lock;
+inline std::unique_lock<ShardMutex> LockExclusive(Shard& s) {
+  return std::unique_lock<ShardMutex>(s.mu);
 }
 
 }  // namespace shardfilter::internal
