@@ -83,10 +83,10 @@ std::string ExportShardedFilter(ShardedFilter& handle) {
   // Bytes 8..63: the spec head in export order, the shard count, the
   // parameter block (persistence/internal/spec_codec.h).
   const persistence::StoredSpec stored = internal::StoredFromSpec(spec);
-  const persistence::SpecHead head = persistence::EncodeSpecHead(stored);
+  const persistence::SpecHead head =
+      persistence::EncodeSpecHead(stored, persistence::kExportSpecRules);
   out.push_back(static_cast<char>(head.type));
-  out.push_back(
-      static_cast<char>(head.flags & ~persistence::kSpecFlagRetainHashes));
+  out.push_back(static_cast<char>(head.flags));
   out.push_back(static_cast<char>(head.durability));
   out.push_back(static_cast<char>(head.expansion));
   PutU32(&out, shards);

@@ -8,13 +8,15 @@ using shardfilter::internal::PutF64;
 using shardfilter::internal::PutU32;
 using shardfilter::internal::PutU64;
 
-SpecHead EncodeSpecHead(const StoredSpec& s) {
+SpecHead EncodeSpecHead(const StoredSpec& s, const SpecRules& rules) {
   SpecHead h;
   h.type = static_cast<uint8_t>(s.type);
   h.durability = s.durability;
-  h.flags = static_cast<uint8_t>((s.classic_layout ? kSpecFlagClassic : 0) |
-                                 (s.scalable ? kSpecFlagScalable : 0) |
-                                 (s.retain_hashes ? kSpecFlagRetainHashes : 0));
+  h.flags =
+      static_cast<uint8_t>((s.classic_layout ? kSpecFlagClassic : 0) |
+                           (s.scalable ? kSpecFlagScalable : 0) |
+                           (s.retain_hashes ? kSpecFlagRetainHashes : 0)) &
+      rules.allowed_flags;
   h.expansion = static_cast<uint8_t>(s.expansion);
   return h;
 }

@@ -70,7 +70,7 @@ Result<std::string_view> UnframeValue(std::string_view value, ValueKind kind,
 
 std::string EncodeDescriptor(const FilterDescriptor& d) {
   std::string p;
-  const SpecHead h = EncodeSpecHead(d);
+  const SpecHead h = EncodeSpecHead(d, kDescriptorSpecRules);
   PutU8(&p, h.type);
   PutU8(&p, h.durability);
   PutU8(&p, h.flags);

@@ -136,18 +136,23 @@ TEST(CheckpointTest, ReadOnlyOpenReplaysInMemoryAndWritesNothing) {
   EXPECT_EQ(db->counters().replayed_ops, 100u);
 }
 
+// A store holding a 2-shard Bloom filter "f" with "a" checkpointed (and,
+// with `journalled`, "b" in the journal only); closed without a final
+// checkpoint.
+void MakeCheckpointedStore(const DatabaseOptions& o, const char* journalled) {
+  auto db = testing::MustOpen(o);
+  auto f = *db->Create("f", Spec(FilterType::kBloom, 10'000, 2));
+  SF_ASSERT_OK(f->Add("a"));
+  SF_ASSERT_OK(db->Checkpoint("f").status());
+  if (journalled != nullptr) SF_ASSERT_OK(f->Add(journalled));
+  SF_ASSERT_OK(db->Close());
+}
+
 TEST(CheckpointTest, InterruptedCheckpointIsCollectedOnOpen) {
   TempDir dir;
   DatabaseOptions o = Options(dir.db());
   o.checkpoint_on_close = false;
-  {
-    auto db = testing::MustOpen(o);
-    auto f = *db->Create("f", Spec(FilterType::kBloom, 10'000, 2));
-    SF_ASSERT_OK(f->Add("a"));
-    SF_ASSERT_OK(db->Checkpoint("f").status());
-    SF_ASSERT_OK(f->Add("b"));
-    SF_ASSERT_OK(db->Close());
-  }
+  MakeCheckpointedStore(o, "b");
   {
     // What a crash between writing generation 2's chunks and the commit
     // leaves behind.
@@ -184,13 +189,7 @@ TEST(CheckpointTest, WritableOpenCollectsEveryKindOfDebris) {
   TempDir dir;
   DatabaseOptions o = Options(dir.db());
   o.checkpoint_on_close = false;
-  {
-    auto db = testing::MustOpen(o);
-    auto f = *db->Create("f", Spec(FilterType::kBloom, 10'000, 2));
-    SF_ASSERT_OK(f->Add("a"));
-    SF_ASSERT_OK(db->Checkpoint("f").status());
-    SF_ASSERT_OK(db->Close());
-  }
+  MakeCheckpointedStore(o, nullptr);
   {
     RawStore raw(dir.db());
     ASSERT_TRUE(raw.ok());

@@ -57,8 +57,11 @@ TEST(SpecCodecTest, ParameterBlockIsPinned) {
   StoredSpec back;
   ASSERT_TRUE(ReadSpecParams(&r, &back));
   EXPECT_EQ(r.remaining(), 0u);
-  SpecHead h = EncodeSpecHead(Sample());
+  SpecHead h = EncodeSpecHead(Sample(), kDescriptorSpecRules);
   EXPECT_EQ(h.flags, kSpecFlagScalable | kSpecFlagRetainHashes);
+  // The export cannot hold retain_hashes: its head leaves the flag out.
+  EXPECT_EQ(EncodeSpecHead(Sample(), kExportSpecRules).flags,
+            kSpecFlagScalable);
   ASSERT_TRUE(DecodeSpecHead(h, kDescriptorSpecRules, "x", &back).ok());
   EXPECT_EQ(back, Sample());
 }

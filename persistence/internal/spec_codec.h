@@ -85,7 +85,9 @@ inline constexpr uint32_t kMaxStoredExpansion = 16;
 
 inline constexpr size_t kSpecParamsBytes = 48;
 
-SpecHead EncodeSpecHead(const StoredSpec& s);
+// The head as a format with `rules` stores it: flags it cannot hold (the
+// export's retain_hashes) are left out.
+SpecHead EncodeSpecHead(const StoredSpec& s, const SpecRules& rules);
 // Appends the kSpecParamsBytes parameter block.
 void PutSpecParams(std::string* out, const StoredSpec& s);
 

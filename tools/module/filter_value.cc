@@ -108,15 +108,15 @@ std::unique_ptr<FilterValue> ValueFromBytes(std::string bytes) {
 // replication streams.
 std::string EncodeSpec(const FilterSpec& spec) {
   const persistence::StoredSpec s = internal::StoredFromSpec(spec);
-  const persistence::SpecHead head = persistence::EncodeSpecHead(s);
+  const persistence::SpecHead head =
+      persistence::EncodeSpecHead(s, persistence::kExportSpecRules);
   char buf[512];
   std::snprintf(
       buf, sizeof buf,
       "v1 %u %" PRIu64 " %a %u %" PRIu64 " %u %u %u %u %u %" PRIu64 " %u",
       static_cast<unsigned>(head.type), s.capacity, s.fpp, spec.shards, s.seed,
-      static_cast<unsigned>(head.flags & ~persistence::kSpecFlagRetainHashes),
-      s.k, s.fingerprint_bits, s.bucket_size, s.max_kicks, s.max_bytes,
-      static_cast<unsigned>(head.expansion));
+      static_cast<unsigned>(head.flags), s.k, s.fingerprint_bits, s.bucket_size,
+      s.max_kicks, s.max_bytes, static_cast<unsigned>(head.expansion));
   return buf;
 }
 
