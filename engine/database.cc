@@ -84,7 +84,7 @@ Result<std::unique_ptr<Database>> Database::Open(
   SF_ASSIGN_OR_RETURN(impl->store, persistence::Store::Open(
                                        {options.path, options.create_if_missing,
                                         options.read_only}));
-  impl->journal = std::make_unique<internal::JournalSink>(
+  impl->journal = std::make_unique<internal::StoreJournalSink>(
       impl->store.get(), options.journal_in_rocksdb,
       options.mapped_journal_min_bytes);
   std::vector<std::pair<std::string, Status>> bad;

@@ -1,5 +1,7 @@
 // The export file format (docs/format-export.md): encoding, parsing and the
-// snapshot of a sharded filter. ImportFilter is in engine/import.cc.
+// snapshot of a sharded filter. Decoding into a standalone filter is in
+// export_load.cc; ExportFilter and ImportFilter (the Database side) in
+// import.cc.
 #include "shardfilter/engine/export.h"
 
 #include <xxhash.h>
@@ -101,11 +103,6 @@ std::string ExportShardedFilter(ShardedFilter& handle) {
   }
   PutU64(&out, Checksum64(out.data(), out.size()));
   return out;
-}
-
-Result<std::string> ExportFilter(Database& db, std::string_view name) {
-  SF_ASSIGN_OR_RETURN(std::shared_ptr<ShardedFilter> f, db.Get(name));
-  return ExportShardedFilter(*f);
 }
 
 Result<ParsedExport> ParseExport(std::string_view b) {

@@ -120,11 +120,6 @@ bool DecodeBody(std::string_view body, uint64_t* gen, DedupLogRecord* rec) {
   return r.remaining() == 0;
 }
 
-std::string& BootIdOverride() {
-  static std::string id;
-  return id;
-}
-
 // fsync of a directory, so that a rename in it is durable.
 Status SyncDir(const std::string& dir) {
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -135,21 +130,6 @@ Status SyncDir(const std::string& dir) {
 }
 
 }  // namespace
-
-std::string CurrentBootId() {
-  if (!BootIdOverride().empty()) return BootIdOverride();
-  std::string id;
-  int fd = ::open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return id;
-  char buf[64];
-  const ssize_t n = ::read(fd, buf, sizeof buf);
-  ::close(fd);
-  if (n > 0) id.assign(buf, static_cast<size_t>(n));
-  while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
-  return id;
-}
-
-void SetBootIdForTesting(std::string id) { BootIdOverride() = std::move(id); }
 
 std::string DedupLogPath(std::string_view store_path, std::string_view set) {
   char hex[17];

@@ -90,19 +90,6 @@ rocksdb::ColumnFamilyOptions HashesCfOptions() {
   return o;
 }
 
-std::string RetainedHashKey(std::string_view name, uint64_t hash) {
-  std::string k = NamePrefix(name);
-  PutBE64(&k, hash);
-  return k;
-}
-
-std::string EncodeRetainedCount(int64_t count) {
-  std::string v(8, '\0');
-  uint64_t u = static_cast<uint64_t>(count);
-  for (int i = 0; i < 8; ++i) v[i] = static_cast<char>((u >> (8 * i)) & 0xff);
-  return v;
-}
-
 RetainedHashScan::RetainedHashScan(rocksdb::DB* db,
                                    rocksdb::ColumnFamilyHandle* cf,
                                    std::string name, std::string start)

@@ -129,21 +129,6 @@ Status OpenFailure(const rocksdb::Status& s, const std::string& path,
 
 }  // namespace
 
-void JournalBatch::Retain(std::string_view name, JournalOp op,
-                          std::span<const uint64_t> hashes) {
-  const std::string delta = EncodeRetainedCount(op == JournalOp::kAdd ? 1 : -1);
-  for (uint64_t h : hashes)
-    retained_.emplace_back(RetainedHashKey(name, h), delta);
-}
-
-void JournalBatch::Add(std::string_view name, uint32_t shard, uint64_t seq,
-                       JournalOp op, std::span<const uint64_t> hashes) {
-  pending_.emplace_back(JournalKey(name, shard, seq),
-                        EncodeJournalEntry(op, hashes));
-  ++entries_;
-  hashes_ += hashes.size();
-}
-
 Result<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) {
   if (options.path.empty()) {
     return Status::InvalidArgument("store path is empty");

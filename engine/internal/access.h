@@ -71,8 +71,8 @@ class ShardedFilterAccess {
           !f.spec_.retain_hashes && !read_only &&
           f.durability_ != Durability::kNone && !journal->rocksdb_only() &&
           shard_bytes * f.shard_count_ >= journal->mapped_min_bytes();
-      f.log_->Configure(journal->store(), mmap,
-                        f.durability_ == Durability::kSync, shard_bytes);
+      f.log_->Configure(journal, mmap, f.durability_ == Durability::kSync,
+                        shard_bytes);
     }
     for (uint32_t i = 0; i < f.shard_count_; ++i) {  // L2's start
       f.log_->SetRecovered(

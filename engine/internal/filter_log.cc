@@ -8,7 +8,7 @@
 #include <random>
 #include <thread>
 
-#include "shardfilter/persistence/internal/dedup_log.h"
+#include "shardfilter/persistence/internal/boot_id.h"
 #include "shardfilter/persistence/internal/store.h"
 
 namespace shardfilter::internal {
@@ -77,10 +77,10 @@ FilterLog::~FilterLog() {
   }
 }
 
-void FilterLog::Configure(persistence::Store* store, bool mmap, bool sync,
+void FilterLog::Configure(JournalSink* sink, bool mmap, bool sync,
                           uint64_t shard_table_bytes) {
-  store_ = store;
-  store_path_ = store->path();
+  sink_ = sink;
+  store_path_ = sink->store()->path();
   mmap_ = mmap;
   sync_ = sync;
   segment_bytes_ = MappedSegmentBytes(shard_table_bytes, shard_count_);
@@ -107,10 +107,10 @@ void FilterLog::SetRecovered(uint32_t shard, uint64_t last_seq) {
 Status FilterLog::EnsureEpoch() {
   std::lock_guard lock(epoch_mu_);
   if (epoch_.load(std::memory_order_relaxed) != 0) return Status::OK();
-  SF_ASSIGN_OR_RETURN(uint64_t e, store_->GetFilterJournalEpoch(name_));
+  SF_ASSIGN_OR_RETURN(uint64_t e, sink_->JournalEpoch(name_));
   if (e == 0) {
     e = NewJournalEpoch();
-    SF_RETURN_IF_ERROR(store_->PutFilterJournalEpoch(name_, e));
+    SF_RETURN_IF_ERROR(sink_->PutJournalEpoch(name_, e));
   }
   epoch_.store(e, std::memory_order_release);
   return Status::OK();

@@ -73,6 +73,7 @@
 #include <thread>
 #include <vector>
 
+#include "shardfilter/engine/internal/journal_sink.h"
 #include "shardfilter/filters/internal/spin.h"  // SpinLock (L1)
 #include "shardfilter/filters/status.h"
 #include "shardfilter/persistence/internal/filter_journal.h"
@@ -98,7 +99,7 @@ class FilterLog {
   // (else ops go to the RocksDB journal family and only L2 / L4 apply).
   // `shard_table_bytes`: one shard's table (link 0), which sizes the
   // segments (L6).
-  void Configure(persistence::Store* store, bool mmap, bool sync,
+  void Configure(JournalSink* sink, bool mmap, bool sync,
                  uint64_t shard_table_bytes);
   bool mmap() const { return mmap_; }
 
@@ -169,7 +170,7 @@ class FilterLog {
   const std::string name_;
   const uint32_t shard_count_;
   std::unique_ptr<LogShard[]> shards_;
-  persistence::Store* store_ = nullptr;
+  JournalSink* sink_ = nullptr;  // the Database's; outlives the log
   std::string store_path_;
   bool mmap_ = false;
   bool sync_ = false;

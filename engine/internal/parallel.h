@@ -1,50 +1,34 @@
-// ParallelFor: tbb::parallel_for over [0, n) with the fork/join
-// happens-before edges made visible to ThreadSanitizer.
+// ParallelFor(n, fn): calls fn(i) for every i in [0, n), possibly
+// concurrently for distinct indexes, and returns once every call has
+// returned (each call happens-before the return; the caller's writes before
+// the call happen-before each fn(i)).
 //
-// oneTBB comes uninstrumented (Debian's libtbb), so TSan cannot see its
-// fork and join edges: not only that the caller's writes happen-before
-// each body and each body before the caller's code after it, but also
-// that a worker's last touch of the call's wait_context (an atomic in
-// TBB's headers, on the caller's stack) happens-before the caller reuses
-// that stack: TSan reported exactly that once filters loaded in parallel
-// from many threads. Under TSan this therefore runs the bodies on
-// std::threads (whose start and join TSan models), so the bodies still
-// run concurrently and are still race-checked; otherwise it is
-// tbb::parallel_for itself.
+// Which runner does it is a link-time choice (one definition of RunParallel
+// per library), so the objects that use it are compiled once for both:
+// - shardfilter (the full library): engine/internal/parallel_tbb.cc,
+//   tbb::parallel_for (std::threads under TSan: see there);
+// - shardfilter_memory (the in-memory engine the Redis module links):
+//   engine/internal/parallel_serial.cc, in the calling thread (Redis runs
+//   module commands on its main thread; a module starts no thread pool).
 //
-// Thread-safe: `fn` is called concurrently for distinct indexes.
+// Thread-safe: fn must be safe to call concurrently for distinct indexes.
 #ifndef SHARDFILTER_ENGINE_INTERNAL_PARALLEL_H_
 #define SHARDFILTER_ENGINE_INTERNAL_PARALLEL_H_
 
-#include <tbb/parallel_for.h>
-
-#include <algorithm>
-#include <atomic>
 #include <cstddef>
-#include <thread>
-#include <vector>
-
-#include "shardfilter/filters/internal/tsan.h"
+#include <type_traits>
 
 namespace shardfilter::internal {
 
+// body(ctx, i) for every i in [0, n); the runner behind ParallelFor.
+void RunParallel(size_t n, void (*body)(void* ctx, size_t i), void* ctx);
+
 template <typename Fn>
 void ParallelFor(size_t n, Fn&& fn) {
-#if SHARDFILTER_TSAN
-  const size_t workers = std::min<size_t>(n, 4);
-  std::atomic<size_t> next{0};
-  auto run = [&] {
-    for (size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < n;) {
-      fn(i);
-    }
-  };
-  std::vector<std::thread> threads;
-  for (size_t w = 1; w < workers; ++w) threads.emplace_back(run);
-  run();
-  for (std::thread& t : threads) t.join();
-#else
-  tbb::parallel_for(size_t{0}, n, [&](size_t i) { fn(i); });
-#endif
+  using F = std::remove_reference_t<Fn>;
+  RunParallel(
+      n, [](void* ctx, size_t i) { (*static_cast<F*>(ctx))(i); },
+      const_cast<void*>(static_cast<const void*>(&fn)));
 }
 
 }  // namespace shardfilter::internal

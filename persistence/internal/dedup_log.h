@@ -75,6 +75,7 @@
 #include <vector>
 
 #include "shardfilter/filters/status.h"
+#include "shardfilter/persistence/internal/boot_id.h"
 #include "shardfilter/persistence/internal/dedup_table.h"
 
 namespace shardfilter::persistence {
@@ -103,11 +104,6 @@ std::string DedupLogPath(std::string_view store_path, std::string_view set);
 
 // Bytes a record with these ops takes in a region.
 size_t DedupLogRecordBytes(const std::vector<DedupOp>& ops);
-
-// The id of the running boot (/proc/sys/kernel/random/boot_id; empty where
-// there is none). Tests replace it to act out a reboot; "" restores it.
-std::string CurrentBootId();
-void SetBootIdForTesting(std::string id);
 
 class DedupLog {
  public:

@@ -18,7 +18,6 @@
 //
 // A little over 400 lines: the registration table and the two module
 // commands share the load arguments and the replication helpers above.
-#include <tbb/global_control.h>
 
 #include <array>
 #include <cstring>
@@ -57,10 +56,6 @@ void OnClientChange(RedisModuleCtx*, RedisModuleEvent, uint64_t subevent,
   if (subevent != REDISMODULE_SUBEVENT_CLIENT_CHANGE_DISCONNECTED) return;
   g_sessions.erase(static_cast<RedisModuleClientInfoV1*>(data)->id);
 }
-// Redis runs module commands on its main thread: the engine's batch calls
-// run inline there (no oneTBB worker threads inside redis-server).
-tbb::global_control* g_serial = nullptr;
-
 // The command layer's host services, as far as BF/CF commands reach them
 // (the generic commands are Redis's own).
 class ModuleHost final : public commands::Host {
@@ -381,10 +376,6 @@ extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(
   // the deny-oom flag of the write commands count them. (No table exists
   // yet: the data type is registered below.)
   shardfilter::SetTableAllocator(RedisModule_Alloc, RedisModule_Free);
-  if (g_serial == nullptr) {
-    g_serial = new tbb::global_control(
-        tbb::global_control::max_allowed_parallelism, 1);
-  }
   // rdb_load checks RedisModule_IsIOError instead of Redis exiting on a
   // short read (module_type.h).
   RedisModule_SetModuleOptions(ctx, REDISMODULE_OPTIONS_HANDLE_IO_ERRORS);
