@@ -2,7 +2,8 @@
 """kill -9 of shardfilter-server under concurrent writers, per durability mode.
 
 Several client threads write (BF.ADD, CF.ADD, SF.ADD / SF.REMOVE on a
-counting filter) one command at a time, each recording the commands whose
+counting filter, SF.DEDUPADD on a dedup set, SF.TIERADD on a tiered filter
+with an exact level) one command at a time, each recording the commands whose
 reply it received: the oracle of acknowledged writes. At a random moment
 the server is killed with SIGKILL, restarted on the same directory, and
 every acknowledged add must answer present (no false negative) and every
@@ -75,6 +76,11 @@ class Writer(threading.Thread):
                     r.execute_command("BF.ADD", self.key, item)
                 elif self.kind == "cf":
                     r.execute_command("CF.ADD", self.key, item)
+                elif self.kind == "dedup":
+                    if r.execute_command("SF.DEDUPADD", self.key, item) != 1:
+                        raise AssertionError("a new item answered seen")
+                elif self.kind == "tier":
+                    r.execute_command("SF.TIERADD", self.key, item)
                 else:
                     r.execute_command("SF.ADD", self.key, item)
                 self.acked_adds.append(item)
@@ -98,8 +104,14 @@ def round_once(binary, db, mode, rnd, rng):
                       4, *extra)
     r.execute_command("SF.CREATE", "cnt" + suffix, "counting", 200000,
                       "ERROR", 0.0001, "SHARDS", 4, *extra)
+    r.execute_command("SF.DEDUPCREATE", "dd" + suffix, "CAPACITY", 200000,
+                      *extra)
+    r.execute_command("SF.TIERCREATE", "tt" + suffix, "EXACT", *extra,
+                      "LEVEL", "bloom", 200000, "ERROR", 0.1,
+                      "LEVEL", "bloom", 200000, "ERROR", 0.01)
     writers = []
-    for kind, key in (("bf", "bf"), ("cf", "cf"), ("counting", "cnt")):
+    for kind, key in (("bf", "bf"), ("cf", "cf"), ("counting", "cnt"),
+                      ("dedup", "dd"), ("tier", "tt")):
         for t in range(2):  # two writers per filter: shards are shared
             writers.append(Writer(port, kind, key + suffix,
                                   "%s%d-%s" % (kind, t, suffix)))
@@ -120,8 +132,10 @@ def round_once(binary, db, mode, rnd, rng):
             # Its add acknowledged, its remove sent without a reply: that
             # remove may or may not have happened.
             adds.discard(w.in_flight)
+        query = {"dedup": "SF.DEDUPMEXISTS", "tier": "SF.TIERMEXISTS"}.get(
+            w.kind, "SF.MEXISTS")
         if adds:
-            present = r.execute_command("SF.MEXISTS", w.key, *sorted(adds))
+            present = r.execute_command(query, w.key, *sorted(adds))
             missing = [a for a, p in zip(sorted(adds), present) if not p]
             if missing:
                 raise AssertionError(

@@ -15,6 +15,8 @@ using namespace handlers;  // NOLINT: the table names every handler
 
 constexpr uint32_t kBfWrite = kWrite | kDenyOom | kModule;
 constexpr uint32_t kBfRead = kReadonly | kFast | kModule;
+constexpr uint32_t kSetWrite = kWrite | kDenyOom | kModule | kServerOnly;
+constexpr uint32_t kSetRead = kReadonly | kModule | kServerOnly;
 
 // Sorted by name (FindCommand binary-searches; a test checks the order).
 constexpr CommandSpec kCommands[] = {
@@ -142,6 +144,21 @@ constexpr CommandSpec kCommands[] = {
      "Returns how many copies of an item a filter may hold.", SfCount},
     {"sf.create", -4, kBfWrite | kFast, 1, 1, 1, "sf",
      "Creates a Bloom, counting Bloom or cuckoo filter.", SfCreate},
+    {"sf.dedupadd", 3, kSetWrite, 1, 1, 1, "sf",
+     "Adds an item to a dedup set: 1 when it was new.", SfDedupAdd},
+    {"sf.dedupcreate", -2, kSetWrite, 1, 1, 1, "sf",
+     "Creates a dedup set (an exact set of items, optional TTL).",
+     SfDedupCreate},
+    {"sf.dedupdel", -3, kWrite | kModule | kServerOnly, 1, 1, 1, "sf",
+     "Removes items from a dedup set.", SfDedupDel},
+    {"sf.dedupexists", 3, kSetRead, 1, 1, 1, "sf",
+     "Checks whether an item is in a dedup set (exact).", SfDedupExists},
+    {"sf.dedupinfo", 2, kSetRead, 1, 1, 1, "sf",
+     "Returns a dedup set's parameters and figures.", SfDedupInfo},
+    {"sf.dedupmadd", -3, kSetWrite, 1, 1, 1, "sf",
+     "Adds items to a dedup set: per item, 1 when it was new.", SfDedupMAdd},
+    {"sf.dedupmexists", -3, kSetRead, 1, 1, 1, "sf",
+     "Checks whether items are in a dedup set (exact).", SfDedupMExists},
     {"sf.exists", 3, kBfRead, 1, 1, 1, "sf",
      "Checks whether an item may be in a filter.", SfExists},
     {"sf.info", 2, kBfRead, 1, 1, 1, "sf",
@@ -160,6 +177,20 @@ constexpr CommandSpec kCommands[] = {
      "Removes one copy of an item from a counting or cuckoo filter.", SfRemove},
     {"sf.shards", 2, kBfRead, 1, 1, 1, "sf",
      "Returns per-shard figures of a filter.", SfShards},
+    {"sf.tieradd", 3, kSetWrite, 1, 1, 1, "sf",
+     "Adds an item to every level of a tiered filter.", SfTierAdd},
+    {"sf.tiercreate", -5, kSetWrite, 1, 1, 1, "sf",
+     "Creates a tiered filter: levels from coarse to precise.", SfTierCreate},
+    {"sf.tierdel", 3, kWrite | kModule | kServerOnly, 1, 1, 1, "sf",
+     "Removes an item from a tiered filter with an exact level.", SfTierDel},
+    {"sf.tierexists", 3, kSetRead, 1, 1, 1, "sf",
+     "Checks whether an item may be in a tiered filter.", SfTierExists},
+    {"sf.tierinfo", 2, kSetRead, 1, 1, 1, "sf",
+     "Returns a tiered filter's levels and figures.", SfTierInfo},
+    {"sf.tiermadd", -3, kSetWrite, 1, 1, 1, "sf",
+     "Adds items to every level of a tiered filter.", SfTierMAdd},
+    {"sf.tiermexists", -3, kSetRead, 1, 1, 1, "sf",
+     "Checks whether items may be in a tiered filter.", SfTierMExists},
     {"shutdown", -1, kAdmin | kNoScript | kLoading | kStale, 0, 0, 0, "server",
      "Checkpoints and stops the server.", Shutdown},
     {"time", 1, kLoading | kStale | kFast, 0, 0, 0, "server",

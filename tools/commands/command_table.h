@@ -36,6 +36,9 @@ enum CommandFlag : uint32_t {
   kStale = 1 << 8,
   kModule = 1 << 9,  // RedisBloom's: arity errors name argv[0] as typed
   kNoScript = 1 << 10,
+  // Needs a store the Redis module has not (dedup sets, tiered filters):
+  // the module does not register it.
+  kServerOnly = 1 << 11,
 };
 
 using Handler = void (*)(CommandContext& ctx, Args args);
@@ -102,6 +105,20 @@ void SfMExists(CommandContext&, Args);
 void SfCount(CommandContext&, Args);
 void SfInfo(CommandContext&, Args);
 void SfShards(CommandContext&, Args);
+void SfDedupCreate(CommandContext&, Args);
+void SfDedupAdd(CommandContext&, Args);
+void SfDedupMAdd(CommandContext&, Args);
+void SfDedupExists(CommandContext&, Args);
+void SfDedupMExists(CommandContext&, Args);
+void SfDedupDel(CommandContext&, Args);
+void SfDedupInfo(CommandContext&, Args);
+void SfTierCreate(CommandContext&, Args);
+void SfTierAdd(CommandContext&, Args);
+void SfTierMAdd(CommandContext&, Args);
+void SfTierExists(CommandContext&, Args);
+void SfTierMExists(CommandContext&, Args);
+void SfTierDel(CommandContext&, Args);
+void SfTierInfo(CommandContext&, Args);
 void SfMigrate(CommandContext&, Args);
 void SfMigration(CommandContext&, Args);
 // Dumps: dump_commands.cc.

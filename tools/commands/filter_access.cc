@@ -11,7 +11,10 @@ TypedLookup LookupTyped(CommandContext& ctx, std::string_view key,
   TypedLookup r;
   if (key.empty() || key.size() > ctx.keyspace.MaxKeyBytes()) return r;
   auto found = ctx.keyspace.Lookup(key);
-  if (!found.ok()) return r;
+  if (!found.ok()) {
+    r.wrong_type = found.status().code() == StatusCode::kWrongType;
+    return r;
+  }
   if ((*found)->type() != type) {
     r.wrong_type = true;
     return r;

@@ -47,16 +47,14 @@ void Del(CommandContext& ctx, Args args) {
 void Exists(CommandContext& ctx, Args args) {
   int64_t n = 0;
   for (size_t i = 1; i < args.size(); ++i) {
-    if (Holdable(ctx, args[i]) && ctx.keyspace.Lookup(args[i]).ok()) ++n;
+    if (Holdable(ctx, args[i]) && ctx.keyspace.TypeOf(args[i]) != "none") ++n;
   }
   ctx.out.Integer(n);
 }
 
 void Type(CommandContext& ctx, Args args) {
   if (!Holdable(ctx, args[1])) return ctx.out.SimpleString("none");
-  auto found = ctx.keyspace.Lookup(args[1]);
-  if (!found.ok()) return ctx.out.SimpleString("none");
-  ctx.out.SimpleString(TypeName((*found)->type()));
+  ctx.out.SimpleString(ctx.keyspace.TypeOf(args[1]));
 }
 
 void Keys(CommandContext& ctx, Args args) {
@@ -117,10 +115,7 @@ void Scan(CommandContext& ctx, Args args) {
     const std::string& k = order[i].second;
     if (has_pattern && !GlobMatch(pattern, k)) continue;
     if (has_type) {
-      auto found = ctx.keyspace.Lookup(k);
-      if (!found.ok() || !EqualsIgnoreCase(type, TypeName((*found)->type()))) {
-        continue;
-      }
+      if (!EqualsIgnoreCase(type, ctx.keyspace.TypeOf(k))) continue;
     }
     out.push_back(k);
   }

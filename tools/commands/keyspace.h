@@ -21,7 +21,9 @@
 #include <string_view>
 #include <vector>
 
+#include "shardfilter/engine/dedup_store.h"
 #include "shardfilter/engine/sharded_filter.h"
+#include "shardfilter/engine/tiered_filter.h"
 #include "shardfilter/filters/filter.h"
 #include "shardfilter/filters/status.h"
 
@@ -107,13 +109,72 @@ class FilterHandle {
   virtual ShardedStats Stats() const = 0;
 };
 
+// SF.DEDUPCREATE's parameters (engine/dedup_store.h DedupOptions).
+struct DedupParams {
+  uint64_t capacity = 1'000'000;  // keys the filters are sized for
+  double error_rate = 0.01;       // of the filter in front of the set
+  uint64_t ttl_ms = 0;            // 0: keys never expire
+  uint32_t partitions = 0;        // with a TTL; 0: the engine's default (8)
+  FilterType filter_type = FilterType::kCuckoo;
+  std::optional<Durability> durability;  // nullopt: the host's default
+};
+
+// One dedup set: an exact set of keys ("new?" answers, optional TTL).
+// Every call answers for all items or fails as a whole (nothing written).
+class DedupHandle {
+ public:
+  virtual ~DedupHandle() = default;
+  // out[i] = 1 when items[i] was new (it is now stored), 0 when present
+  // (a repeat within the call is new at its first occurrence only).
+  virtual Status Insert(std::span<const std::string_view> items,
+                        std::vector<uint8_t>* out) = 0;
+  virtual Status Contains(std::span<const std::string_view> items,
+                          std::vector<uint8_t>* out) = 0;
+  // out[i] = 1 when items[i] was present (it is now gone).
+  virtual Status Remove(std::span<const std::string_view> items,
+                        std::vector<uint8_t>* out) = 0;
+  virtual DedupStats Stats() = 0;
+  virtual uint64_t ttl_ms() = 0;
+  virtual uint32_t partitions() = 0;
+  virtual Durability durability() = 0;
+};
+
+// SF.TIERCREATE's parameters (engine/tiered_filter.h TieredSpec).
+struct TieredParams {
+  std::vector<CreateParams> levels;  // coarse to precise
+  bool exact_level = false;
+  std::optional<Durability> durability;  // nullopt: the host's default
+};
+
+// One tiered filter: levels of filters, optionally ending in the exact set.
+class TieredHandle {
+ public:
+  virtual ~TieredHandle() = default;
+  // per_item[i]: items[i]'s status (Full, ...). Returns the first error.
+  virtual Status Add(std::span<const std::string_view> items,
+                     std::vector<Status>* per_item) = 0;
+  // out[i] = 1 when items[i] is (exact level) / may be present.
+  virtual Status Contains(std::span<const std::string_view> items,
+                          std::span<uint8_t> out) = 0;
+  // NotFound (not held), NotSupported (a level cannot remove, no exact
+  // level, or durability none).
+  virtual Status Remove(std::string_view item) = 0;
+  virtual TieredStats Stats() = 0;
+};
+
+// What a key holds, for TYPE, SCAN TYPE and WRONGTYPE.
+enum class KeyKind { kNone, kFilter, kDedup, kTiered };
+
 class Keyspace {
  public:
   virtual ~Keyspace() = default;
   // NotFound when no such key; InvalidArgument for a key the host cannot
-  // hold (the commands treat both as absent).
+  // hold (the commands treat both as absent); WrongType when the key holds
+  // a dedup set or tiered filter.
   virtual Result<std::shared_ptr<FilterHandle>> Lookup(
       std::string_view key) = 0;
+  // The TYPE name of what `key` holds ("none" when nothing).
+  virtual std::string TypeOf(std::string_view key);
   // AlreadyExists, InvalidArgument (key, parameters), ResourceExhausted
   // (over the memory budget).
   virtual Result<std::shared_ptr<FilterHandle>> Create(
@@ -168,11 +229,40 @@ class Keyspace {
     (void)key;
     return Status::NotSupported("online migration is not available here");
   }
+  // Dedup sets and tiered filters share the keyspace with filters: one key
+  // holds one of them (WrongType when it holds another kind; AlreadyExists
+  // from a create when the key is taken by any kind). NotSupported where
+  // the host has none (the default; the module).
+  virtual Result<std::shared_ptr<DedupHandle>> LookupDedup(
+      std::string_view key) {
+    (void)key;
+    return Status::NotSupported("dedup sets are not available here");
+  }
+  virtual Result<std::shared_ptr<DedupHandle>> CreateDedup(
+      std::string_view key, const DedupParams& params) {
+    (void)key;
+    (void)params;
+    return Status::NotSupported("dedup sets are not available here");
+  }
+  virtual Result<std::shared_ptr<TieredHandle>> LookupTiered(
+      std::string_view key) {
+    (void)key;
+    return Status::NotSupported("tiered filters are not available here");
+  }
+  virtual Result<std::shared_ptr<TieredHandle>> CreateTiered(
+      std::string_view key, const TieredParams& params) {
+    (void)key;
+    (void)params;
+    return Status::NotSupported("tiered filters are not available here");
+  }
 };
 
 // Redis's TYPE names for our filters: RedisBloom's module type names for
-// Bloom and cuckoo, our own for counting Bloom.
+// Bloom and cuckoo, our own for counting Bloom; dedup sets and tiered
+// filters: kDedupTypeName, kTieredTypeName (9 characters, as module types).
 const char* TypeName(FilterType type);
+inline constexpr const char* kDedupTypeName = "SFdedupst";
+inline constexpr const char* kTieredTypeName = "SFtiered-";
 
 }  // namespace shardfilter::commands
 

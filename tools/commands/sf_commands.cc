@@ -15,14 +15,13 @@
 
 #include "shardfilter/filters/cuckoo_filter.h"
 #include "tools/commands/command_table.h"
+#include "tools/commands/sf_common.h"
 #include "tools/commands/util.h"
 
 namespace shardfilter::commands {
-namespace {
 
 constexpr int64_t kMaxCapacity = int64_t{1} << 40;
 
-// One error reply for an engine status, in the style of RedisBloom's.
 void ReplyStatus(CommandContext& ctx, const Status& s) {
   switch (s.code()) {
     case StatusCode::kFull:
@@ -33,13 +32,13 @@ void ReplyStatus(CommandContext& ctx, const Status& s) {
       return ctx.out.Error(kNotFoundError);
     case StatusCode::kAlreadyExists:
       return ctx.out.Error(kItemExistsError);
+    case StatusCode::kWrongType:
+      return ctx.out.Error(kWrongTypeError);
     default:
       return ctx.out.Error("ERR " + s.message());
   }
 }
 
-// Parses `type capacity [options...]` from args[at...] into *p. On a bad
-// argument writes the error and returns false.
 bool ParseSpec(CommandContext& ctx, Args args, size_t at, CreateParams* p) {
   const std::string_view type = args[at];
   if (EqualsIgnoreCase(type, "bloom")) {
@@ -130,21 +129,31 @@ bool ParseSpec(CommandContext& ctx, Args args, size_t at, CreateParams* p) {
   return true;
 }
 
-// The filter at args[1], or null with the reply written ("ERR not found").
+namespace {
+
+// The filter at args[1], or null with the reply written ("ERR not found";
+// WRONGTYPE for a dedup set or tiered filter).
 std::shared_ptr<FilterHandle> Existing(CommandContext& ctx, Args args) {
   auto f = ctx.keyspace.Lookup(args[1]);
   if (!f.ok()) {
-    ctx.out.Error(kNotFoundError);
+    ctx.out.Error(f.status().code() == StatusCode::kWrongType ? kWrongTypeError
+                                                              : kNotFoundError);
     return nullptr;
   }
   return *std::move(f);
 }
 
 // For queries: a missing key answers as an empty filter (null, no error).
-std::shared_ptr<FilterHandle> Maybe(CommandContext& ctx, std::string_view key) {
+// Another kind of key: null with WRONGTYPE written (*wrong set).
+std::shared_ptr<FilterHandle> Maybe(CommandContext& ctx, std::string_view key,
+                                    bool* wrong) {
   auto f = ctx.keyspace.Lookup(key);
+  *wrong = f.status().code() == StatusCode::kWrongType;
+  if (*wrong) ctx.out.Error(kWrongTypeError);
   return f.ok() ? *std::move(f) : nullptr;
 }
+
+}  // namespace
 
 void Pair(CommandContext& ctx, std::string_view name, int64_t v) {
   ctx.out.SimpleString(name);
@@ -158,8 +167,6 @@ void Pair(CommandContext& ctx, std::string_view name, std::string_view v) {
   ctx.out.SimpleString(name);
   ctx.out.Bulk(v);
 }
-
-}  // namespace
 
 namespace handlers {
 
@@ -223,13 +230,17 @@ void SfRemove(CommandContext& ctx, Args args) {
 // SF.EXISTS key item: 1 may be present, 0 definitely absent (or no key).
 void SfExists(CommandContext& ctx, Args args) {
   if (args.size() != 3) return ReplyWrongArity(ctx.out, args[0]);
-  auto f = Maybe(ctx, args[1]);
+  bool wrong = false;
+  auto f = Maybe(ctx, args[1], &wrong);
+  if (wrong) return;
   ctx.out.Integer(f != nullptr && f->MayContain(args[2]) ? 1 : 0);
 }
 
 void SfMExists(CommandContext& ctx, Args args) {
   if (args.size() < 3) return ReplyWrongArity(ctx.out, args[0]);
-  auto f = Maybe(ctx, args[1]);
+  bool wrong = false;
+  auto f = Maybe(ctx, args[1], &wrong);
+  if (wrong) return;
   const Args items = args.subspan(2);
   std::vector<uint8_t> found(items.size(), 0);
   if (f != nullptr) f->MayContainMany(items, found);
@@ -240,7 +251,9 @@ void SfMExists(CommandContext& ctx, Args args) {
 // SF.COUNT key item: copies held (counting / cuckoo; Bloom: 0 or 1).
 void SfCount(CommandContext& ctx, Args args) {
   if (args.size() != 3) return ReplyWrongArity(ctx.out, args[0]);
-  auto f = Maybe(ctx, args[1]);
+  bool wrong = false;
+  auto f = Maybe(ctx, args[1], &wrong);
+  if (wrong) return;
   ctx.out.Integer(f != nullptr ? f->Count(args[2]) : 0);
 }
 

@@ -156,4 +156,9 @@ const char* TypeName(FilterType type) {
   return "none";
 }
 
+std::string Keyspace::TypeOf(std::string_view key) {
+  auto found = Lookup(key);
+  return found.ok() ? TypeName((*found)->type()) : "none";
+}
+
 }  // namespace shardfilter::commands

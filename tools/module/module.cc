@@ -323,6 +323,7 @@ bool RegisterCommands(RedisModuleCtx* ctx) {
   for (const commands::CommandSpec& spec : commands::AllCommands()) {
     const std::string_view group = spec.group;
     if (group != "bf" && group != "cf" && group != "sf") continue;
+    if ((spec.flags & commands::kServerOnly) != 0) continue;
     if (g_specs.size() == kMaxCommands) return false;
     const size_t index = g_specs.size();
     g_specs.push_back(&spec);

@@ -4,10 +4,12 @@
 #include <chrono>
 #include <functional>
 #include <optional>
+#include <shared_mutex>
 #include <unordered_map>
 
 #include "shardfilter/engine/export.h"
 #include "shardfilter/engine/migration.h"
+#include "shardfilter/engine/tiered_filter.h"
 #include "tools/commands/sharded_handle.h"
 
 namespace shardfilter::server {
@@ -36,7 +38,123 @@ class DbFilter final : public commands::ShardedFilterHandle {
   std::shared_ptr<ShardedFilter> f_;
 };
 
+constexpr std::string_view kLevelMark{"\0level/", 7};
+
+// A tiered filter's level (or a name posing as one).
+bool IsReserved(std::string_view key) {
+  return key.find(kLevelMark) != std::string_view::npos;
+}
+
+Status ReservedName() {
+  return Status::InvalidArgument(
+      "key names containing the bytes \\0level/ are reserved (tiered "
+      "filters' levels)");
+}
+
+class DbTiered final : public commands::TieredHandle {
+ public:
+  explicit DbTiered(std::shared_ptr<TieredFilter> t) : t_(std::move(t)) {}
+  Status Add(std::span<const std::string_view> items,
+             std::vector<Status>* per_item) override {
+    if (items.size() == 1) {
+      per_item->assign(1, t_->Add(items[0]));
+      return (*per_item)[0];
+    }
+    return t_->AddKeys(items, per_item);
+  }
+  Status Contains(std::span<const std::string_view> items,
+                  std::span<uint8_t> out) override {
+    if (items.size() == 1) {
+      SF_ASSIGN_OR_RETURN(bool in, t_->Contains(items[0]));
+      out[0] = in ? 1 : 0;
+      return Status::OK();
+    }
+    return t_->ContainsKeys(items, out);
+  }
+  Status Remove(std::string_view item) override { return t_->Remove(item); }
+  TieredStats Stats() override { return t_->Stats(); }
+
+ private:
+  std::shared_ptr<TieredFilter> t_;
+};
+
 }  // namespace
+
+// One dedup set. Its calls hold mu_ shared; Close holds it exclusive, so it
+// never races with a call (DedupStore::Close must not), and afterwards the
+// calls answer NotFound (the set was dropped or the server is stopping).
+class DbDedup final : public commands::DedupHandle {
+ public:
+  explicit DbDedup(std::unique_ptr<DedupStore> d) : d_(std::move(d)) {}
+  Status Insert(std::span<const std::string_view> items,
+                std::vector<uint8_t>* out) override {
+    std::shared_lock lock(mu_);
+    SF_RETURN_IF_ERROR(Open());
+    if (items.size() == 1) {
+      SF_ASSIGN_OR_RETURN(bool fresh, d_->InsertIfAbsent(items[0]));
+      out->assign(1, fresh ? 1 : 0);
+      return Status::OK();
+    }
+    return d_->InsertIfAbsentBatch(items, out);
+  }
+  Status Contains(std::span<const std::string_view> items,
+                  std::vector<uint8_t>* out) override {
+    std::shared_lock lock(mu_);
+    SF_RETURN_IF_ERROR(Open());
+    if (items.size() == 1) {
+      SF_ASSIGN_OR_RETURN(bool in, d_->Contains(items[0]));
+      out->assign(1, in ? 1 : 0);
+      return Status::OK();
+    }
+    return d_->ContainsBatch(items, out);
+  }
+  Status Remove(std::span<const std::string_view> items,
+                std::vector<uint8_t>* out) override {
+    std::shared_lock lock(mu_);
+    SF_RETURN_IF_ERROR(Open());
+    if (items.size() == 1) {
+      SF_ASSIGN_OR_RETURN(bool was, d_->Remove(items[0]));
+      out->assign(1, was ? 1 : 0);
+      return Status::OK();
+    }
+    return d_->RemoveBatch(items, out);
+  }
+  DedupStats Stats() override {
+    std::shared_lock lock(mu_);
+    return d_ != nullptr ? d_->Stats() : DedupStats{};
+  }
+  uint64_t ttl_ms() override {
+    std::shared_lock lock(mu_);
+    return d_ != nullptr ? d_->ttl_ms() : 0;
+  }
+  uint32_t partitions() override {
+    std::shared_lock lock(mu_);
+    return d_ != nullptr ? d_->partitions() : 0;
+  }
+  Durability durability() override {
+    std::shared_lock lock(mu_);
+    return d_ != nullptr ? d_->durability() : Durability::kNone;
+  }
+  Status Flush() {
+    std::shared_lock lock(mu_);
+    return d_ != nullptr ? d_->Flush() : Status::OK();
+  }
+  Status Close() {
+    std::unique_lock lock(mu_);
+    if (d_ == nullptr) return Status::OK();
+    Status s = d_->Close();
+    d_.reset();
+    return s;
+  }
+
+ private:
+  Status Open() const {
+    return d_ != nullptr ? Status::OK()
+                         : Status::NotFound("the dedup set was dropped");
+  }
+  std::shared_mutex mu_;
+  std::unique_ptr<DedupStore> d_;  // null once closed
+};
 
 FilterSpec ToFilterSpec(const commands::CreateParams& p,
                         const DbKeyspaceOptions& options) {
@@ -92,7 +210,23 @@ DbKeyspace::DbKeyspace(Database* db, const DbKeyspaceOptions& options)
     : db_(db),
       options_(options),
       last_checkpoint_unix_(NowUnix()),
-      instance_(next_instance.fetch_add(1)) {}
+      instance_(next_instance.fetch_add(1)) {
+  // The other kinds' names, once (a read-only store without dedup sets
+  // answers NotFound: none). A level name's prefix is its tiered filter's;
+  // levels left by a crashed create are collected by the next create.
+  if (auto sets = DedupStore::List(*db_); sets.ok()) {
+    for (std::string& name : *sets) dedups_.emplace(std::move(name), nullptr);
+  }
+  for (const std::string& name : db_->List()) {
+    const size_t at = name.find(kLevelMark);
+    if (at == std::string::npos || at == 0) continue;
+    const std::string_view base = std::string_view(name).substr(0, at);
+    if (tiered_.find(base) != tiered_.end()) continue;
+    if (auto t = TieredFilter::Open(db_, base); t.ok()) {
+      tiered_.emplace(std::string(base), *std::move(t));
+    }
+  }
+}
 
 void DbKeyspace::Invalidate() {
   generation_.fetch_add(1, std::memory_order_release);
@@ -130,9 +264,18 @@ Result<std::shared_ptr<commands::FilterHandle>> DbKeyspace::Lookup(
     }
     // Past its deadline: dropped now (this empties the cache).
   }
+  if (IsReserved(key)) return ReservedName();
   if (ExpireIfDue(key)) return Status::NotFound("no such key (expired)");
   auto f = db_->Get(key);
-  if (!f.ok()) return f.status();
+  if (!f.ok()) {
+    if (f.status().IsNotFound()) {
+      std::lock_guard lock(kinds_mu_);
+      if (OtherKindLocked(key) != commands::KeyKind::kNone) {
+        return Status::WrongType("the key holds a dedup set or tiered filter");
+      }
+    }
+    return f.status();
+  }
   std::shared_ptr<commands::FilterHandle> h =
       std::make_shared<DbFilter>(std::move(f).value());
   std::optional<int64_t> deadline;
@@ -143,7 +286,12 @@ Result<std::shared_ptr<commands::FilterHandle>> DbKeyspace::Lookup(
 
 Result<std::shared_ptr<commands::FilterHandle>> DbKeyspace::Create(
     std::string_view key, const commands::CreateParams& params) {
+  if (IsReserved(key)) return ReservedName();
   (void)ExpireIfDue(key);  // an expired key is free to create
+  std::lock_guard lock(kinds_mu_);
+  if (OtherKindLocked(key) != commands::KeyKind::kNone) {
+    return Status::AlreadyExists("the key holds a dedup set or tiered filter");
+  }
   auto f = db_->Create(key, ToFilterSpec(params, options_));
   if (!f.ok()) {
     const Status& s = f.status();
@@ -162,6 +310,35 @@ Result<std::shared_ptr<commands::FilterHandle>> DbKeyspace::Create(
 }
 
 Result<bool> DbKeyspace::Delete(std::string_view key) {
+  if (IsReserved(key)) return false;  // never a key of its own
+  std::lock_guard lock(kinds_mu_);
+  return DeleteLocked(key);
+}
+
+Result<bool> DbKeyspace::DeleteLocked(std::string_view key) {
+  switch (OtherKindLocked(key)) {
+    case commands::KeyKind::kDedup: {
+      auto it = dedups_.find(key);
+      std::shared_ptr<DbDedup> d = it->second;
+      if (d != nullptr) SF_RETURN_IF_ERROR(d->Close());
+      const Status s = DedupStore::Drop(*db_, key);
+      if (!s.ok()) {
+        it->second = nullptr;  // reopened by its next use
+        return s;
+      }
+      dedups_.erase(it);
+      return true;
+    }
+    case commands::KeyKind::kTiered: {
+      const Status s = TieredFilter::Drop(db_, key);
+      Invalidate();
+      if (!s.ok() && !s.IsNotFound()) return s;
+      tiered_.erase(tiered_.find(key));
+      return s.ok();
+    }
+    default:
+      break;
+  }
   const Status s = db_->Drop(key);
   Invalidate();
   if (s.ok()) return true;
@@ -169,15 +346,157 @@ Result<bool> DbKeyspace::Delete(std::string_view key) {
   return s;
 }
 
-std::vector<std::string> DbKeyspace::Keys() {
-  (void)ExpireDue();
-  return db_->List();
+commands::KeyKind DbKeyspace::OtherKindLocked(std::string_view key) const {
+  if (dedups_.find(key) != dedups_.end()) return commands::KeyKind::kDedup;
+  if (tiered_.find(key) != tiered_.end()) return commands::KeyKind::kTiered;
+  return commands::KeyKind::kNone;
 }
 
-uint64_t DbKeyspace::Size() {
-  (void)ExpireDue();
-  return db_->List().size();
+Status DbKeyspace::CheckFreeLocked(std::string_view key) {
+  if (IsReserved(key)) return ReservedName();
+  if (OtherKindLocked(key) != commands::KeyKind::kNone) {
+    return Status::AlreadyExists("key exists");
+  }
+  // A filter past its deadline is free (ExpireIfDue would take kinds_mu_).
+  if (db_->ExpiryCount() != 0) {
+    const std::optional<int64_t> deadline = db_->Expiry(key);
+    if (deadline.has_value() && *deadline <= NowUnixMs()) {
+      (void)db_->Drop(key);
+      Invalidate();
+    }
+  }
+  auto f = db_->Get(key);
+  if (f.ok() || !f.status().IsNotFound()) {
+    return Status::AlreadyExists("key exists");  // a filter (maybe damaged)
+  }
+  return Status::OK();
 }
+
+std::string DbKeyspace::TypeOf(std::string_view key) {
+  if (IsReserved(key)) return "none";
+  auto found = Lookup(key);
+  if (found.ok()) return commands::TypeName((*found)->type());
+  std::lock_guard lock(kinds_mu_);
+  switch (OtherKindLocked(key)) {
+    case commands::KeyKind::kDedup:
+      return commands::kDedupTypeName;
+    case commands::KeyKind::kTiered:
+      return commands::kTieredTypeName;
+    default:
+      return "none";
+  }
+}
+
+std::vector<std::string> DbKeyspace::Keys() {
+  (void)ExpireDue();
+  std::vector<std::string> out;
+  for (std::string& name : db_->List()) {
+    if (!IsReserved(name)) out.push_back(std::move(name));
+  }
+  {
+    std::lock_guard lock(kinds_mu_);
+    for (const auto& [name, d] : dedups_) out.push_back(name);
+    for (const auto& [name, t] : tiered_) out.push_back(name);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+uint64_t DbKeyspace::Size() { return Keys().size(); }
+
+Result<std::shared_ptr<commands::DedupHandle>> DbKeyspace::LookupDedup(
+    std::string_view key) {
+  if (IsReserved(key)) return ReservedName();
+  std::lock_guard lock(kinds_mu_);
+  auto it = dedups_.find(key);
+  if (it == dedups_.end()) {
+    if (OtherKindLocked(key) != commands::KeyKind::kNone ||
+        db_->Get(key).ok()) {
+      return Status::WrongType("the key holds another kind of value");
+    }
+    return Status::NotFound("no such dedup set");
+  }
+  if (it->second == nullptr) {  // stored, not opened since the start
+    DedupOptions o;
+    o.create_if_missing = false;
+    SF_ASSIGN_OR_RETURN(auto d, DedupStore::Open(*db_, key, o));
+    it->second = std::make_shared<DbDedup>(std::move(d));
+  }
+  return std::shared_ptr<commands::DedupHandle>(it->second);
+}
+
+Result<std::shared_ptr<commands::DedupHandle>> DbKeyspace::CreateDedup(
+    std::string_view key, const commands::DedupParams& p) {
+  std::lock_guard lock(kinds_mu_);
+  SF_RETURN_IF_ERROR(CheckFreeLocked(key));
+  DedupOptions o;
+  o.ttl_ms = p.ttl_ms;
+  o.partitions = p.partitions;
+  o.expected_keys = p.capacity;
+  o.fpp = p.error_rate;
+  o.filter_type = p.filter_type;
+  o.durability = p.durability;
+  o.create_if_missing = true;
+  SF_ASSIGN_OR_RETURN(auto d, DedupStore::Open(*db_, key, o));
+  auto h = std::make_shared<DbDedup>(std::move(d));
+  dedups_.emplace(std::string(key), h);
+  return std::shared_ptr<commands::DedupHandle>(h);
+}
+
+Result<std::shared_ptr<commands::TieredHandle>> DbKeyspace::LookupTiered(
+    std::string_view key) {
+  if (IsReserved(key)) return ReservedName();
+  std::shared_ptr<TieredFilter> t;
+  {
+    std::lock_guard lock(kinds_mu_);
+    auto it = tiered_.find(key);
+    if (it == tiered_.end()) {
+      if (OtherKindLocked(key) != commands::KeyKind::kNone ||
+          db_->Get(key).ok()) {
+        return Status::WrongType("the key holds another kind of value");
+      }
+      return Status::NotFound("no such tiered filter");
+    }
+    if (it->second == nullptr) {
+      SF_ASSIGN_OR_RETURN(it->second, TieredFilter::Open(db_, key));
+    }
+    t = it->second;
+  }
+  return std::shared_ptr<commands::TieredHandle>(
+      std::make_shared<DbTiered>(std::move(t)));
+}
+
+Result<std::shared_ptr<commands::TieredHandle>> DbKeyspace::CreateTiered(
+    std::string_view key, const commands::TieredParams& p) {
+  std::lock_guard lock(kinds_mu_);
+  SF_RETURN_IF_ERROR(CheckFreeLocked(key));
+  TieredSpec spec;
+  for (const commands::CreateParams& level : p.levels) {
+    spec.levels.push_back(ToFilterSpec(level, options_));
+  }
+  spec.exact_level = p.exact_level;
+  spec.durability = p.durability;
+  SF_ASSIGN_OR_RETURN(auto t, TieredFilter::Create(db_, key, spec));
+  tiered_.emplace(std::string(key), t);
+  return std::shared_ptr<commands::TieredHandle>(
+      std::make_shared<DbTiered>(std::move(t)));
+}
+
+Status DbKeyspace::Close() {
+  std::lock_guard lock(kinds_mu_);
+  Status first;
+  for (auto& [name, d] : dedups_) {
+    if (d == nullptr) continue;
+    Status s = d->Close();
+    if (first.ok() && !s.ok()) first = s;
+  }
+  // Tiered filters must not outlive the Database's use: released (handles
+  // commands still hold finish first; none run once the server stopped).
+  for (auto& [name, t] : tiered_) t = nullptr;
+  return first;
+}
+
+DbKeyspace::~DbKeyspace() { (void)Close(); }
 
 bool DbKeyspace::ExpireIfDue(std::string_view key) {
   if (db_->ExpiryCount() == 0) return false;  // the common case: no lock
@@ -200,6 +519,15 @@ size_t DbKeyspace::ExpireDue() {
 
 Status DbKeyspace::SetExpiry(std::string_view key,
                              std::optional<int64_t> unix_ms) {
+  if (IsReserved(key)) return Status::NotFound("no such key");
+  {
+    std::lock_guard lock(kinds_mu_);
+    if (OtherKindLocked(key) != commands::KeyKind::kNone) {
+      return Status::NotSupported(
+          "EXPIRE applies to filters only (a dedup set's keys expire by its "
+          "TTL)");
+    }
+  }
   if (ExpireIfDue(key)) return Status::NotFound("no such key");
   SF_RETURN_IF_ERROR(db_->SetExpiry(key, unix_ms));
   Invalidate();  // every thread's cached deadline of it is stale
@@ -210,12 +538,24 @@ Status DbKeyspace::SetExpiry(std::string_view key,
 }
 
 Result<std::optional<int64_t>> DbKeyspace::GetExpiry(std::string_view key) {
-  SF_RETURN_IF_ERROR(Lookup(key).status());  // NotFound; expires a due key
+  auto found = Lookup(key);  // NotFound; expires a due key
+  if (found.status().code() == StatusCode::kWrongType) {
+    return std::optional<int64_t>();  // dedup sets, tiered: no deadline
+  }
+  SF_RETURN_IF_ERROR(found.status());
   return db_->Expiry(key);
 }
 
 Status DbKeyspace::Flush() {
+  std::lock_guard lock(kinds_mu_);
+  std::vector<std::string> names;
+  for (const auto& [name, d] : dedups_) names.push_back(name);
+  for (const auto& [name, t] : tiered_) names.push_back(name);
+  for (const std::string& name : names) {
+    SF_RETURN_IF_ERROR(DeleteLocked(name).status());
+  }
   for (const std::string& name : db_->List()) {
+    if (IsReserved(name)) continue;  // levels of tiered filters (gone now)
     const Status s = db_->Drop(name);
     Invalidate();
     if (!s.ok() && !s.IsNotFound()) return s;
@@ -224,6 +564,12 @@ Status DbKeyspace::Flush() {
 }
 
 Status DbKeyspace::Checkpoint() {
+  {
+    std::lock_guard lock(kinds_mu_);
+    for (auto& [name, d] : dedups_) {
+      if (d != nullptr) SF_RETURN_IF_ERROR(d->Flush());
+    }
+  }
   auto r = db_->CheckpointAll();
   if (!r.ok()) return r.status();
   last_checkpoint_unix_.store(NowUnix(), std::memory_order_relaxed);
@@ -239,6 +585,11 @@ Result<std::string> DbKeyspace::Dump(std::string_view key) {
 }
 
 Status DbKeyspace::Restore(std::string_view key, std::string_view bytes) {
+  std::lock_guard lock(kinds_mu_);
+  if (IsReserved(key)) return ReservedName();
+  if (OtherKindLocked(key) != commands::KeyKind::kNone) {
+    return Status::AlreadyExists("key exists");
+  }
   return ImportFilter(*db_, key, bytes);
 }
 

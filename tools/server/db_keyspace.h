@@ -1,19 +1,29 @@
 // DbKeyspace: the server's Keyspace (tools/commands/keyspace.h) over a
-// Database directory. Keys are the Database's filter names (1..1024 bytes);
-// every filter is reached through Database::Get, so a DEL or FLUSHALL on one
-// connection is seen by the next command of every other.
+// Database directory. Keys are the Database's filter names (1..1024 bytes),
+// its dedup sets' names (DedupStore) and its tiered filters' names
+// (TieredFilter), one kind per name; every filter is reached through
+// Database::Get, so a DEL or FLUSHALL on one connection is seen by the next
+// command of every other. Names containing the bytes "\0level/" are
+// reserved: they are tiered filters' levels (TieredFilter::LevelName), which
+// no command may reach or delete on its own.
 //
 // Thread safety: every method may be called from any number of threads
-// (Database and ShardedFilter are themselves thread-safe).
+// (Database, ShardedFilter and TieredFilter are themselves thread-safe; a
+// dedup set's Close is kept apart from its calls by its handle's lock).
+// Lock order: kinds_mu_, then a dedup handle's lock, then the Database's.
 #ifndef SHARDFILTER_TOOLS_SERVER_DB_KEYSPACE_H_
 #define SHARDFILTER_TOOLS_SERVER_DB_KEYSPACE_H_
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <string>
 
 #include "shardfilter/engine/database.h"
+#include "shardfilter/engine/tiered_filter.h"
 #include "tools/commands/keyspace.h"
 
 namespace shardfilter::server {
@@ -28,10 +38,16 @@ struct DbKeyspaceOptions {
   uint32_t shards = 0;
 };
 
+class DbDedup;
+
 class DbKeyspace final : public commands::Keyspace {
  public:
-  // `db` must outlive this object.
+  // `db` must outlive this object; Close() before the Database closes.
   DbKeyspace(Database* db, const DbKeyspaceOptions& options);
+  ~DbKeyspace() override;
+  // Closes the open dedup sets (their journals move into RocksDB). Later
+  // dedup calls answer NotFound. Call before Database::Close.
+  Status Close();
 
   Result<std::shared_ptr<commands::FilterHandle>> Lookup(
       std::string_view key) override;
@@ -55,6 +71,15 @@ class DbKeyspace final : public commands::Keyspace {
   Status StartMigration(std::string_view key,
                         const commands::CreateParams& target) override;
   Result<commands::MigrationReport> Migration(std::string_view key) override;
+  std::string TypeOf(std::string_view key) override;
+  Result<std::shared_ptr<commands::DedupHandle>> LookupDedup(
+      std::string_view key) override;
+  Result<std::shared_ptr<commands::DedupHandle>> CreateDedup(
+      std::string_view key, const commands::DedupParams& params) override;
+  Result<std::shared_ptr<commands::TieredHandle>> LookupTiered(
+      std::string_view key) override;
+  Result<std::shared_ptr<commands::TieredHandle>> CreateTiered(
+      std::string_view key, const commands::TieredParams& params) override;
 
   // Sum of the filters' table bytes (INFO memory).
   uint64_t FilterBytes();
@@ -76,8 +101,23 @@ class DbKeyspace final : public commands::Keyspace {
   // Drops `key` if its deadline passed; true when it did (or it was gone).
   bool ExpireIfDue(std::string_view key);
 
+  // Under kinds_mu_: the kind other than a filter that `key` holds.
+  commands::KeyKind OtherKindLocked(std::string_view key) const;
+  // Under kinds_mu_: AlreadyExists unless no kind holds `key`.
+  Status CheckFreeLocked(std::string_view key);
+  Result<bool> DeleteLocked(std::string_view key);
+
   Database* db_;
   DbKeyspaceOptions options_;
+  // Held across every create and delete of any kind and around the two
+  // maps, so that one name holds one kind. Filter lookups take it only
+  // when the Database has no filter of the name.
+  mutable std::mutex kinds_mu_;
+  // Every stored dedup set; null until its first use opens it.
+  std::map<std::string, std::shared_ptr<DbDedup>, std::less<>> dedups_;
+  // Every tiered filter; null until its first use opens it (kept open:
+  // its query counters live in the object).
+  std::map<std::string, std::shared_ptr<TieredFilter>, std::less<>> tiered_;
   std::atomic<int64_t> last_checkpoint_unix_;
   std::atomic<uint64_t> generation_{0};
   std::function<void()> drop_listener_;  // set before serving

@@ -206,6 +206,7 @@ int main(int argc, char** argv) {
   server.SetShutdownHandler([] { kill(getpid(), SIGTERM); });
   const shardfilter::Status started = server.Start();
   if (!started.ok()) {
+    (void)keyspace.Close();
     (void)(*db)->Close();
     return Fail(started.ToString());
   }
@@ -218,6 +219,11 @@ int main(int argc, char** argv) {
             << ", stopping" << std::endl;
   server.Stop();
   server.Wait();
+  const shardfilter::Status sets_closed = keyspace.Close();  // dedup sets
+  if (!sets_closed.ok()) {
+    std::cerr << "shardfilter-server: closing dedup sets failed: "
+              << sets_closed.ToString() << "\n";
+  }
   const shardfilter::Status closed = (*db)->Close();
   if (!closed.ok()) {
     std::cerr << "shardfilter-server: final checkpoint failed: "
