@@ -204,6 +204,8 @@ TEST_F(SetCommandsTest, LevelNamesAreReservedAndUnreachable) {
   EXPECT_EQ(Run({"DEL", kLevel0}), ":0\r\n");
   EXPECT_EQ(Run({"EXISTS", kLevel0}), ":0\r\n");
   EXPECT_EQ(Run({"TYPE", kLevel0}), "+none\r\n");
+  EXPECT_EQ(Run({"TTL", kLevel0}), ":-2\r\n");
+  EXPECT_EQ(Run({"EXPIRE", kLevel0, "10"}), ":0\r\n");
   EXPECT_EQ(Run({"BF.ADD", kLevel0, "y"}).substr(0, 4), "-ERR");
   EXPECT_EQ(Run({"SF.DEDUPADD", kLevel0, "y"}).substr(0, 4), "-ERR");
   EXPECT_EQ(Run({"SF.TIEREXISTS", "t", "x"}), ":1\r\n");  // intact

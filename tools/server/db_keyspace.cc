@@ -538,6 +538,7 @@ Status DbKeyspace::SetExpiry(std::string_view key,
 }
 
 Result<std::optional<int64_t>> DbKeyspace::GetExpiry(std::string_view key) {
+  if (IsReserved(key)) return Status::NotFound("no such key");
   auto found = Lookup(key);  // NotFound; expires a due key
   if (found.status().code() == StatusCode::kWrongType) {
     return std::optional<int64_t>();  // dedup sets, tiered: no deadline
