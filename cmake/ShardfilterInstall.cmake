@@ -35,7 +35,8 @@ set(SF_PUBLIC_HEADERS_filters_internal
   filters/internal/prefetch.h filters/internal/spin.h filters/internal/tsan.h)
 set(SF_PUBLIC_HEADERS_engine
   engine/database.h engine/dedup_store.h engine/export.h
-  engine/memory_budget.h engine/migration.h engine/sharded_filter.h
+  engine/memory_budget.h engine/migration.h engine/multi_part.h
+  engine/sharded_filter.h
   engine/tiered_filter.h)
 foreach(group filters filters_detail filters_internal engine)
   string(REPLACE "_" "/" dir ${group})

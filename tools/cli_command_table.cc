@@ -47,6 +47,11 @@ constexpr FlagDef kFlags[] = {
     {"restart", false},
     {"stop-after", true},
     {"memory-budget", true},
+    {"node", true},
+    {"parts", true},
+    {"user", true},
+    {"wait-replicas", true},
+    {"wait-timeout", true},
 };
 // Accepted by every command.
 constexpr std::string_view kGlobalFlags[] = {"db", "help", "version",
@@ -76,6 +81,8 @@ Commands:
   migrate NAME [KEYFILE...]  rebuild a filter into another type, size,
                          rate, shard count or seed (progress, resume)
   experiment fill|k|space  FPR and space measurements as CSV (+ PNG plot)
+  cluster create|add|exists|info NAME --node H:P --parts N
+                         a filter split into N parts over a Redis Cluster
   demo                   in-memory run of every filter type (FPR, speed)
 
 Global flags (before or after the command):
@@ -310,6 +317,63 @@ it lists problems (3 when the store cannot even be opened). Read-only.
 
 Example:
   shardfilter --db /var/lib/sf verify
+)"},
+      {"cluster",
+       RunCluster,
+       2,
+       kMany,
+       {"node", "parts", "user", "wait-replicas", "wait-timeout", "type",
+        "capacity", "fpp", "shards", "nonscaling", "expansion", "bucket-size",
+        "quiet"},
+       R"(Usage: shardfilter cluster create NAME --node HOST:PORT --parts N
+                              --type T --capacity C [--fpp P] [...]
+       shardfilter cluster add NAME [KEY...] --node HOST:PORT --parts N
+                              [--wait-replicas R] [--wait-timeout MS]
+       shardfilter cluster exists NAME [KEY...] --node HOST:PORT --parts N
+       shardfilter cluster info NAME --node HOST:PORT --parts N
+
+One logical filter as N ordinary filter keys ("parts") spread over the
+masters of a Redis Cluster running shardfilter.so (or one Redis with the
+module, or shardfilter-server). Part i is the key "{TAG.i}NAME" (TAG: 16
+hex digits of the name's hash) and an item belongs to one part, chosen by
+its hash: docs/redis-module.md, "Multi-part filters", says how any client
+computes both. Every query probes one part, so the whole answers at each
+part's false-positive rate. No store directory is used.
+
+--node is any node of the cluster: the slot map is read from it (CLUSTER
+SLOTS); commands go to each part's master, pipelined, following MOVED and
+ASK during resharding and retrying through a failover. The password, when
+the servers need one, is read from the environment variable REDISCLI_AUTH
+(as redis-cli does), never from the command line.
+
+  create   SF.CREATE of every part, each sized for C / N items. Refused
+           (exit 2, part 0 removed again) when a part would exceed 256 MiB,
+           half of Redis's 512 MB bulk limit, so that resharding can always
+           move a part; the message says how many parts to use.
+  add      keys as arguments or one per line from stdin, SF.MADD per part.
+           Summary on stderr; failed keys are listed (first 10) and give
+           exit 1.
+  exists   prints 1 (may be present) or 0 (absent) per key, in input order.
+  info     parts, items, capacity, bytes, largest part, masters.
+
+Flags:
+  --node HOST:PORT    a node to start from. Required.
+  --parts N           number of parts, 1..16384; the same for every command
+                      on the filter (add and exists check that parts 0 and
+                      N-1 exist and part N does not). Required.
+  --user U            ACL user for AUTH (with REDISCLI_AUTH).
+  --wait-replicas R   add: after each node's batch, WAIT for R replicas; a
+                      key is acknowledged only when R replicas have it
+                      (else it is reported as failed, NOTREPLICATED).
+  --wait-timeout MS   WAIT's timeout (default 10000).
+  --type, --capacity, --fpp, --shards, --nonscaling, --expansion,
+  --bucket-size       create: the parts' parameters, as for `create`
+                      (--capacity is the whole filter's).
+
+Example:
+  shardfilter cluster create urls --node 127.0.0.1:7000 --parts 16 \
+      --type bloom --capacity 1G --fpp 0.01
+  zcat urls.gz | shardfilter cluster add urls --node 127.0.0.1:7000 --parts 16
 )"},
       {"demo",
        RunDemoCommand,

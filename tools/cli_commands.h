@@ -86,6 +86,7 @@ int RunImportFilter(CommandContext& ctx);
 int RunImport(CommandContext& ctx);
 int RunExperiment(CommandContext& ctx);
 int RunMigrate(CommandContext& ctx);
+int RunCluster(CommandContext& ctx);
 extern const std::string_view kMigrateUsage;
 extern const std::string_view kExportUsage;
 extern const std::string_view kImportFilterUsage;

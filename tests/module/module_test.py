@@ -720,27 +720,173 @@ def test_cluster():
     assert moved > 0, "the reshard moved no filter"
     check()  # the client follows MOVED and refreshes its slot map
     rc.close()
+    cli_redirects(nodes, addrs)
 
 
-def test_cluster_failover():
-    """3 masters + 3 replicas; writes acknowledged by WAIT 1 0 survive a
-    master's SIGKILL once its replica took over (no false negative)."""
-    from redis.cluster import RedisCluster
-    import logging
-    import signal
-    logging.getLogger("redis.cluster").setLevel(logging.CRITICAL)
+def cli_redirects(nodes, addrs):
+    """`shardfilter cluster exists` follows ASK while a part's slot is being
+    migrated and MOVED once it moved, within one run (its map is stale)."""
+    cli = os.environ.get("SF_CLI")
+    if not cli:
+        print("  SKIP the CLI part: SF_CLI is not set")
+        return
+    where = ["--node", addrs[0], "--parts", "4"]
+    run = lambda *a, **kw: subprocess.run(  # noqa: E731
+        [cli, "cluster"] + list(a) + where, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, timeout=120, **kw)
+    p = run("create", "mp2", "--type", "cuckoo", "--capacity", "100000")
+    assert p.returncode == 0, p.stderr
+    round_keys = 65536  # one round of the CLI (kKeysPerRound)
+    keys = "".join("k%d\n" % i for i in range(round_keys)).encode()
+    p = run("add", "mp2", input=keys)
+    assert p.returncode == 0, p.stderr
+    info = run("info", "mp2").stdout.decode()
+    assert "items: %d" % round_keys in info, info
+    tag = info.split("hash tag: {")[1].split(".")[0]
+    part0 = "{%s.0}mp2" % tag
+    c0 = nodes[0].client()
+    slot = c0.execute_command("CLUSTER", "KEYSLOT", part0)
+    raw = nodes[0].client()
+    raw.response_callbacks = {}
+    owner_port = [r for r in raw.execute_command("CLUSTER", "SLOTS")
+                  if r[0] <= slot <= r[1]][0][2][1]
+    src = [s for s in nodes if s.port == owner_port][0]
+    dst = [s for s in nodes if s is not src][0]
+    ids = {s: s.client().execute_command("CLUSTER", "MYID").decode()
+           for s in nodes}
+    reader = subprocess.Popen([cli, "cluster", "exists", "mp2"] + where,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
+
+    def one_round():
+        reader.stdin.write(keys)
+        reader.stdin.flush()
+        got = [reader.stdout.readline() for _ in range(round_keys)]
+        assert all(g == b"1\n" for g in got), "false negative or error"
+
+    one_round()  # the CLI has the slot map now
+    dst.client().execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING",
+                                 ids[src])
+    src.client().execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING",
+                                 ids[dst])
+    src.client().execute_command("MIGRATE", "127.0.0.1", dst.port, part0, 0,
+                                 10000)
+    expect_error(lambda: src.client().exists(part0), "ASK", str(dst.port))
+    one_round()  # part 0 answers from dst through ASK
+    for s in nodes:
+        s.client().execute_command("CLUSTER", "SETSLOT", slot, "NODE",
+                                   ids[dst])
+    one_round()  # src now answers MOVED
+    reader.stdin.close()
+    assert reader.wait(60) == 0, reader.stderr.read().decode()
+    p = run("exists", "mp2", "absent-key")
+    assert p.returncode == 0 and p.stdout in (b"0\n", b"1\n"), p
+
+
+class AckedWriter:
+    """Adds items to filters of a Redis Cluster, each BF.MADD followed by
+    WAIT 1 0 on the same connection, following MOVED and ASK by hand (the
+    cluster specification's rules) so that a write counts as acknowledged
+    only when its own node's WAIT said a replica has it."""
+
+    def __init__(self, seed_port):
+        self.conns = {}
+        self.seed = ("127.0.0.1", seed_port)
+        self.slots = {}
+        self.moved = self.asked = self.retries = 0
+        self.refresh()
+
+    def conn(self, addr):
+        if addr not in self.conns:
+            self.conns[addr] = redis.Redis(host=addr[0], port=addr[1],
+                                           socket_timeout=30)
+        return self.conns[addr]
+
+    def refresh(self):
+        for addr in [self.seed] + list(self.conns):
+            try:
+                c = self.conn(addr)
+                c.response_callbacks = {}
+                rows = c.execute_command("CLUSTER", "SLOTS")
+            except redis.RedisError:
+                continue
+            self.slots = {}
+            for r in rows:
+                owner = (r[2][0].decode() or addr[0], r[2][1])
+                for slot in range(r[0], r[1] + 1):
+                    self.slots[slot] = owner
+            return
+        raise AssertionError("no node answers CLUSTER SLOTS")
+
+    def slot_of(self, key):
+        return self.conn(self.seed).execute_command("CLUSTER", "KEYSLOT", key)
+
+    def madd(self, key, items, slot, wait=True):
+        """True once the items are written (and, with wait, on a replica)."""
+        ask = None
+        for _ in range(200):
+            addr = ask or self.slots.get(slot, self.seed)
+            pipe = self.conn(addr).pipeline(transaction=False)
+            if ask:
+                pipe.execute_command("ASKING")
+            pipe.execute_command("BF.MADD", key, *items)
+            if wait:
+                pipe.execute_command("WAIT", 1, 0)
+            try:
+                res = pipe.execute(raise_on_error=False)
+            except redis.ConnectionError:
+                self.retries += 1
+                time.sleep(0.1)
+                self.refresh()
+                ask = None
+                continue
+            if ask:
+                res = res[1:]
+            err = res[0]
+            ask = None
+            # A plain (non-cluster) client's pipeline hands back MOVED/ASK
+            # as ResponseErrors (or their subclasses): read the text.
+            text = str(err) if isinstance(err, Exception) else ""
+            word = text.split(" ")[0]
+            if word in ("MOVED", "ASK") or isinstance(
+                    err, redis.exceptions.AskError):
+                parts = text.split(" ")
+                host, port = parts[-1].rsplit(":", 1)
+                if word == "ASK" or (not isinstance(
+                        err, redis.exceptions.MovedError) and word != "MOVED"):
+                    self.asked += 1
+                    ask = (host, int(port))
+                else:
+                    self.moved += 1
+                    self.slots[slot] = (host, int(port))
+                continue
+            if word in ("TRYAGAIN", "CLUSTERDOWN") or isinstance(
+                    err, (redis.exceptions.TryAgainError,
+                          redis.exceptions.ClusterDownError)):
+                self.retries += 1
+                time.sleep(0.05)
+                continue
+            if isinstance(err, Exception):
+                raise err
+            assert len(err) == len(items)
+            return not wait or res[1] >= 1
+        raise AssertionError("gave up writing " + key)
+
+
+def cluster_nodes(prefix, count, timeout_ms):
     nodes = []
-    for i in range(6):
+    for i in range(count):
         port = free_cluster_port()
-        s = Server("failover%d" % i, args=["--cluster-enabled", "yes",
-                                           "--cluster-config-file",
-                                           "nodes.conf",
-                                           "--cluster-node-timeout", "2000"])
+        s = Server("%s%d" % (prefix, i),
+                   args=["--cluster-enabled", "yes", "--cluster-config-file",
+                         "nodes.conf", "--cluster-node-timeout",
+                         str(timeout_ms)])
         SERVERS.append(s)
         nodes.append(s.start(port=port))
     addrs = ["127.0.0.1:%d" % s.port for s in nodes]
     p = subprocess.run(["redis-cli", "--cluster", "create"] + addrs +
-                       ["--cluster-replicas", "1", "--cluster-yes"],
+                       ["--cluster-replicas", "1" if count == 6 else "0",
+                        "--cluster-yes"],
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        timeout=60)
     assert p.returncode == 0, p.stdout[-2000:]
@@ -748,46 +894,161 @@ def test_cluster_failover():
         wait_for(lambda: b"cluster_state:ok" in
                  s.client().execute_command("CLUSTER", "INFO"),
                  "cluster_state ok")
-    rc = RedisCluster(host="127.0.0.1", port=nodes[0].port)
-    keys = ["fo:%d" % i for i in range(16)]
-    acked = {}
-    for k in keys:
-        node = rc.get_node_from_key(k)
-        pipe = node.redis_connection.pipeline(transaction=False)
-        items = ["%s:%d" % (k, j) for j in range(500)]
-        pipe.execute_command("BF.MADD", k, *items)
-        pipe.execute_command("WAIT", 1, 0)
-        _, replicas = pipe.execute()
-        assert replicas >= 1
-        acked[k] = items
-    # SIGKILL the master holding keys[0]; its replica must take over.
-    victim_port = rc.get_node_from_key(keys[0]).port
-    victim = [s for s in nodes if s.port == victim_port][0]
+    return nodes, addrs
+
+
+def masters_of(nodes):
+    out = []
+    for s in nodes:
+        if s.alive() and s.client().info("replication")["role"] == "master":
+            out.append(s)
+    return out
+
+
+def test_cluster_failover():
+    """3 masters + 3 replicas. 1M items go into 64 filters (BF.MADD + WAIT 1
+    0 per batch) while `redis-cli --cluster reshard` moves slots holding
+    them, and the CLI loads a multi-part filter (`shardfilter cluster`,
+    --wait-replicas 1) at the same time. Then the replicas catch up, a
+    master is killed with SIGKILL and its replica takes over: every
+    acknowledged item is still there (no false negative), the multi-part
+    filter answers 1 for every item, and the unacknowledged writes lost at
+    the kill are counted."""
+    import signal
+    import threading
+    nodes, addrs = cluster_nodes("failover", 6, 2000)
+    w = AckedWriter(nodes[0].port)
+    keys = ["fo:%d" % i for i in range(64)]
+    slots = {k: w.slot_of(k) for k in keys}
+    per_key = int(os.environ.get("SF_CLUSTER_ITEMS", "1000000")) // 64
+    batch = 1000
+    state = {"done": False, "error": None, "acked": 0}
+
+    def write_all():
+        try:
+            for at in range(0, per_key, batch):
+                for k in keys:
+                    items = ["%s:%d" % (k, j)
+                             for j in range(at, min(per_key, at + batch))]
+                    assert w.madd(k, items, slots[k]), "WAIT saw no replica"
+                    state["acked"] += len(items)
+        except Exception as e:  # noqa: BLE001 - reported by the main thread
+            state["error"] = e
+        state["done"] = True
+
+    # The multi-part filter, created before and loaded during the reshard.
+    cli = os.environ.get("SF_CLI")
+    mp_items = 200000
+    mp = None
+    if cli:
+        base = [cli, "cluster"]
+        where = ["--node", addrs[0], "--parts", "8"]
+        p = subprocess.run(base + ["create", "mp"] + where +
+                           ["--type", "bloom", "--capacity", "400000",
+                            "--fpp", "0.01"], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, timeout=60)
+        assert p.returncode == 0, p.stdout
+        mp_keys = os.path.join(WORK, "mp-keys")
+        with open(mp_keys, "w") as f:
+            f.write("".join("mp:%d\n" % i for i in range(mp_items)))
+        mp = subprocess.Popen(base + ["add", "mp"] + where +
+                              ["--wait-replicas", "1"],
+                              stdin=open(mp_keys, "rb"),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    writer = threading.Thread(target=write_all)
+    writer.start()
+    # Reshard back and forth between the masters while the writes run.
+    masters = masters_of(nodes)
+    ids = [m.client().execute_command("CLUSTER", "MYID").decode()
+           for m in masters]
+    reshards = 0
+    def agreed():
+        # redis-cli refuses to reshard until every node has the new config.
+        return subprocess.run(["redis-cli", "--cluster", "check",
+                               "127.0.0.1:%d" % masters[0].port],
+                              stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL,
+                              timeout=60).returncode == 0
+
+    while not state["done"] or reshards < 2:
+        src, dst = reshards % 3, (reshards + 1) % 3
+        wait_for(agreed, "the nodes to agree on the slot map", timeout=60)
+        p = subprocess.run(["redis-cli", "--cluster", "reshard",
+                            "127.0.0.1:%d" % masters[0].port,
+                            "--cluster-from", ids[src], "--cluster-to",
+                            ids[dst], "--cluster-slots", "1500",
+                            "--cluster-yes"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           timeout=300)
+        assert p.returncode == 0, p.stdout[-3000:]
+        reshards += 1
+    writer.join()
+    assert state["error"] is None, repr(state["error"])
+    assert state["acked"] == per_key * 64
+    if mp is not None:
+        out, err = mp.communicate(timeout=300)
+        assert mp.returncode == 0, err.decode()[-2000:]
+        print("  multi-part load: " + err.decode().strip())
+    print("  %d reshards during %d acknowledged writes; the writer followed "
+          "%d MOVED, %d ASK, %d retries" % (reshards, state["acked"],
+                                            w.moved, w.asked, w.retries))
+    assert w.moved > 0, "no write met a moved slot"
+    # Unacknowledged writes to the victim's filters, then the replicas catch
+    # up (WAIT), then writes the replica may not have when the kill comes.
+    w.refresh()
+    victim_addr = w.slots[slots[keys[0]]]
+    victim = [s for s in nodes if s.port == victim_addr[1]][0]
+    mine = [k for k in keys if w.slots[slots[k]] == victim_addr]
+    for m in masters_of(nodes):
+        m.client().execute_command("WAIT", 1, 5000)
+    unacked = {}
+    for k in mine:
+        items = ["late:%s:%d" % (k, j) for j in range(2000)]
+        w.madd(k, items, slots[k], wait=False)
+        unacked[k] = items
     victim.proc.send_signal(signal.SIGKILL)
     victim.proc.wait()
     live = [s for s in nodes if s is not victim]
     raw = live[0].client()
     raw.response_callbacks = {}
-    wait_for(lambda: all(r[2][1] != victim_port for r in
+    wait_for(lambda: all(r[2][1] != victim.port for r in
                          raw.execute_command("CLUSTER", "SLOTS")),
              "a replica to take the killed master's slots", timeout=60)
     wait_for(lambda: all(b"cluster_state:ok" in
                          s.client().execute_command("CLUSTER", "INFO")
                          for s in live), "the failover", timeout=60)
-    rc.close()
-    # Query each key at the master CLUSTER SLOTS names now (redis-py 4.3.4's
-    # RedisCluster cannot initialize while a listed node is down).
-    c = live[0].client()
-    slots = raw.execute_command("CLUSTER", "SLOTS")
-    promoted = False
-    for k, items in acked.items():
-        slot = c.execute_command("CLUSTER", "KEYSLOT", k)
-        owner = [r for r in slots if r[0] <= slot <= r[1]][0][2]
-        promoted |= owner[1] == victim_port
-        oc = redis.Redis(host="127.0.0.1", port=owner[1])
-        r = oc.execute_command("BF.MEXISTS", k, *items)
-        assert all(v == 1 for v in r), "acknowledged item lost in " + k
-    assert not promoted, "the killed master still owns slots"
+    w.seed = ("127.0.0.1", live[0].port)
+    w.conns.pop(("127.0.0.1", victim.port), None)
+    w.refresh()
+    assert all(a[1] != victim.port for a in w.slots.values())
+    for k in keys:
+        owner = w.conn(w.slots[slots[k]])
+        for at in range(0, per_key, 5000):
+            items = ["%s:%d" % (k, j)
+                     for j in range(at, min(per_key, at + 5000))]
+            r = owner.execute_command("BF.MEXISTS", k, *items)
+            assert all(v == 1 for v in r), "acknowledged item lost in " + k
+    lost = total = 0
+    for k, items in unacked.items():
+        r = w.conn(w.slots[slots[k]]).execute_command("BF.MEXISTS", k, *items)
+        total += len(items)
+        lost += sum(1 for v in r if v == 0)
+    print("  after the failover: every acknowledged item present; %d of %d "
+          "unacknowledged writes to the killed master lost" % (lost, total))
+    if mp is not None:
+        p = subprocess.run([cli, "cluster", "exists", "mp", "--node",
+                            "127.0.0.1:%d" % live[0].port, "--parts", "8"],
+                           stdin=open(mp_keys, "rb"),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=120)
+        assert p.returncode == 0, p.stderr.decode()
+        answers = p.stdout.decode().split()
+        assert len(answers) == mp_items
+        assert all(a == "1" for a in answers), \
+            "multi-part filter lost %d items" % answers.count("0")
+        held = [m.client().dbsize() for m in masters_of(live)]
+        print("  multi-part filter: all %d items present; keys per master %s"
+              % (mp_items, held))
 
 
 TESTS = [test_commands, test_sf_commands, test_resp3, test_prefix,
