@@ -70,6 +70,52 @@ bool NeedsOrder(FilterType t) { return t != FilterType::kBloom; }
 
 }  // namespace
 
+// Overlaps the cache misses of a slice's adds (or removes): before item k
+// is applied, what item k + kChainPrefetchItems will touch is prefetched
+// (internal::ChainPrefetchForAdd). The slice is grouped by shard (`order`,
+// ascending shards); when the groups run one after another on this thread
+// the window runs on across a group's end into the next group, so a
+// filter of many shards (a few items per shard per batch) keeps its misses
+// in flight too. Every involved shard is locked shared by the caller, so
+// reading any of their chains here is as safe as the apply itself (S2).
+class ShardedFilter::AddPrefetch {
+ public:
+  AddPrefetch(const ShardedFilter& f, std::span<const uint64_t> slice,
+              std::span<const uint32_t> order, size_t groups)
+      : f_(f),
+        slice_(slice),
+        order_(order),
+        ahead_(slice.size() > 1 ? internal::kChainPrefetchItems : 0),
+        serial_(!(groups > 1 && slice.size() >= kParallelMinItems)) {}
+
+  // At the start of group j (flat positions [begin, end)): its first items,
+  // unless the previous group's window already covered them.
+  void Start(size_t j, uint32_t begin, uint32_t end) const {
+    if (ahead_ == 0 || (serial_ && j > 0)) return;
+    const uint32_t stop = std::min<uint32_t>(Limit(end), begin + ahead_);
+    for (uint32_t p = begin; p < stop; ++p) At(p);
+  }
+  // Before applying position k of a group ending at `end`.
+  void Ahead(uint32_t k, uint32_t end) const {
+    if (ahead_ != 0 && k + ahead_ < Limit(end)) At(k + ahead_);
+  }
+
+ private:
+  uint32_t Limit(uint32_t end) const {
+    return serial_ ? static_cast<uint32_t>(order_.size()) : end;
+  }
+  void At(uint32_t p) const {
+    const uint64_t h = slice_[order_[p]];
+    internal::ChainPrefetchForAdd(f_.shards_[f_.LocalShardOf(h)], h);
+  }
+
+  const ShardedFilter& f_;
+  std::span<const uint64_t> slice_;
+  std::span<const uint32_t> order_;
+  uint32_t ahead_;
+  bool serial_;
+};
+
 Status ShardedFilter::AddHashes(std::span<const uint64_t> hashes,
                                 std::vector<Status>* per_item,
                                 std::vector<AddOutcome>* outcomes) {
@@ -166,14 +212,19 @@ Status ShardedFilter::RunBatch(bool remove, std::span<const uint64_t> hashes,
     }
     std::vector<std::vector<uint64_t>> done(g.involved.size());
     std::vector<uint64_t> seqs(g.involved.size(), 0);
+    const AddPrefetch prefetch(*this, slice, g.order, g.involved.size());
     ForEachGroup(g.involved.size(), slice.size(), [&](size_t j) {
       Shard& sh = shards_[g.involved[j]];
       const uint32_t begin = g.offsets[g.involved[j]];
       const uint32_t end = g.offsets[g.involved[j] + 1];
+      // The applied hashes are kept only for the journal write below.
       std::vector<uint64_t>& ok = done[j];
-      ok.reserve(end - begin);
+      if (journal) ok.reserve(end - begin);
+      uint32_t applied = 0;
       auto apply = [&] {
+        prefetch.Start(j, begin, end);
         for (uint32_t k = begin; k < end; ++k) {
+          prefetch.Ahead(k, end);
           uint32_t idx = g.order[k];
           AddOutcome outcome = AddOutcome::kAdded;
           Status st = remove
@@ -183,14 +234,15 @@ Status ShardedFilter::RunBatch(bool remove, std::span<const uint64_t> hashes,
           if (outcomes != nullptr) (*outcomes)[base + idx] = outcome;
           if (st.ok()) {
             // A Bloom key already present is journalled too (AddOutcome).
-            ok.push_back(slice[idx]);
+            if (journal) ok.push_back(slice[idx]);
+            ++applied;
             RecordForMigration(g.involved[j], slice[idx], remove,
                                outcome == AddOutcome::kAlreadyPresent);
           } else {
             out[idx] = std::move(st);
           }
         }
-        if (!ok.empty()) {
+        if (applied != 0) {
           seqs[j] = sh.last_seq.fetch_add(1, std::memory_order_relaxed) + 1;
         }
       };
@@ -200,7 +252,7 @@ Status ShardedFilter::RunBatch(bool remove, std::span<const uint64_t> hashes,
       } else {
         apply();
       }
-      if (!ok.empty()) sh.dirty.store(true, std::memory_order_relaxed);
+      if (applied != 0) sh.dirty.store(true, std::memory_order_relaxed);
     });
     if (!journal) continue;
     // The RocksDB journal family (filters that retain hashes).
@@ -255,6 +307,7 @@ void ShardedFilter::RunMappedSlice(bool remove, std::span<const uint64_t> slice,
   };
   std::vector<std::vector<Rec>> recs(involved.size());
   const bool ordered = NeedsOrder(spec_.type);
+  const AddPrefetch prefetch(*this, slice, order, involved.size());
   ForEachGroup(involved.size(), slice.size(), [&](size_t j) {
     const uint32_t shard = involved[j];
     Shard& sh = shards_[shard];
@@ -283,7 +336,9 @@ void ShardedFilter::RunMappedSlice(bool remove, std::span<const uint64_t> slice,
           continue;
         }
         rec.hashes.reserve(n);
+        if (c == begin) prefetch.Start(j, begin, end);
         for (uint32_t k = c; k < stop; ++k) {
+          prefetch.Ahead(k, end);
           const uint32_t idx = order[k];
           AddOutcome outcome = AddOutcome::kAdded;
           Status st = remove

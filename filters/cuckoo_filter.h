@@ -181,6 +181,9 @@ class alignas(64) CuckooFilter final : public Filter {
   Status AddHashCapped(uint64_t hash, uint32_t max_copies,
                        uint32_t* held) override;
   Status AddHashes(std::span<const uint64_t> hashes, size_t* added) override;
+  void PrefetchForAdd(uint64_t hash) const override {
+    PrefetchForWrite(Locate(hash));
+  }
   void MayContainHashes(std::span<const uint64_t> hashes,
                         std::span<uint8_t> out) const override;
   // Batch RemoveHash, prefetching a window ahead: removed[i] = 1 when a

@@ -248,6 +248,10 @@ uint32_t ChainCount(const Shard& s, uint64_t hash) {
   return count;
 }
 
+void ChainPrefetchForAdd(const Shard& s, uint64_t hash) {
+  s.links[s.links_visible() - 1]->PrefetchForAdd(hash);
+}
+
 void ChainMayContainHashes(const Shard& s, std::span<const uint64_t> hashes,
                            std::span<uint8_t> out) {
   const uint32_t n = s.links_visible();

@@ -74,6 +74,13 @@ Status ChainAdd(const FilterSpec& spec, Shard& s, uint64_t hash,
 // NotSupported (nothing changed) when more than one may.
 Status ChainRemove(Shard& s, uint64_t hash);
 
+// Lock-free (S1). Prefetches what an add of `hash` touches in the newest
+// link (Filter::PrefetchForAdd): batch loops call it a few items ahead.
+void ChainPrefetchForAdd(const Shard& s, uint64_t hash);
+// Prefetch distance of those loops, in items: enough misses in flight to
+// cover one DRAM latency at the per-item cost of ChainAdd.
+inline constexpr uint32_t kChainPrefetchItems = 8;
+
 // Lock-free (S1).
 bool ChainMayContain(const Shard& s, uint64_t hash);
 uint32_t ChainCount(const Shard& s, uint64_t hash);
