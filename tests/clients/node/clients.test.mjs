@@ -9,6 +9,8 @@
 // no emulated cluster (inside redis-server, CLUSTER is Redis's own), so
 // those tests are skipped there.
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import { createClient } from 'redis';
 import Redis from 'ioredis';
@@ -16,6 +18,9 @@ import Redis from 'ioredis';
 const port = Number(process.env.SF_PORT);
 if (!port) throw new Error('SF_PORT is not set (run tests/clients/node/run.sh)');
 const clusterPort = Number(process.env.SF_CLUSTER_PORT || 0);
+// run.sh module: a real Redis Cluster of 3 masters, each loading the module.
+const realCluster = (process.env.SF_REAL_CLUSTER_PORTS || '')
+  .split(',').filter(Boolean).map(Number);
 
 // A reply of BF.INFO / CF.INFO as field -> value, whatever shape the
 // client gave it (flat array under RESP2, object or Map under RESP3).
@@ -225,3 +230,56 @@ for (const protocol of [2, 3]) {
     });
   });
 }
+
+// A real Redis Cluster (run.sh module): ioredis's Cluster client writes 64
+// filters with pipelined BF.MADD while `redis-cli --cluster reshard` moves
+// slots holding them (MIGRATE through the module's data type), following
+// MOVED and ASK itself; then every item is there.
+describe('ioredis Cluster on a real Redis Cluster with the module, during a reshard',
+  { skip: realCluster.length === 0 }, () => {
+    let c;
+    before(async () => {
+      c = new Redis.Cluster(realCluster.map((port) => ({ host: '127.0.0.1', port })), {
+        lazyConnect: true,
+        maxRedirections: 64,
+      });
+      await c.connect();
+    });
+    after(async () => { c.disconnect(); });
+
+    test('no false negative across MOVED and ASK', async () => {
+      const keys = Array.from({ length: 64 }, (_, i) => `real:f${i}`);
+      const batch = 250;
+      const ids = await Promise.all(realCluster.map(async (port) => {
+        const n = new Redis({ host: '127.0.0.1', port });
+        const id = await n.cluster('MYID');
+        n.disconnect();
+        return id;
+      }));
+      let resharding = true;
+      const reshard = promisify(execFile)('redis-cli', ['--cluster', 'reshard',
+        `127.0.0.1:${realCluster[0]}`, '--cluster-from', ids[0], '--cluster-to', ids[1],
+        '--cluster-slots', '3000', '--cluster-yes'], { maxBuffer: 1 << 26 })
+        .finally(() => { resharding = false; });
+      // Writes go on until the reshard is over (at least 3000 per key).
+      let written = 0;
+      while (written < 3000 || (resharding && written < 100000)) {
+        const at = written;
+        const replies = await Promise.all(keys.map((k) => c.call('BF.MADD', k,
+          ...Array.from({ length: batch }, (_, j) => `${k}:${at + j}`))));
+        for (const r of replies) assert.equal(r.length, batch);
+        written += batch;
+      }
+      await reshard;
+      const held = await Promise.all(c.nodes('master').map((n) => n.dbsize()));
+      assert.equal(held.reduce((a, b) => a + b, 0), keys.length);
+      for (const k of keys) {
+        for (let at = 0; at < written; at += 5000) {
+          const items = Array.from({ length: Math.min(5000, written - at) },
+            (_, j) => `${k}:${at + j}`);
+          const r = await c.call('BF.MEXISTS', k, ...items);
+          assert.ok(r.every((v) => v === 1), `false negative in ${k}`);
+        }
+      }
+    });
+  });

@@ -4,7 +4,10 @@
 #   run.sh server BUILD_DIR   shardfilter-server over a fresh store (plus a
 #                             second one with --cluster-emulation for the
 #                             ioredis Cluster tests: SF_CLUSTER_PORT)
-#   run.sh module BUILD_DIR   redis-server --loadmodule shardfilter.so
+#   run.sh module BUILD_DIR   redis-server --loadmodule shardfilter.so (plus
+#                             a real Redis Cluster of 3 masters, each with
+#                             the module, for ioredis Cluster during a
+#                             reshard: SF_REAL_CLUSTER_PORTS)
 # Installs the clients from the npm registry (package-lock.json pins them)
 # when node_modules is missing. Stops what it started, whatever happens.
 set -euo pipefail
@@ -23,6 +26,7 @@ fi
 work=$(mktemp -d)
 pid=""
 cluster_pid=""
+real_pids=""
 stop() {
   local p=$1
   if [ -n "$p" ] && kill -0 "$p" 2>/dev/null; then
@@ -34,12 +38,26 @@ stop() {
 cleanup() {
   stop "$pid"
   stop "$cluster_pid"
+  for p in $real_pids; do stop "$p"; done
   rm -rf "$work"
 }
 trap cleanup EXIT
 
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+# A port p with p and its cluster bus port p + 10000 both free.
+free_cluster_port() {
+  python3 -c '
+import random, socket
+while True:
+    p = random.randint(20000, 45000)
+    try:
+        for q in (p, p + 10000):
+            socket.socket().bind(("127.0.0.1", q))
+        print(p); break
+    except OSError:
+        pass'
 }
 port=$(free_port)
 cluster_port=""
@@ -55,7 +73,19 @@ case "$host" in
   module)
     redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
       --dir "$work" --loadmodule "$build/tools/shardfilter.so" >"$work/host.log" 2>&1 &
-    pid=$! ;;
+    pid=$!
+    real_ports=""
+    for i in 1 2 3; do
+      p=$(free_cluster_port)
+      mkdir -p "$work/cluster$i"
+      redis-server --port "$p" --bind 127.0.0.1 --save '' --appendonly no \
+        --dir "$work/cluster$i" --cluster-enabled yes \
+        --cluster-config-file nodes.conf --cluster-node-timeout 5000 \
+        --loadmodule "$build/tools/shardfilter.so" \
+        >"$work/cluster$i/log" 2>&1 &
+      real_pids="$real_pids $!"
+      real_ports="$real_ports${real_ports:+,}$p"
+    done ;;
   *) echo "run.sh: host must be server or module" >&2; exit 2 ;;
 esac
 
@@ -70,9 +100,28 @@ wait_ready "$port" "$pid" "$work/host.log"
 if [ -n "$cluster_port" ]; then
   wait_ready "$cluster_port" "$cluster_pid" "$work/cluster.log"
 fi
+real_cluster=""
+if [ -n "$real_pids" ]; then
+  addrs=""
+  for p in ${real_ports//,/ }; do
+    for _ in $(seq 100); do redis-cli -p "$p" ping >/dev/null 2>&1 && break; sleep 0.1; done
+    addrs="$addrs 127.0.0.1:$p"
+  done
+  # shellcheck disable=SC2086
+  redis-cli --cluster create $addrs --cluster-replicas 0 --cluster-yes >"$work/create.log" 2>&1 ||
+    { cat "$work/create.log" >&2; exit 1; }
+  for p in ${real_ports//,/ }; do
+    for _ in $(seq 100); do
+      redis-cli -p "$p" cluster info | grep -q cluster_state:ok && break
+      sleep 0.1
+    done
+  done
+  real_cluster=$real_ports
+fi
 
 status=0
-(cd "$here" && SF_PORT=$port SF_CLUSTER_PORT=$cluster_port node --test clients.test.mjs) ||
+(cd "$here" && SF_PORT=$port SF_CLUSTER_PORT=$cluster_port \
+  SF_REAL_CLUSTER_PORTS=$real_cluster node --test clients.test.mjs) ||
   status=$?
 if [ $status -ne 0 ]; then
   echo "--- $host log ---" >&2
