@@ -179,6 +179,12 @@ Status Database::Close() {
 
 Result<std::shared_ptr<ShardedFilter>> Database::Create(
     std::string_view name, const FilterSpec& spec) {
+  SF_RETURN_IF_ERROR(internal::CheckUserFilterName(name));
+  return CreateNamed(name, spec);
+}
+
+Result<std::shared_ptr<ShardedFilter>> Database::CreateNamed(
+    std::string_view name, const FilterSpec& spec) {
   SF_RETURN_IF_ERROR(CheckFilterName(name));
   DatabaseImpl& d = *impl_;
   if (d.options.read_only) {
@@ -270,6 +276,11 @@ Result<FilterInfo> Database::Info(std::string_view name) const {
 }
 
 Status Database::Drop(std::string_view name) {
+  SF_RETURN_IF_ERROR(internal::CheckUserFilterName(name));
+  return DropNamed(name);
+}
+
+Status Database::DropNamed(std::string_view name) {
   SF_RETURN_IF_ERROR(CheckFilterName(name));
   DatabaseImpl& d = *impl_;
   if (d.options.read_only) {

@@ -200,7 +200,8 @@ class Database {
   // options), and closes RocksDB. Idempotent.
   Status Close();
 
-  // Creates a filter. AlreadyExists, InvalidArgument (name length, spec),
+  // Creates a filter. AlreadyExists, InvalidArgument (name length, a name
+  // holding the bytes "\0level/", reserved for tiered filters' levels; spec),
   // NotSupported (read-only). The descriptor is durable (synced) when this
   // returns, whatever the durability mode.
   Result<std::shared_ptr<ShardedFilter>> Create(std::string_view name,
@@ -324,6 +325,11 @@ class Database {
   friend class internal::TieredAccess;  // tiered filters (tiered_filter.h)
   friend class internal::ImportAccess;  // ImportFilter (engine/export.h)
   explicit Database(std::unique_ptr<internal::DatabaseImpl> impl);
+  // Create and Drop without the reserved-name check: the tiered filters'
+  // levels (internal::TieredAccess).
+  Result<std::shared_ptr<ShardedFilter>> CreateNamed(std::string_view name,
+                                                     const FilterSpec& spec);
+  Status DropNamed(std::string_view name);
   std::unique_ptr<internal::DatabaseImpl> impl_;
 };
 

@@ -20,7 +20,7 @@ using persistence::DescribeName;
 
 Status Database::SetExpiry(std::string_view name,
                            std::optional<int64_t> unix_ms) {
-  SF_RETURN_IF_ERROR(CheckFilterName(name));
+  SF_RETURN_IF_ERROR(internal::CheckUserFilterName(name));
   DatabaseImpl& d = *impl_;
   if (d.options.read_only) {
     return Status::NotSupported("expire " + DescribeName(name) +

@@ -29,6 +29,16 @@ Status CheckFilterName(std::string_view name) {
   return Status::OK();
 }
 
+Status CheckUserFilterName(std::string_view name) {
+  SF_RETURN_IF_ERROR(CheckFilterName(name));
+  if (name.find(kLevelNameMark) != std::string_view::npos) {
+    return Status::InvalidArgument(
+        "filter names containing the bytes \"\\0level/\" are reserved for "
+        "the levels of tiered filters");
+  }
+  return Status::OK();
+}
+
 Status UnavailableError(std::string_view name, const Status& why) {
   return Status(why.code(), DescribeName(name) +
                                 " is unavailable (its stored data failed "

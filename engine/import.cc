@@ -43,6 +43,7 @@ Status ImportFilter(Database& db, std::string_view name, std::string_view bytes,
                                    std::to_string(kMaxFilterNameBytes) +
                                    " bytes");
   }
+  SF_RETURN_IF_ERROR(internal::CheckUserFilterName(name));
   if (db.read_only()) {
     return Status::NotSupported("import: the store is open read-only");
   }

@@ -62,7 +62,8 @@ Status CheckOpen(const Database* db) {
 // Drops level filters of `name` (left by a crashed Create or Drop).
 Status DropLevels(Database* db, std::string_view name) {
   for (uint32_t i = 0; i < kMaxTieredLevels; ++i) {
-    Status s = db->Drop(TieredFilter::LevelName(name, i));
+    Status s = internal::TieredAccess::DropLevel(
+        *db, TieredFilter::LevelName(name, i));
     if (!s.ok() && !s.IsNotFound()) return s;
   }
   return Status::OK();
@@ -102,7 +103,8 @@ Result<std::shared_ptr<TieredFilter>> TieredFilter::Create(
   desc.base_seed = spec.seed;
   for (uint32_t i = 0; i < resolved.levels.size(); ++i) {
     Result<std::shared_ptr<ShardedFilter>> f =
-        db->Create(LevelName(name, i), resolved.levels[i]);
+        internal::TieredAccess::CreateLevel(*db, LevelName(name, i),
+                                            resolved.levels[i]);
     if (!f.ok()) {
       DropLevels(db, name).ok();
       return f.status().WithContext("tiered level " + std::to_string(i));

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "shardfilter/engine/export.h"
+#include "shardfilter/engine/internal/tiered_internal.h"
 #include "shardfilter/engine/tiered_filter.h"
 #include "shardfilter/persistence/internal/tiered_table.h"
 #include "store_test_util.h"
@@ -128,13 +130,16 @@ TEST(TieredPersistenceTest, Errors) {
   ASSERT_TRUE(none.ok());
   SF_ASSERT_OK((*none)->Add("k"));
   EXPECT_TRUE((*none)->Remove("k").IsNotSupported());
-  // A level dropped behind the tiered filter's back.
-  SF_ASSERT_OK(db->Drop(TieredFilter::LevelName("t", 1)));
+  // A level dropped behind the tiered filter's back (damage: the public
+  // Drop refuses level names, LevelNamesAreReservedToTheTieredFilter).
+  SF_ASSERT_OK(
+      internal::TieredAccess::DropLevel(*db, TieredFilter::LevelName("t", 1)));
   Status s = TieredFilter::Open(db.get(), "t").status();
   EXPECT_TRUE(s.IsCorruption()) << s.ToString();
   // ... recreated with another type.
-  ASSERT_TRUE(db->Create(TieredFilter::LevelName("t", 1),
-                         testing::Spec(FilterType::kCuckoo, 10, 1))
+  ASSERT_TRUE(internal::TieredAccess::CreateLevel(
+                  *db, TieredFilter::LevelName("t", 1),
+                  testing::Spec(FilterType::kCuckoo, 10, 1))
                   .ok());
   s = TieredFilter::Open(db.get(), "t").status();
   EXPECT_TRUE(s.IsCorruption()) << s.ToString();
@@ -150,6 +155,52 @@ TEST(TieredPersistenceTest, Errors) {
   EXPECT_TRUE((*t)->Contains("k").status().IsNotSupported());
   EXPECT_FALSE((*t)->Add("k2").ok());
   EXPECT_TRUE(TieredFilter::Open(db.get(), "z").status().IsNotSupported());
+}
+
+// A level's catalog name ("<name>\0level/<i>") is the tiered filter's own:
+// nobody else may create, drop, import or expire one. Before, a caller
+// could drop a level (breaking the tiered filter) or create a filter of
+// such a name, which a later TieredFilter::Create of <name> then deleted
+// as crash debris.
+TEST(TieredPersistenceTest, LevelNamesAreReservedToTheTieredFilter) {
+  TempDir dir;
+  auto db = MustOpen(Options(dir.db()));
+  ASSERT_NE(db, nullptr);
+  const std::string level0 = TieredFilter::LevelName("t", 0);
+  FilterSpec plain;
+  plain.capacity = 1000;
+  auto made = db->Create(level0, plain);
+  ASSERT_FALSE(made.ok());
+  EXPECT_EQ(made.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(made.status().message().find("reserved"), std::string::npos);
+  auto other = db->Create(std::string("x\0level/9y", 11), plain);
+  EXPECT_EQ(other.status().code(), StatusCode::kInvalidArgument);
+
+  auto t = TieredFilter::Create(db.get(), "t",
+                                Spec(FilterType::kBloom, 1000, false));
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  SF_ASSERT_OK((*t)->Add("k"));
+  EXPECT_EQ(db->Drop(level0).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(db->SetExpiry(level0, 1).code(), StatusCode::kInvalidArgument);
+  auto exported = ExportFilter(*db, "t");  // not a plain filter: no export
+  EXPECT_FALSE(exported.ok());
+  auto plain_f = db->Create("p", plain);
+  ASSERT_TRUE(plain_f.ok());
+  SF_ASSERT_OK((*plain_f)->Add("k"));
+  auto bytes = ExportFilter(*db, "p");
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  EXPECT_EQ(ImportFilter(*db, level0, *bytes).code(),
+            StatusCode::kInvalidArgument);
+  // The level is untouched: the tiered filter still answers, and its own
+  // Drop removes its levels.
+  auto again = TieredFilter::Open(db.get(), "t");
+  ASSERT_TRUE(again.ok());
+  auto has = (*again)->Contains("k");
+  ASSERT_TRUE(has.ok());
+  EXPECT_TRUE(*has);
+  EXPECT_TRUE(db->Get(level0).ok());
+  SF_ASSERT_OK(TieredFilter::Drop(db.get(), "t"));
+  EXPECT_EQ(db->Get(level0).status().code(), StatusCode::kNotFound);
 }
 
 TEST(TieredPersistenceTest, ReadOnlyOpenAnswersAndRefusesWrites) {

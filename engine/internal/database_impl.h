@@ -129,6 +129,14 @@ class DatabaseImpl {
 
 // InvalidArgument unless 1 <= name.size() <= kMaxFilterNameBytes.
 Status CheckFilterName(std::string_view name);
+// The bytes that mark a tiered filter's level in the catalog
+// ("<name>\0level/<i>", TieredFilter::LevelName).
+inline constexpr std::string_view kLevelNameMark{"\0level/", 7};
+// CheckFilterName, and InvalidArgument for a name holding kLevelNameMark:
+// such names belong to tiered filters (TieredFilter::Create drops any it
+// finds as debris of a crashed create), so callers may neither create nor
+// drop, import or expire them; only TieredAccess does.
+Status CheckUserFilterName(std::string_view name);
 // The error of a filter that did not load (D3): its own code and reason,
 // naming the filter.
 Status UnavailableError(std::string_view name, const Status& why);

@@ -156,6 +156,15 @@ persistence::Store* TieredAccess::store(Database& db) {
   return db.impl_->store.get();
 }
 
+Result<std::shared_ptr<ShardedFilter>> TieredAccess::CreateLevel(
+    Database& db, std::string_view level_name, const FilterSpec& spec) {
+  return db.CreateNamed(level_name, spec);
+}
+
+Status TieredAccess::DropLevel(Database& db, std::string_view level_name) {
+  return db.DropNamed(level_name);
+}
+
 bool TieredAccess::closed(const Database& db) {
   MutexLock lock(db.impl_->mu);
   return db.impl_->closed;

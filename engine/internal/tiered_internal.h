@@ -79,6 +79,11 @@ class TieredAccess {
   static persistence::Store* store(Database& db);
   // True once Close ran. Takes the catalog mutex.
   static bool closed(const Database& db);
+  // A level's catalog filter (TieredFilter::LevelName): Database::Create
+  // and Drop refuse those names to everyone else.
+  static Result<std::shared_ptr<ShardedFilter>> CreateLevel(
+      Database& db, std::string_view level_name, const FilterSpec& spec);
+  static Status DropLevel(Database& db, std::string_view level_name);
 };
 
 }  // namespace shardfilter::internal
