@@ -1,6 +1,8 @@
-// ShardedFilter batch operations: group items by shard (a counting sort),
-// run the shard groups in parallel with oneTBB, journal every group of one
-// call in one WriteBatch, and report per item in input order.
+// ShardedFilter batch operations: group items by shard (a counting sort,
+// or a sort of small batches), run the shard groups in parallel with
+// oneTBB, journal every group of one call in one WriteBatch, and report per
+// item in input order.
+#include <algorithm>
 #include <mutex>
 #include <shared_mutex>
 
@@ -28,30 +30,56 @@ constexpr size_t kSliceItems = size_t{1} << 20;
 constexpr size_t kParallelMinItems = 4096;
 
 struct Grouping {
-  std::vector<uint32_t> order;  // item indexes, grouped by shard
-  std::vector<uint32_t>
-      offsets;  // group of shard s: [offsets[s], offsets[s+1])
+  std::vector<uint32_t> order;     // item indexes, grouped by shard
   std::vector<uint32_t> involved;  // shards with items, ascending
+  // Group j (shard involved[j]) is order[begin[j] .. begin[j + 1]).
+  std::vector<uint32_t> begin;
 };
 
-// `shard_of_hash` maps a hash to one of `shards` shards.
+// `shard_of_hash` maps a hash to one of `shards` shards. Within a group the
+// items keep their input order (adds of copies of one key apply in order).
+// Batches much smaller than the shard count (a BF.MADD of 10 on a filter of
+// 128 shards) are grouped by sorting (shard, index) pairs, in O(n log n);
+// larger ones by counting, in O(n + shards): the counting pass's prefix sum
+// over every shard was most of a 10-item batch's cost on 128 shards.
 template <typename ShardOfFn>
 Grouping GroupByShard(uint32_t shards, ShardOfFn&& shard_of_hash,
                       std::span<const uint64_t> hashes) {
   Grouping g;
-  std::vector<uint32_t> shard_of(hashes.size());
-  g.offsets.assign(shards + 1, 0);
-  for (size_t i = 0; i < hashes.size(); ++i) {
+  const size_t n = hashes.size();
+  g.order.resize(n);
+  if (n * 8 < shards) {
+    std::vector<uint64_t> keyed(n);
+    for (size_t i = 0; i < n; ++i) {
+      keyed[i] = uint64_t{shard_of_hash(hashes[i])} << 32 | i;
+    }
+    std::sort(keyed.begin(), keyed.end());
+    for (size_t k = 0; k < n; ++k) {
+      const uint32_t shard = static_cast<uint32_t>(keyed[k] >> 32);
+      g.order[k] = static_cast<uint32_t>(keyed[k]);
+      if (g.involved.empty() || g.involved.back() != shard) {
+        g.involved.push_back(shard);
+        g.begin.push_back(static_cast<uint32_t>(k));
+      }
+    }
+    g.begin.push_back(static_cast<uint32_t>(n));
+    return g;
+  }
+  std::vector<uint32_t> shard_of(n);
+  std::vector<uint32_t> next(shards + 1, 0);
+  for (size_t i = 0; i < n; ++i) {
     shard_of[i] = shard_of_hash(hashes[i]);
-    ++g.offsets[shard_of[i] + 1];
+    ++next[shard_of[i] + 1];
   }
   for (uint32_t s = 0; s < shards; ++s) {
-    if (g.offsets[s + 1] != 0) g.involved.push_back(s);
-    g.offsets[s + 1] += g.offsets[s];
+    if (next[s + 1] != 0) {
+      g.involved.push_back(s);
+      g.begin.push_back(next[s]);
+    }
+    next[s + 1] += next[s];
   }
-  std::vector<uint32_t> next(g.offsets.begin(), g.offsets.end() - 1);
-  g.order.resize(hashes.size());
-  for (size_t i = 0; i < hashes.size(); ++i) {
+  g.begin.push_back(static_cast<uint32_t>(n));
+  for (size_t i = 0; i < n; ++i) {
     g.order[next[shard_of[i]]++] = static_cast<uint32_t>(i);
   }
   return g;
@@ -72,7 +100,7 @@ bool NeedsOrder(FilterType t) { return t != FilterType::kBloom; }
 
 // Overlaps the cache misses of a slice's adds (or removes): before item k
 // is applied, what item k + kChainPrefetchItems will touch is prefetched
-// (internal::ChainPrefetchForAdd). The slice is grouped by shard (`order`,
+// (internal::ChainPrefetch). The slice is grouped by shard (`order`,
 // ascending shards); when the groups run one after another on this thread
 // the window runs on across a group's end into the next group, so a
 // filter of many shards (a few items per shard per batch) keeps its misses
@@ -106,7 +134,7 @@ class ShardedFilter::AddPrefetch {
   }
   void At(uint32_t p) const {
     const uint64_t h = slice_[order_[p]];
-    internal::ChainPrefetchForAdd(f_.shards_[f_.LocalShardOf(h)], h);
+    internal::ChainPrefetch(f_.shards_[f_.LocalShardOf(h)], h, true);
   }
 
   const ShardedFilter& f_;
@@ -200,7 +228,7 @@ Status ShardedFilter::RunBatch(bool remove, std::span<const uint64_t> hashes,
       break;
     }
     if (journal && log_->mmap()) {
-      RunMappedSlice(remove, slice, g.involved, g.offsets, g.order, base, out,
+      RunMappedSlice(remove, slice, g.involved, g.begin, g.order, base, out,
                      outcomes);
       continue;
     }
@@ -215,8 +243,8 @@ Status ShardedFilter::RunBatch(bool remove, std::span<const uint64_t> hashes,
     const AddPrefetch prefetch(*this, slice, g.order, g.involved.size());
     ForEachGroup(g.involved.size(), slice.size(), [&](size_t j) {
       Shard& sh = shards_[g.involved[j]];
-      const uint32_t begin = g.offsets[g.involved[j]];
-      const uint32_t end = g.offsets[g.involved[j] + 1];
+      const uint32_t begin = g.begin[j];
+      const uint32_t end = g.begin[j + 1];
       // The applied hashes are kept only for the journal write below.
       std::vector<uint64_t>& ok = done[j];
       if (journal) ok.reserve(end - begin);
@@ -271,8 +299,7 @@ Status ShardedFilter::RunBatch(bool remove, std::span<const uint64_t> hashes,
       Status c = st.ok() ? log_->Complete(g.involved[j], seqs[j], seqs[j])
                          : log_->failure();
       if (c.ok()) continue;
-      for (uint32_t k = g.offsets[g.involved[j]];
-           k < g.offsets[g.involved[j] + 1]; ++k) {
+      for (uint32_t k = g.begin[j]; k < g.begin[j + 1]; ++k) {
         if (out[g.order[k]].ok()) out[g.order[k]] = c;
       }
     }
@@ -289,7 +316,7 @@ Status ShardedFilter::RunBatch(bool remove, std::span<const uint64_t> hashes,
 // waits in ascending shard order (L2).
 void ShardedFilter::RunMappedSlice(bool remove, std::span<const uint64_t> slice,
                                    std::span<const uint32_t> involved,
-                                   std::span<const uint32_t> offsets,
+                                   std::span<const uint32_t> group_begin,
                                    std::span<const uint32_t> order, size_t base,
                                    Status* out,
                                    std::vector<AddOutcome>* outcomes) {
@@ -311,7 +338,7 @@ void ShardedFilter::RunMappedSlice(bool remove, std::span<const uint64_t> slice,
   ForEachGroup(involved.size(), slice.size(), [&](size_t j) {
     const uint32_t shard = involved[j];
     Shard& sh = shards_[shard];
-    const uint32_t begin = offsets[shard], end = offsets[shard + 1];
+    const uint32_t begin = group_begin[j], end = group_begin[j + 1];
     {
       std::unique_lock<std::mutex> order_lock;
       if (ordered) order_lock = std::unique_lock(sh.order_mu);  // S3, L1
@@ -378,7 +405,7 @@ void ShardedFilter::RunMappedSlice(bool remove, std::span<const uint64_t> slice,
       continue;
     }
     for (const Rec& r : recs[j]) persistence::UncommitRecord(r.slot);  // L4
-    for (uint32_t k = offsets[shard]; k < offsets[shard + 1]; ++k) {
+    for (uint32_t k = group_begin[j]; k < group_begin[j + 1]; ++k) {
       if (out[order[k]].ok()) out[order[k]] = c;
     }
   }
@@ -399,9 +426,25 @@ void ShardedFilter::MayContainHashes(std::span<const uint64_t> hashes,
     std::vector<uint64_t> grouped(n);
     for (size_t k = 0; k < n; ++k) grouped[k] = slice[g.order[k]];
     std::vector<uint8_t> answers(n);
+    // Groups of a few items (a small batch over many shards) get no overlap
+    // from the links' batch kernels, which prefetch within one call: here
+    // the items of the next groups are prefetched while a group runs, when
+    // the groups run one after another on this thread.
+    const bool serial =
+        !(g.involved.size() > 1 && n >= kParallelMinItems) &&
+        g.involved.size() * 4 > n;
+    size_t prefetched = 0;
+    auto prefetch_to = [&](size_t end) {
+      end = std::min(end, n);
+      for (; prefetched < end; ++prefetched) {
+        const uint64_t h = grouped[prefetched];
+        internal::ChainPrefetch(shards_[LocalShardOf(h)], h, false);
+      }
+    };
     ForEachGroup(g.involved.size(), n, [&](size_t j) {
       uint32_t s = g.involved[j];
-      size_t begin = g.offsets[s], len = g.offsets[s + 1] - begin;
+      size_t begin = g.begin[j], len = g.begin[j + 1] - begin;
+      if (serial) prefetch_to(begin + len + internal::kChainPrefetchItems);
       internal::ChainMayContainHashes(
           shards_[s], std::span<const uint64_t>(grouped).subspan(begin, len),
           std::span<uint8_t>(answers).subspan(begin, len));

@@ -330,10 +330,11 @@ class ShardedFilter {
                   std::vector<Status>* per_item,
                   std::vector<AddOutcome>* outcomes = nullptr);
   // One slice of a batch through the memory-mapped journal
-  // (sharded_batch.cc); out[i] is item i's result.
+  // (sharded_batch.cc); out[i] is item i's result. Group j (shard
+  // involved[j]) is order[group_begin[j] .. group_begin[j + 1]).
   void RunMappedSlice(bool remove, std::span<const uint64_t> slice,
                       std::span<const uint32_t> involved,
-                      std::span<const uint32_t> offsets,
+                      std::span<const uint32_t> group_begin,
                       std::span<const uint32_t> order, size_t base, Status* out,
                       std::vector<AddOutcome>* outcomes);
   Status CheckWritable() const {

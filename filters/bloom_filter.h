@@ -106,7 +106,9 @@ class BloomFilter final : public Filter {
   bool MayContainHash(uint64_t hash) const override;
   uint32_t CountHash(uint64_t hash) const override;  // 0 or 1
   Status AddHashes(std::span<const uint64_t> hashes, size_t* added) override;
-  void PrefetchForAdd(uint64_t hash) const override { Prefetch(hash, true); }
+  void PrefetchHash(uint64_t hash, bool for_write) const override {
+    Prefetch(hash, for_write);
+  }
   void MayContainHashes(std::span<const uint64_t> hashes,
                         std::span<uint8_t> out) const override;
   FilterStats Stats() const override;

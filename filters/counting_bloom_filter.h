@@ -96,7 +96,9 @@ class CountingBloomFilter final : public Filter {
   Status AddHashCapped(uint64_t hash, uint32_t max_copies,
                        uint32_t* held) override;
   Status AddHashes(std::span<const uint64_t> hashes, size_t* added) override;
-  void PrefetchForAdd(uint64_t hash) const override { Prefetch(hash, true); }
+  void PrefetchHash(uint64_t hash, bool for_write) const override {
+    Prefetch(hash, for_write);
+  }
   void MayContainHashes(std::span<const uint64_t> hashes,
                         std::span<uint8_t> out) const override;
   FilterStats Stats() const override;

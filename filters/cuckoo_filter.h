@@ -181,8 +181,12 @@ class alignas(64) CuckooFilter final : public Filter {
   Status AddHashCapped(uint64_t hash, uint32_t max_copies,
                        uint32_t* held) override;
   Status AddHashes(std::span<const uint64_t> hashes, size_t* added) override;
-  void PrefetchForAdd(uint64_t hash) const override {
-    PrefetchForWrite(Locate(hash));
+  void PrefetchHash(uint64_t hash, bool for_write) const override {
+    if (for_write) {
+      PrefetchForWrite(Locate(hash));
+    } else {
+      PrefetchBuckets(hash);
+    }
   }
   void MayContainHashes(std::span<const uint64_t> hashes,
                         std::span<uint8_t> out) const override;

@@ -91,12 +91,15 @@ class Filter {
   virtual Status AddHashCapped(uint64_t hash, uint32_t max_copies,
                                uint32_t* held);
 
-  // Starts loading (for writing) the memory an add of `hash` will touch,
-  // without waiting for it: callers that apply many items one at a time
-  // (the engine's batches over a shard's chain) call it a few items ahead,
+  // Starts loading the memory an add (for_write) or a query of `hash` will
+  // touch, without waiting for it: callers that handle many items one at a
+  // time (the engine's batches over its shards) call it a few items ahead,
   // so that the items' cache misses overlap. No effect on contents; safe
   // to call concurrently with anything.
-  virtual void PrefetchForAdd(uint64_t hash) const { (void)hash; }
+  virtual void PrefetchHash(uint64_t hash, bool for_write) const {
+    (void)hash;
+    (void)for_write;
+  }
 
   // Batch forms: hash-ordered prefetching for memory-level parallelism.
   // AddHashes stops at the first failure and returns it; *added (optional)

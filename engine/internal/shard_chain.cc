@@ -248,8 +248,8 @@ uint32_t ChainCount(const Shard& s, uint64_t hash) {
   return count;
 }
 
-void ChainPrefetchForAdd(const Shard& s, uint64_t hash) {
-  s.links[s.links_visible() - 1]->PrefetchForAdd(hash);
+void ChainPrefetch(const Shard& s, uint64_t hash, bool for_write) {
+  s.links[s.links_visible() - 1]->PrefetchHash(hash, for_write);
 }
 
 void ChainMayContainHashes(const Shard& s, std::span<const uint64_t> hashes,

@@ -74,9 +74,10 @@ Status ChainAdd(const FilterSpec& spec, Shard& s, uint64_t hash,
 // NotSupported (nothing changed) when more than one may.
 Status ChainRemove(Shard& s, uint64_t hash);
 
-// Lock-free (S1). Prefetches what an add of `hash` touches in the newest
-// link (Filter::PrefetchForAdd): batch loops call it a few items ahead.
-void ChainPrefetchForAdd(const Shard& s, uint64_t hash);
+// Lock-free (S1). Prefetches what an add (for_write) or a query of `hash`
+// touches in the newest link (Filter::PrefetchHash): batch loops call it a
+// few items ahead.
+void ChainPrefetch(const Shard& s, uint64_t hash, bool for_write);
 // Prefetch distance of those loops, in items: enough misses in flight to
 // cover one DRAM latency at the per-item cost of ChainAdd.
 inline constexpr uint32_t kChainPrefetchItems = 8;

@@ -263,6 +263,32 @@ def test_commands():
     assert c.expire("tx", 100) and 0 < c.ttl("tx") <= 100
 
 
+def test_redis_cli():
+    """redis-cli (RESP2 and -3) against the module, as against the server
+    (tests/server/server_integration_test.py, test_redis_cli)."""
+    s = server("cli")
+
+    def run(*args):
+        p = subprocess.run(["redis-cli", "-p", str(s.port)] + list(args),
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           timeout=30)
+        assert p.returncode == 0, p.stdout
+        return p.stdout.decode()
+
+    assert run("BF.ADD", "clikey", "a").strip() == "1"
+    assert run("-3", "BF.MEXISTS", "clikey", "a", "b").split() == \
+        ["(true)", "(false)"]
+    assert run("-3", "--no-raw", "BF.MEXISTS", "clikey", "a", "b").split() \
+        == ["1)", "(true)", "2)", "(false)"]
+    out = run("-3", "--no-raw", "BF.INFO", "clikey")
+    assert "1# Capacity => (integer) 100" in out, out
+    assert run("-2", "CF.INSERT", "clic", "ITEMS", "a").strip() == "1"
+    assert run("SF.CREATE", "clis", "counting", "1000").strip() == "OK"
+    assert run("SF.MADD", "clis", "x", "x").split() == ["1", "1"]
+    assert run("SF.COUNT", "clis", "x").strip() == "2"
+    assert "WRONGTYPE" in run("SET", "str", "v") + run("BF.ADD", "str", "a")
+
+
 def test_sf_commands():
     """SF.*: the same command layer as the server's; the module refuses
     what Redis keeps itself (durability, retained hashes, migration)."""
@@ -1051,7 +1077,7 @@ def test_cluster_failover():
               % (mp_items, held))
 
 
-TESTS = [test_commands, test_sf_commands, test_resp3, test_prefix,
+TESTS = [test_commands, test_redis_cli, test_sf_commands, test_resp3, test_prefix,
          test_budget,
          test_bad_load_arguments,
          test_save_restart_and_debug_reload, test_aof_rewrite_restart,

@@ -81,12 +81,6 @@ std::string_view View(RedisModuleString* s) {
   return {p, len};
 }
 
-std::vector<std::string_view> Views(RedisModuleString** argv, int argc) {
-  std::vector<std::string_view> args(static_cast<size_t>(argc));
-  for (int i = 0; i < argc; ++i) args[i] = View(argv[i]);
-  return args;
-}
-
 // Replies for a key the command cannot use; true when it did.
 bool RefuseKey(RedisModuleCtx* ctx, ModuleKeyspace& ks, std::string_view key) {
   FilterValue* v = nullptr;
@@ -127,7 +121,17 @@ void ReplicateEffects(RedisModuleCtx* ctx, const ModuleKeyspace& ks,
 int RunCommand(size_t index, RedisModuleCtx* ctx, RedisModuleString** argv,
                int argc) {
   const commands::CommandSpec& spec = *g_specs[index];
-  const std::vector<std::string_view> args = Views(argv, argc);
+  // The arguments as views, on the stack for the usual sizes.
+  std::array<std::string_view, 32> inline_args;
+  std::vector<std::string_view> heap_args;
+  std::span<std::string_view> args;
+  if (static_cast<size_t>(argc) <= inline_args.size()) {
+    args = std::span(inline_args.data(), static_cast<size_t>(argc));
+  } else {
+    heap_args.resize(static_cast<size_t>(argc));
+    args = heap_args;
+  }
+  for (int i = 0; i < argc; ++i) args[i] = View(argv[i]);
   if ((spec.arity > 0 && argc != spec.arity) ||
       (spec.arity < 0 && argc < -spec.arity)) {
     return RedisModule_WrongArity(ctx);
@@ -135,6 +139,7 @@ int RunCommand(size_t index, RedisModuleCtx* ctx, RedisModuleString** argv,
   const bool write = (spec.flags & commands::kWrite) != 0;
   ModuleKeyspace ks(ctx, g_options, write);
   const std::string_view key = args[1];  // every BF/CF command has one
+  ks.SetCommandKey(argv[1]);
   if (RefuseKey(ctx, ks, key)) return REDISMODULE_OK;
   ModuleWriter writer(ctx);
   ModuleHost host;

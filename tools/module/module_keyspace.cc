@@ -16,15 +16,6 @@ namespace {
 
 // One filter as the command layer sees it, for one command. Not owning:
 // the FilterValue belongs to Redis's keyspace and outlives the command.
-class ModuleFilter final : public commands::ShardedFilterHandle {
- public:
-  ModuleFilter(ShardedFilter* f, ModuleKeyspace* ks)
-      : ShardedFilterHandle(f), ks_(ks) {}
-
- private:
-  void BeforeMutation() override { ks_->MarkMutated(); }
-  ModuleKeyspace* ks_;
-};
 
 }  // namespace
 
@@ -52,11 +43,27 @@ ModuleKeyspace::ModuleKeyspace(RedisModuleCtx* ctx,
       options_(options),
       mode_(write ? REDISMODULE_READ | REDISMODULE_WRITE : REDISMODULE_READ) {}
 
+void ModuleFilter::BeforeMutation() { ks_->MarkMutated(); }
+
 ModuleKeyspace::~ModuleKeyspace() {
+  if (command_key_open_ != nullptr) RedisModule_CloseKey(command_key_open_);
   for (auto& [name, key] : open_) RedisModule_CloseKey(key);
 }
 
+void ModuleKeyspace::SetCommandKey(RedisModuleString* key) {
+  command_key_ = key;
+  size_t len = 0;
+  const char* p = RedisModule_StringPtrLen(key, &len);
+  command_key_view_ = std::string_view(p, len);
+}
+
 RedisModuleKey* ModuleKeyspace::Open(std::string_view key) {
+  if (command_key_ != nullptr && key == command_key_view_) {
+    if (command_key_open_ == nullptr) {
+      command_key_open_ = RedisModule_OpenKey(ctx_, command_key_, mode_);
+    }
+    return command_key_open_;
+  }
   auto it = open_.find(key);
   if (it != open_.end()) return it->second;
   RedisModuleString* name =
@@ -102,6 +109,12 @@ Result<std::shared_ptr<commands::FilterHandle>> ModuleKeyspace::Lookup(
   // types answer WRONGTYPE, unavailable values their damage.
   if (Probe(key, &v) != KeyState::kFilter) {
     return Status::NotFound("no filter at this key");
+  }
+  if (!handle_.has_value()) handle_.emplace(v->filter.get(), this);
+  if (handle_->filter() == v->filter.get()) {
+    // Aliasing constructor with no owner: no allocation, no count.
+    return std::shared_ptr<commands::FilterHandle>(std::shared_ptr<void>(),
+                                                   &*handle_);
   }
   return std::shared_ptr<commands::FilterHandle>(
       std::make_shared<ModuleFilter>(v->filter.get(), this));

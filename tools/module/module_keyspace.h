@@ -21,6 +21,7 @@
 
 #include "shardfilter/engine/sharded_filter.h"
 #include "tools/commands/keyspace.h"
+#include "tools/commands/sharded_handle.h"
 #include "tools/module/filter_value.h"
 #include "tools/module/redismodule_api.h"
 
@@ -59,11 +60,31 @@ enum class KeyState { kEmpty, kFilter, kUnavailable, kPending, kOtherType };
 FilterSpec ToFilterSpec(const commands::CreateParams& params,
                         const ModuleOptions& options);
 
+class ModuleKeyspace;
+
+// The command layer's handle on a filter value: marks the keyspace mutated
+// before any add or remove (replication, module.cc).
+class ModuleFilter final : public commands::ShardedFilterHandle {
+ public:
+  ModuleFilter(ShardedFilter* f, ModuleKeyspace* ks)
+      : ShardedFilterHandle(f), filter_(f), ks_(ks) {}
+  ShardedFilter* filter() const { return filter_; }
+
+ private:
+  void BeforeMutation() override;
+  ShardedFilter* filter_;
+  ModuleKeyspace* ks_;
+};
+
 class ModuleKeyspace final : public commands::Keyspace {
  public:
   // `write`: keys are opened for writing (write commands).
   ModuleKeyspace(RedisModuleCtx* ctx, const ModuleOptions& options, bool write);
   ~ModuleKeyspace() override;
+
+  // The command's own key (argv[1]): opened from this string, without a
+  // copy. Must outlive the keyspace (Redis's argv does).
+  void SetCommandKey(RedisModuleString* key);
 
   // The state of `key`; *value set for kFilter/kUnavailable/kPending.
   KeyState Probe(std::string_view key, FilterValue** value);
@@ -103,8 +124,17 @@ class ModuleKeyspace final : public commands::Keyspace {
   const ModuleOptions& options_;
   int mode_;
   // Keys opened by this command, closed by the destructor (after the
-  // handler: handles point into their values).
+  // handler: handles point into their values). The command's own key (the
+  // one every BF/CF command has) is kept apart: no string copy, no map
+  // node, per command.
+  RedisModuleString* command_key_ = nullptr;
+  std::string_view command_key_view_;
+  RedisModuleKey* command_key_open_ = nullptr;
   std::map<std::string, RedisModuleKey*, std::less<>> open_;
+  // The handle Lookup gives for the first filter asked for; handed out as a
+  // non-owning shared_ptr (the handler's handles die with this keyspace),
+  // so a command allocates no handle.
+  std::optional<ModuleFilter> handle_;
   std::optional<FilterSpec> created_;
   bool mutated_ = false;
 };
