@@ -9,6 +9,7 @@
 #include "shardfilter/engine/internal/database_impl.h"
 #include "shardfilter/engine/internal/filter_log.h"
 #include "shardfilter/engine/internal/recovery.h"
+#include "shardfilter/engine/tiered_filter.h"
 #include "shardfilter/persistence/internal/values.h"
 
 namespace shardfilter::internal {
@@ -31,7 +32,7 @@ Status CheckFilterName(std::string_view name) {
 
 Status CheckUserFilterName(std::string_view name) {
   SF_RETURN_IF_ERROR(CheckFilterName(name));
-  if (name.find(kLevelNameMark) != std::string_view::npos) {
+  if (name.find(TieredFilter::kLevelMark) != std::string_view::npos) {
     return Status::InvalidArgument(
         "filter names containing the bytes \"\\0level/\" are reserved for "
         "the levels of tiered filters");

@@ -73,8 +73,8 @@ Status DropLevels(Database* db, std::string_view name) {
 
 std::string TieredFilter::LevelName(std::string_view name, uint32_t level) {
   std::string out(name);
-  out.push_back('\0');
-  out += "level/" + std::to_string(level);
+  out += kLevelMark;
+  out += std::to_string(level);
   return out;
 }
 

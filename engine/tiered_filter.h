@@ -142,6 +142,10 @@ class TieredFilter {
   static Status Drop(Database* db, std::string_view name);
   // "<name>\x00level/<i>": the catalog name of level i.
   static std::string LevelName(std::string_view name, uint32_t level);
+  // The bytes that mark a level's name ("\0level/"). Database::Create,
+  // Drop, SetExpiry and ImportFilter refuse names holding them (they are
+  // the tiered filters' own), and so does shardfilter-server's keyspace.
+  static constexpr std::string_view kLevelMark{"\0level/", 7};
 
   ~TieredFilter();
   TieredFilter(const TieredFilter&) = delete;

@@ -129,10 +129,8 @@ class DatabaseImpl {
 
 // InvalidArgument unless 1 <= name.size() <= kMaxFilterNameBytes.
 Status CheckFilterName(std::string_view name);
-// The bytes that mark a tiered filter's level in the catalog
-// ("<name>\0level/<i>", TieredFilter::LevelName).
-inline constexpr std::string_view kLevelNameMark{"\0level/", 7};
-// CheckFilterName, and InvalidArgument for a name holding kLevelNameMark:
+// CheckFilterName, and InvalidArgument for a name holding
+// TieredFilter::kLevelMark:
 // such names belong to tiered filters (TieredFilter::Create drops any it
 // finds as debris of a crashed create), so callers may neither create nor
 // drop, import or expire them; only TieredAccess does.

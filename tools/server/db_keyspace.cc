@@ -38,11 +38,9 @@ class DbFilter final : public commands::ShardedFilterHandle {
   std::shared_ptr<ShardedFilter> f_;
 };
 
-constexpr std::string_view kLevelMark{"\0level/", 7};
-
 // A tiered filter's level (or a name posing as one).
 bool IsReserved(std::string_view key) {
-  return key.find(kLevelMark) != std::string_view::npos;
+  return key.find(TieredFilter::kLevelMark) != std::string_view::npos;
 }
 
 Status ReservedName() {
@@ -218,7 +216,7 @@ DbKeyspace::DbKeyspace(Database* db, const DbKeyspaceOptions& options)
     for (std::string& name : *sets) dedups_.emplace(std::move(name), nullptr);
   }
   for (const std::string& name : db_->List()) {
-    const size_t at = name.find(kLevelMark);
+    const size_t at = name.find(TieredFilter::kLevelMark);
     if (at == std::string::npos || at == 0) continue;
     const std::string_view base = std::string_view(name).substr(0, at);
     if (tiered_.find(base) != tiered_.end()) continue;
