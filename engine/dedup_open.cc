@@ -84,6 +84,7 @@ FilterSpec RingSpec(const DedupOptions& options, uint32_t partitions,
   spec.seed = seed;
   // The ring chains whole filters itself when one reports Full.
   spec.scalable = false;
+  spec.max_bytes = options.max_filter_bytes;
   return spec;
 }
 

@@ -105,6 +105,11 @@ struct DedupOptions {
   std::function<uint64_t()> clock;
   // Key lock stripes, a power of two in [1, 65536].
   uint32_t lock_stripes = 1024;
+  // Largest table one of the set's filters may take (FilterSpec::max_bytes;
+  // shardfilter-server's --max-filter-bytes): a set whose filters would be
+  // larger is refused at creation (InvalidArgument, nothing created).
+  // 0: the filters' default bound.
+  uint64_t max_filter_bytes = 0;
 };
 
 // One live time partition (or the only one, without TTL).

@@ -84,6 +84,21 @@ TEST_F(SetCommandsTest, DedupOptionsAndErrors) {
             std::string::npos);
 }
 
+// --max-filter-bytes bounds every filter a client can make the server
+// build: a dedup set's filters too (before, only the memory budget did).
+TEST_F(SetCommandsTest, FiltersOverMaxFilterBytesAreRefused) {
+  ks_options_.max_filter_bytes = 1 << 20;
+  OpenStore();
+  std::string r = Run({"SF.DEDUPCREATE", "big", "CAPACITY", "100000000"});
+  EXPECT_EQ(r.rfind("-ERR", 0), 0u) << r;
+  EXPECT_EQ(Run({"EXISTS", "big"}), ":0\r\n");
+  EXPECT_EQ(Run({"SF.DEDUPCREATE", "small", "CAPACITY", "1000"}), "+OK\r\n");
+  EXPECT_EQ(Run({"SF.DEDUPADD", "small", "a"}), ":1\r\n");
+  r = Run({"SF.TIERCREATE", "t", "LEVEL", "bloom", "100000000"});
+  EXPECT_EQ(r.rfind("-ERR", 0), 0u) << r;
+  EXPECT_EQ(Run({"EXISTS", "t"}), ":0\r\n");
+}
+
 TEST_F(SetCommandsTest, DedupSetsAndTieredFiltersSurviveAReopen) {
   EXPECT_EQ(Run({"SF.DEDUPMADD", "seen", "a", "b"}), "*2\r\n:1\r\n:1\r\n");
   EXPECT_EQ(Run({"SF.TIERCREATE", "t", "EXACT", "LEVEL", "bloom", "1000",

@@ -417,6 +417,7 @@ Result<std::shared_ptr<commands::DedupHandle>> DbKeyspace::LookupDedup(
   if (it->second == nullptr) {  // stored, not opened since the start
     DedupOptions o;
     o.create_if_missing = false;
+    o.max_filter_bytes = options_.max_filter_bytes;
     SF_ASSIGN_OR_RETURN(auto d, DedupStore::Open(*db_, key, o));
     it->second = std::make_shared<DbDedup>(std::move(d));
   }
@@ -435,6 +436,7 @@ Result<std::shared_ptr<commands::DedupHandle>> DbKeyspace::CreateDedup(
   o.filter_type = p.filter_type;
   o.durability = p.durability;
   o.create_if_missing = true;
+  o.max_filter_bytes = options_.max_filter_bytes;
   SF_ASSIGN_OR_RETURN(auto d, DedupStore::Open(*db_, key, o));
   auto h = std::make_shared<DbDedup>(std::move(d));
   dedups_.emplace(std::string(key), h);
