@@ -95,7 +95,7 @@ BENCHMARK(BM_QueryBatch)
 // Batched adds (AddHashes: what BF.MADD / SF.MADD of the server and the
 // module run) of fresh keys into a filter far larger than the caches,
 // pre-filled to 10% so every page is touched. The apply loop prefetches a
-// few items ahead, across shard groups (ShardedFilter::AddPrefetch); with
+// few items ahead, across shard groups (ShardedFilter::BatchPrefetch); with
 // 128 shards a batch of 1000 has ~8 items per shard. arg 0 the type
 // (1 Bloom, 2 counting, 3 cuckoo), arg 1 the shards, arg 2 the batch.
 //   build/bench/sharded_bench --benchmark_filter=AddBatch

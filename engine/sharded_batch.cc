@@ -98,24 +98,29 @@ bool NeedsOrder(FilterType t) { return t != FilterType::kBloom; }
 
 }  // namespace
 
-// Overlaps the cache misses of a slice's adds (or removes): before item k
-// is applied, what item k + kChainPrefetchItems will touch is prefetched
-// (internal::ChainPrefetch). The slice is grouped by shard (`order`,
+// Overlaps the cache misses of a slice's items (internal::ChainPrefetch):
+// for adds and removes, what item k + kChainPrefetchItems will touch is
+// prefetched before item k is applied (Start, Ahead); for queries, which
+// run a whole shard group per call, the next groups' items are prefetched
+// before a group runs (Through). The slice is grouped by shard (`order`,
 // ascending shards); when the groups run one after another on this thread
-// the window runs on across a group's end into the next group, so a
-// filter of many shards (a few items per shard per batch) keeps its misses
-// in flight too. Every involved shard is locked shared by the caller, so
-// reading any of their chains here is as safe as the apply itself (S2).
-class ShardedFilter::AddPrefetch {
+// (serial()) the window runs on across a group's end into the next group,
+// so a filter of many shards (a few items per shard per batch) keeps its
+// misses in flight too. Adds hold every involved shard locked shared, so
+// reading their chains here is as safe as the apply itself (S2); queries
+// read chains lock-free anyway (S1).
+class ShardedFilter::BatchPrefetch {
  public:
-  AddPrefetch(const ShardedFilter& f, std::span<const uint64_t> slice,
-              std::span<const uint32_t> order, size_t groups)
+  BatchPrefetch(const ShardedFilter& f, std::span<const uint64_t> slice,
+                std::span<const uint32_t> order, size_t groups, bool for_write)
       : f_(f),
         slice_(slice),
         order_(order),
         ahead_(slice.size() > 1 ? internal::kChainPrefetchItems : 0),
-        serial_(!(groups > 1 && slice.size() >= kParallelMinItems)) {}
+        serial_(!(groups > 1 && slice.size() >= kParallelMinItems)),
+        for_write_(for_write) {}
 
+  bool serial() const { return serial_; }
   // At the start of group j (flat positions [begin, end)): its first items,
   // unless the previous group's window already covered them.
   void Start(size_t j, uint32_t begin, uint32_t end) const {
@@ -127,6 +132,11 @@ class ShardedFilter::AddPrefetch {
   void Ahead(uint32_t k, uint32_t end) const {
     if (ahead_ != 0 && k + ahead_ < Limit(end)) At(k + ahead_);
   }
+  // Every position before `end` not prefetched yet. REQUIRES: serial().
+  void Through(size_t end) {
+    end = std::min(end, order_.size());
+    for (; next_ < end; ++next_) At(static_cast<uint32_t>(next_));
+  }
 
  private:
   uint32_t Limit(uint32_t end) const {
@@ -134,7 +144,7 @@ class ShardedFilter::AddPrefetch {
   }
   void At(uint32_t p) const {
     const uint64_t h = slice_[order_[p]];
-    internal::ChainPrefetch(f_.shards_[f_.LocalShardOf(h)], h, true);
+    internal::ChainPrefetch(f_.shards_[f_.LocalShardOf(h)], h, for_write_);
   }
 
   const ShardedFilter& f_;
@@ -142,6 +152,8 @@ class ShardedFilter::AddPrefetch {
   std::span<const uint32_t> order_;
   uint32_t ahead_;
   bool serial_;
+  bool for_write_;
+  size_t next_ = 0;  // Through's cursor
 };
 
 Status ShardedFilter::AddHashes(std::span<const uint64_t> hashes,
@@ -240,7 +252,8 @@ Status ShardedFilter::RunBatch(bool remove, std::span<const uint64_t> hashes,
     }
     std::vector<std::vector<uint64_t>> done(g.involved.size());
     std::vector<uint64_t> seqs(g.involved.size(), 0);
-    const AddPrefetch prefetch(*this, slice, g.order, g.involved.size());
+    const BatchPrefetch prefetch(*this, slice, g.order, g.involved.size(),
+                                 true);
     ForEachGroup(g.involved.size(), slice.size(), [&](size_t j) {
       Shard& sh = shards_[g.involved[j]];
       const uint32_t begin = g.begin[j];
@@ -334,7 +347,7 @@ void ShardedFilter::RunMappedSlice(bool remove, std::span<const uint64_t> slice,
   };
   std::vector<std::vector<Rec>> recs(involved.size());
   const bool ordered = NeedsOrder(spec_.type);
-  const AddPrefetch prefetch(*this, slice, order, involved.size());
+  const BatchPrefetch prefetch(*this, slice, order, involved.size(), true);
   ForEachGroup(involved.size(), slice.size(), [&](size_t j) {
     const uint32_t shard = involved[j];
     Shard& sh = shards_[shard];
@@ -427,24 +440,13 @@ void ShardedFilter::MayContainHashes(std::span<const uint64_t> hashes,
     for (size_t k = 0; k < n; ++k) grouped[k] = slice[g.order[k]];
     std::vector<uint8_t> answers(n);
     // Groups of a few items (a small batch over many shards) get no overlap
-    // from the links' batch kernels, which prefetch within one call: here
-    // the items of the next groups are prefetched while a group runs, when
-    // the groups run one after another on this thread.
-    const bool serial =
-        !(g.involved.size() > 1 && n >= kParallelMinItems) &&
-        g.involved.size() * 4 > n;
-    size_t prefetched = 0;
-    auto prefetch_to = [&](size_t end) {
-      end = std::min(end, n);
-      for (; prefetched < end; ++prefetched) {
-        const uint64_t h = grouped[prefetched];
-        internal::ChainPrefetch(shards_[LocalShardOf(h)], h, false);
-      }
-    };
+    // from the links' batch kernels, which prefetch within one call.
+    BatchPrefetch prefetch(*this, slice, g.order, g.involved.size(), false);
+    const bool cross = prefetch.serial() && g.involved.size() * 4 > n;
     ForEachGroup(g.involved.size(), n, [&](size_t j) {
       uint32_t s = g.involved[j];
       size_t begin = g.begin[j], len = g.begin[j + 1] - begin;
-      if (serial) prefetch_to(begin + len + internal::kChainPrefetchItems);
+      if (cross) prefetch.Through(begin + len + internal::kChainPrefetchItems);
       internal::ChainMayContainHashes(
           shards_[s], std::span<const uint64_t>(grouped).subspan(begin, len),
           std::span<uint8_t>(answers).subspan(begin, len));

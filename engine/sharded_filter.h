@@ -324,7 +324,7 @@ class ShardedFilter {
   void RecordForMigration(internal::Migration* m, uint32_t shard, uint64_t hash,
                           bool remove, bool maybe_present);
   // Overlaps a batch's cache misses (sharded_batch.cc).
-  class AddPrefetch;
+  class BatchPrefetch;
   // Applies one op kind to a batch; shared by the four batch calls.
   Status RunBatch(bool remove, std::span<const uint64_t> hashes,
                   std::vector<Status>* per_item,

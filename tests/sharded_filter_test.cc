@@ -119,6 +119,56 @@ TEST_P(ShardedTypedTest, BatchResultsEqualSingleKeyResults) {
   EXPECT_TRUE((*batch)->MayContain("bb"));
 }
 
+// Batches much smaller than the shard count are grouped by sorting, not
+// by counting (GroupByShard), and prefetched across shard groups: every
+// size from 1 to 31 items on 256 shards must give the single-item answers,
+// per item and in input order, copies of one key included.
+TEST_P(ShardedTypedTest, SmallBatchesOverManyShardsMatchSingleItems) {
+  auto single = ShardedFilter::Create(SpecFor(GetParam(), 200'000, 256));
+  auto batch = ShardedFilter::Create(SpecFor(GetParam(), 200'000, 256));
+  SF_ASSERT_OK(single.status());
+  SF_ASSERT_OK(batch.status());
+  uint64_t state = 17;
+  std::vector<uint64_t> added;
+  for (size_t n = 1; n < 32; ++n) {
+    std::vector<uint64_t> hashes(n);
+    for (uint64_t& h : hashes) h = SplitMix64(&state);
+    if (n > 2) hashes[n - 1] = hashes[0];  // a second copy in one batch
+    for (uint64_t h : hashes) SF_ASSERT_OK((*single)->AddHash(h));
+    std::vector<Status> per_item;
+    SF_ASSERT_OK((*batch)->AddHashes(hashes, &per_item));
+    ASSERT_EQ(per_item.size(), n);
+    added.insert(added.end(), hashes.begin(), hashes.end());
+    // Present and absent keys interleaved, answers in input order.
+    std::vector<uint64_t> queries;
+    for (size_t i = 0; i < n; ++i) {
+      queries.push_back(i % 2 ? added[SplitMix64(&state) % added.size()]
+                              : SplitMix64(&state));
+    }
+    std::vector<uint8_t> out(n);
+    (*batch)->MayContainHashes(queries, out);
+    for (size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(out[i], (*single)->MayContainHash(queries[i]) ? 1 : 0)
+          << "batch " << n << " item " << i;
+      if (i % 2) {
+        ASSERT_EQ(out[i], 1) << "false negative";
+      }
+    }
+  }
+  EXPECT_TRUE((*single)->Equals(**batch));
+  if (GetParam() == FilterType::kBloom) return;
+  EXPECT_EQ((*batch)->CountHash(added[2]), (*single)->CountHash(added[2]));
+  // Removes of a small batch report per item, in input order.
+  const uint64_t absent = SplitMix64(&state);
+  std::vector<uint64_t> removes = {added[5], absent, added[7]};
+  std::vector<Status> per_item;
+  EXPECT_TRUE((*batch)->RemoveHashes(removes, &per_item).IsNotFound());
+  ASSERT_EQ(per_item.size(), 3u);
+  SF_EXPECT_OK(per_item[0]);
+  EXPECT_TRUE(per_item[1].IsNotFound());
+  SF_EXPECT_OK(per_item[2]);
+}
+
 TEST_P(ShardedTypedTest, RemoveBatchReportsPerItemInOrder) {
   auto f = ShardedFilter::Create(SpecFor(GetParam(), 10'000, 4));
   SF_ASSERT_OK(f.status());
