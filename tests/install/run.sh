@@ -47,12 +47,12 @@ nice -n 5 ninja -C "$build" -j"$jobs" >"$work/build.log" \
 cmake --install "$build" >"$work/install.log" \
   || { cat "$work/install.log"; fail "install"; }
 
-cfg=$(dirname "$(find "$prefix" -name shardfilterConfig.cmake | head -1)")
-pcdir=$(dirname "$(find "$prefix" -name shardfilter.pc | head -1)")
+cfg=$(dirname "$(find "$prefix" -name shardfilterConfig.cmake -print -quit)")
+pcdir=$(dirname "$(find "$prefix" -name shardfilter.pc -print -quit)")
 [ -f "$cfg/shardfilterConfigVersion.cmake" ] || fail "no shardfilterConfigVersion.cmake"
 [ -f "$pcdir/shardfilter-filters.pc" ] || fail "no shardfilter-filters.pc"
 [ -x "$prefix/bin/shardfilter" ] || fail "no bin/shardfilter"
-libdir=$(dirname "$(find "$prefix" -name 'libshardfilter.so.*.*.*' | head -1)")
+libdir=$(dirname "$(find "$prefix" -name 'libshardfilter.so.*.*.*' -print -quit)")
 for lib in libshardfilter libshardfilter_filters; do
   [ -f "$libdir/$lib.a" ] || fail "no $lib.a"
   soname=$(readelf -d "$libdir/$lib.so" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
@@ -62,8 +62,10 @@ for lib in libshardfilter libshardfilter_filters; do
   echo "   $lib.so SONAME $soname"
 done
 # Only public headers: no persistence/, no engine/internal/.
-if find "$prefix/include" -path '*/persistence/*' -o -path '*/engine/internal/*' \
-   | grep -q .; then
+# (Outputs are captured before grep: under pipefail, grep -q leaving early
+# kills the writer with SIGPIPE and the pipeline fails though it matched.)
+internal=$(find "$prefix/include" -path '*/persistence/*' -o -path '*/engine/internal/*')
+if [ -n "$internal" ]; then
   fail "internal headers installed"
 fi
 
@@ -81,8 +83,10 @@ xargs -P "$jobs" -I{} c++ -std=c++20 -Wall -Wextra -Werror -I"$prefix/include" \
   -c {} -o /dev/null -MD -MF {}.d <"$work/headers/list" \
   || fail "an installed header does not compile on its own"
 # Every shardfilter header they pulled in is the prefix's.
-if cat "$work"/headers/*.d | tr ' \\' '\n\n' | grep 'shardfilter/' \
-   | grep -v "^$prefix/" | grep -q .; then
+deps=$(cat "$work"/headers/*.d | tr ' \\' '\n\n')
+outside=$(grep 'shardfilter/' <<<"$deps" | grep -v "^$prefix/" || true)
+if [ -n "$outside" ]; then
+  echo "$outside"
   fail "a header came from outside the prefix"
 fi
 echo "   $(wc -l <"$work/headers/list") headers"
@@ -95,14 +99,18 @@ cmake -S "$here/consumer" -B "$work/consumer-cmake" -G Ninja \
 grep -q "from $cfg" "$work/consumer-cmake.log" || fail "find_package found another shardfilter"
 ninja -C "$work/consumer-cmake" -j"$jobs" >/dev/null || fail "consumer build"
 for exe in consumer consumer_static; do
-  if ldd "$work/consumer-cmake/$exe" | grep 'libshardfilter' | grep -v "$libdir/" | grep -q .; then
-    ldd "$work/consumer-cmake/$exe"
+  libs=$(ldd "$work/consumer-cmake/$exe")
+  outside=$(grep 'libshardfilter' <<<"$libs" | grep -v "$libdir/" || true)
+  if [ -n "$outside" ]; then
+    echo "$libs"
     fail "$exe loads a libshardfilter from outside the prefix"
   fi
 done
-ldd "$work/consumer-cmake/consumer" | grep -q "$libdir/libshardfilter.so" \
-  || fail "consumer does not use the shared library"
-if ldd "$work/consumer-cmake/consumer_filters" | grep -q 'rocksdb\|tbb'; then
+libs=$(ldd "$work/consumer-cmake/consumer")
+grep -q "$libdir/libshardfilter.so" <<<"$libs" \
+  || { echo "$libs"; fail "consumer does not use the shared library"; }
+libs=$(ldd "$work/consumer-cmake/consumer_filters")
+if grep -q 'rocksdb\|tbb' <<<"$libs"; then
   fail "consumer_filters (shardfilter::filters) links RocksDB or oneTBB"
 fi
 "$work/consumer-cmake/consumer" "$(mktemp -d "$work/run/cmake.XXXX")" || fail "consumer run"

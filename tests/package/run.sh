@@ -76,13 +76,17 @@ fi
 depends=$(dpkg-deb -f "$deb" Depends)
 echo "   Depends: $depends"
 for d in librocksdb libtbb libxxhash adduser; do
-  echo "$depends" | grep -q "$d" || fail "Depends lacks $d"
+  [[ $depends == *"$d"* ]] || fail "Depends lacks $d"
 done
 # The CLI runs on a baseline x86-64 (no AVX: the packaged build is portable).
-if objdump -d --no-show-raw-insn "$build/tools/shardfilter" \
-   "$build"/libshardfilter*.so.*.*.* | grep -q '%[yz]mm'; then
+# (Captured first: grep -q leaving early would SIGPIPE objdump, and under
+# pipefail the check would pass without looking.)
+objdump -d --no-show-raw-insn "$build/tools/shardfilter" \
+  "$build"/libshardfilter*.so.*.*.* >"$work/disasm.txt" || fail "objdump"
+if grep -q '%[yz]mm' "$work/disasm.txt"; then
   fail "packaged binaries use AVX registers (SHARDFILTER_NATIVE leaked?)"
 fi
+rm -f "$work/disasm.txt"
 has_server=0
 has_module=0
 grep -qx /usr/bin/shardfilter-server "$work/contents" && has_server=1
@@ -162,7 +166,7 @@ if [ "$has_server" = 1 ]; then
   port=$(sed -n 's/.*--port \([0-9]*\).*/\1/p' /etc/shardfilter/server.conf)
   [ -n "$port" ] || port=6379
   for _ in $(seq 50); do
-    redis-cli -p "$port" PING 2>/dev/null | grep -q PONG && break
+    [ "$(redis-cli -p "$port" PING 2>/dev/null)" = PONG ] && break
     sleep 0.2
   done
   [ "$(redis-cli -p "$port" PING)" = PONG ] || { cat "$work/server.log" || true; fail "server PING"; }
@@ -186,13 +190,13 @@ fi
 
 if [ "$has_module" = 1 ]; then
   step "module: redis-server --loadmodule"
-  module=$(grep '^/usr/lib/redis/modules/.*\.so$' "$work/contents" | head -1)
+  module=$(grep -m1 '^/usr/lib/redis/modules/.*\.so$' "$work/contents")
   mport=6391
   redis-server --port "$mport" --save '' --appendonly no \
     --loadmodule "$module" >"$work/redis.log" 2>&1 &
   pids+=($!)
   for _ in $(seq 50); do
-    redis-cli -p "$mport" PING 2>/dev/null | grep -q PONG && break
+    [ "$(redis-cli -p "$mport" PING 2>/dev/null)" = PONG ] && break
     sleep 0.2
   done
   redis-cli -p "$mport" BF.ADD pkgtest alice >/dev/null || { cat "$work/redis.log"; fail "module BF.ADD"; }

@@ -112,7 +112,7 @@ if [ -n "$real_pids" ]; then
     { cat "$work/create.log" >&2; exit 1; }
   for p in ${real_ports//,/ }; do
     for _ in $(seq 100); do
-      redis-cli -p "$p" cluster info | grep -q cluster_state:ok && break
+      [[ $(redis-cli -p "$p" cluster info) == *cluster_state:ok* ]] && break
       sleep 0.1
     done
   done
