@@ -12,8 +12,9 @@ src=${1:?source dir}
 cd "$src" || exit 2
 bad=0
 for f in $(git ls-files '*.sh' .ci/run 2>/dev/null || find . -name '*.sh'); do
-  grep -q 'pipefail' "$f" || continue
-  hits=$(grep -nE '\|[[:space:]]*(grep[[:space:]]+(-[a-zA-Z]*[qm]|--quiet|--max-count)|head)([[:space:]]|$)' "$f")
+  grep -qE '^[[:space:]]*set .*pipefail' "$f" || continue
+  hits=$(grep -nE '\|[[:space:]]*(grep[[:space:]]+(-[a-zA-Z]*[qm]|--quiet|--max-count)|head)([[:space:]]|$)' "$f" |
+    grep -vE '^[0-9]+:[[:space:]]*#')
   if [ -n "$hits" ]; then
     echo "script_check: $f pipes into a reader that stops early (SIGPIPE under pipefail):"
     echo "$hits"
