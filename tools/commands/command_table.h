@@ -39,6 +39,11 @@ enum CommandFlag : uint32_t {
   // Needs a store the Redis module has not (dedup sets, tiered filters):
   // the module does not register it.
   kServerOnly = 1 << 11,
+  // Waits for an fsync whatever the key's durability (it creates or drops
+  // filters, stores an expiry deadline or takes a checkpoint: synced
+  // writes). A host that answers from an event loop runs it off the loop
+  // (shardfilter-server's SyncWorkers); not reported by COMMAND.
+  kFsyncs = 1 << 12,
 };
 
 using Handler = void (*)(CommandContext& ctx, Args args);

@@ -107,6 +107,9 @@ class FilterHandle {
   // SF.INFO / SF.SHARDS: the resolved spec and the full statistics.
   virtual FilterSpec Spec() const = 0;
   virtual ShardedStats Stats() const = 0;
+  // What a mutation waits for before it returns (kSync: an fsync). Hosts
+  // that answer from an event loop run such writes off it.
+  virtual Durability durability() const { return Durability::kNone; }
 };
 
 // SF.DEDUPCREATE's parameters (engine/dedup_store.h DedupOptions).
@@ -160,6 +163,8 @@ class TieredHandle {
   // level, or durability none).
   virtual Status Remove(std::string_view item) = 0;
   virtual TieredStats Stats() = 0;
+  // As FilterHandle::durability (every level has the same).
+  virtual Durability durability() { return Durability::kNone; }
 };
 
 // What a key holds, for TYPE, SCAN TYPE and WRONGTYPE.

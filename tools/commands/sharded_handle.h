@@ -24,6 +24,7 @@ class ShardedFilterHandle : public FilterHandle {
   explicit ShardedFilterHandle(ShardedFilter* f) : f_(f) {}
 
   FilterType type() const override { return f_->type(); }
+  Durability durability() const override { return f_->durability(); }
   Result<bool> Add(std::string_view item) override {
     BeforeMutation();
     SF_ASSIGN_OR_RETURN(AddOutcome o, f_->Insert(item));

@@ -71,6 +71,8 @@ class DbTiered final : public commands::TieredHandle {
   }
   Status Remove(std::string_view item) override { return t_->Remove(item); }
   TieredStats Stats() override { return t_->Stats(); }
+  // Every level has the tiered filter's durability (tiered_filter.h).
+  Durability durability() override { return t_->level(0).durability(); }
 
  private:
   std::shared_ptr<TieredFilter> t_;
@@ -243,6 +245,25 @@ void DbKeyspace::TrimThreadCache() {
       cache.generation != generation_.load(std::memory_order_acquire)) {
     cache.handles.clear();
   }
+}
+
+void DbKeyspace::ReleaseThreadCache() {
+  HandleCache& cache = ThreadCache();
+  if (cache.owner == instance_) cache.handles.clear();
+}
+
+bool DbKeyspace::WriteMayWaitForSync(std::string_view key) {
+  auto f = Lookup(key);
+  if (f.ok()) return (*f)->durability() == Durability::kSync;
+  if (f.status().IsNotFound()) return true;  // a write would create it
+  if (f.status().code() != StatusCode::kWrongType) return false;
+  if (auto d = LookupDedup(key); d.ok()) {
+    return (*d)->durability() == Durability::kSync;
+  }
+  if (auto t = LookupTiered(key); t.ok()) {
+    return (*t)->durability() == Durability::kSync;
+  }
+  return false;
 }
 
 Result<std::shared_ptr<commands::FilterHandle>> DbKeyspace::Lookup(

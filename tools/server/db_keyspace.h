@@ -92,6 +92,16 @@ class DbKeyspace final : public commands::Keyspace {
   }
   // Empties the calling thread's handle cache if a drop made it stale.
   void TrimThreadCache();
+  // Empties the calling thread's handle cache (a worker thread after each
+  // job, so that an idle worker keeps no dropped filter's memory).
+  void ReleaseThreadCache();
+
+  // True when a write to `key` may wait for an fsync: the key holds a
+  // filter, dedup set or tiered filter with durability sync, or nothing (a
+  // write that creates it syncs the new descriptor, whatever the mode).
+  // The server runs such writes off its event loops (server.h). Looks the
+  // key up as a command would (a filter's first use loads it).
+  bool WriteMayWaitForSync(std::string_view key);
 
  private:
   // Bumped (release) after every Drop, before the command that dropped

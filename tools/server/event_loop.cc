@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -97,6 +98,7 @@ void EventLoop::Run() {
       if (fd == wake_fd_) {
         uint64_t v;
         (void)!::read(wake_fd_, &v, sizeof(v));
+        FinishJobs();
         continue;
       }
       if (std::find(listeners_.begin(), listeners_.end(), fd) !=
@@ -110,7 +112,7 @@ void EventLoop::Run() {
       const uint32_t e = events[i].events;
       if (e & EPOLLOUT) Flush(c);
       if ((e & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !c.paused &&
-          !c.close_when_flushed) {
+          !c.close_when_flushed && !c.busy) {
         OnReadable(c);
       } else if (e & (EPOLLHUP | EPOLLERR)) {
         to_close_.push_back(fd);
@@ -197,8 +199,11 @@ void EventLoop::OnReadable(Connection& c) {
 
 // Requests are collected (parsed in place, up to kMaxBatch) and run with
 // DispatchPipeline, which coalesces consecutive adds to one key into one
-// journalled write; their replies then go out together.
+// journalled write; their replies then go out together. A batch that may
+// wait for an fsync goes to a worker instead (W1); the rest of the input
+// waits for it.
 void EventLoop::Process(Connection& c) {
+  if (c.busy || shutting_down_) return;
   const ServerOptions& opt = server_->options();
   commands::CommandContext ctx{c.session, *server_->keyspace(), *server_,
                                c.writer};
@@ -245,19 +250,88 @@ void EventLoop::Process(Connection& c) {
     for (const auto& [first, count] : bounds) {
       requests.emplace_back(flat.data() + first, count);
     }
+    if (!requests.empty() && server_->RunsOnWorker(c.session, requests)) {
+      // Moving the containers keeps their elements where they are, so the
+      // spans and views stay valid.
+      auto job = std::make_unique<WorkerJob>();
+      job->c = &c;
+      job->flat = std::move(flat);
+      job->requests = std::move(requests);
+      job->owned = std::move(owned);
+      job->consumed = offset;
+      job->parse_error = parse_error;
+      job->protocol = c.writer.protocol();
+      server_->total_commands.fetch_add(ran, std::memory_order_relaxed);
+      StartJob(c, std::move(job));
+      return;  // the input is the job's until it returns (W1)
+    }
     const size_t done = commands::DispatchPipeline(ctx, requests);
     ran += done;
     c.in.Consume(offset);
-    if (c.session.close_after_reply || done < requests.size()) {
-      c.close_when_flushed = true;
-    } else if (parse_error) {
-      c.writer.Error("ERR " + c.parser.error());
-      c.close_when_flushed = true;
-    }
+    EndBatch(c, done, requests.size(), parse_error);
     if (requests.empty() || bounds.size() < max_batch) break;  // all parsed
   }
   c.in.ShrinkIfIdle(kMaxReadChunk);
   server_->total_commands.fetch_add(ran, std::memory_order_relaxed);
+}
+
+void EventLoop::EndBatch(Connection& c, size_t ran, size_t requests,
+                         bool parse_error) {
+  if (c.session.close_after_reply || ran < requests) {
+    c.close_when_flushed = true;
+  } else if (parse_error) {
+    c.writer.Error("ERR " + c.parser.error());
+    c.close_when_flushed = true;
+  }
+}
+
+void EventLoop::StartJob(Connection& c, std::unique_ptr<WorkerJob> job) {
+  c.busy = true;
+  ++jobs_in_flight_;
+  UpdateInterest(c);  // no EPOLLIN while busy
+  server_->workers().Submit([this, raw = job.release()] {
+    std::unique_ptr<WorkerJob> j(raw);
+    resp::RespWriter writer(&j->out, j->protocol);
+    commands::CommandContext ctx{j->c->session, *server_->keyspace(), *server_,
+                                 writer};
+    j->ran = commands::DispatchPipeline(ctx, j->requests);
+    j->protocol = writer.protocol();
+    server_->keyspace()->ReleaseThreadCache();
+    {
+      std::lock_guard lock(completed_mu_);
+      completed_.push_back(std::move(j));
+    }
+    Wake();
+  });
+}
+
+void EventLoop::FinishJobs() {
+  std::vector<std::unique_ptr<WorkerJob>> done;
+  {
+    std::lock_guard lock(completed_mu_);
+    done.swap(completed_);
+  }
+  for (std::unique_ptr<WorkerJob>& job : done) Finish(std::move(job));
+}
+
+void EventLoop::Finish(std::unique_ptr<WorkerJob> job) {
+  Connection& c = *job->c;
+  --jobs_in_flight_;
+  c.busy = false;
+  c.writer.SetProtocol(job->protocol);
+  c.out += job->out;
+  c.in.Consume(job->consumed);
+  server_->total_commands.fetch_add(job->ran, std::memory_order_relaxed);
+  EndBatch(c, job->ran, job->requests.size(), job->parse_error);
+  job.reset();  // its views into c.in end here
+  if (c.closed_while_busy) {
+    to_close_.push_back(c.fd);  // W2: closed after this round's events
+    return;
+  }
+  if (shutting_down_) return;  // ShutDown sends what is pending (W3)
+  c.last_active_ms = NowMs();
+  Process(c);  // the requests read after the batch
+  Flush(c);
 }
 
 void EventLoop::Flush(Connection& c) {
@@ -295,8 +369,9 @@ void EventLoop::Flush(Connection& c) {
 }
 
 void EventLoop::UpdateInterest(Connection& c) {
+  if (c.closed_while_busy) return;  // out of epoll (W2)
   uint32_t want = 0;
-  if (!c.paused && !c.close_when_flushed) want |= EPOLLIN;
+  if (!c.paused && !c.close_when_flushed && !c.busy) want |= EPOLLIN;
   if (c.pending() > 0) want |= EPOLLOUT;
   if (want == c.events) return;
   epoll_event ev{};
@@ -309,6 +384,13 @@ void EventLoop::UpdateInterest(Connection& c) {
 void EventLoop::Close(int fd) {
   auto it = conns_.find(fd);
   if (it == conns_.end()) return;
+  if (it->second->busy) {  // W2: the job still uses it
+    if (!it->second->closed_while_busy) {
+      ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+      it->second->closed_while_busy = true;
+    }
+    return;
+  }
   ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
   if (it->second->close_when_flushed) {
     // We close on purpose (QUIT, protocol error): send FIN first and drop
@@ -328,7 +410,7 @@ void EventLoop::Close(int fd) {
 void EventLoop::CloseIdle(int64_t now_ms) {
   const int64_t limit = int64_t{server_->options().idle_timeout_s} * 1000;
   for (auto& [fd, c] : conns_) {
-    if (now_ms - c->last_active_ms > limit && c->pending() == 0) {
+    if (now_ms - c->last_active_ms > limit && c->pending() == 0 && !c->busy) {
       to_close_.push_back(fd);
     }
   }
@@ -336,14 +418,24 @@ void EventLoop::CloseIdle(int64_t now_ms) {
   to_close_.clear();
 }
 
-// Stop: no more accepts; each connection's replies to what it sent are
-// written if the socket takes them now; then everything is closed.
+// Stop: no more accepts; the jobs on workers finish (W3); each
+// connection's replies to what it sent are written if the socket takes them
+// now; then everything is closed.
 void EventLoop::ShutDown() {
+  shutting_down_ = true;
   for (int l : listeners_) {
     ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, l, nullptr);
     ::close(l);
   }
   listeners_.clear();
+  while (jobs_in_flight_ > 0) {
+    pollfd p{wake_fd_, POLLIN, 0};
+    (void)::poll(&p, 1, 100);
+    uint64_t v;
+    (void)!::read(wake_fd_, &v, sizeof(v));
+    FinishJobs();
+  }
+  to_close_.clear();  // everything is closed below
   for (auto& [fd, c] : conns_) {
     if (c->pending() > 0) {
       (void)!::send(fd, c->out.data() + c->out_sent, c->pending(),

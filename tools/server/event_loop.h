@@ -14,7 +14,9 @@
 #define SHARDFILTER_TOOLS_SERVER_EVENT_LOOP_H_
 
 #include <cstdint>
+#include <deque>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -43,7 +45,23 @@ struct Connection {
   uint32_t events = 0;  // epoll interest registered
   bool close_when_flushed = false;
   bool paused = false;  // too many unsent replies: not reading
+  bool busy = false;    // a batch of its requests runs on a worker (W1)
+  bool closed_while_busy = false;  // W2
   size_t pending() const { return out.size() - out_sent; }
+};
+
+// One connection's batch on a worker: the requests (views into the
+// connection's input, or into `owned`), and what running them produced.
+struct WorkerJob {
+  Connection* c = nullptr;
+  std::vector<std::string_view> flat;
+  std::vector<commands::Args> requests;  // spans of `flat`
+  std::deque<std::string> owned;         // args the parser unescaped
+  size_t consumed = 0;                   // input bytes the requests span
+  bool parse_error = false;              // the batch ended at bad input
+  int protocol = 2;                      // in: the writer's; out: after
+  std::string out;                       // the replies
+  size_t ran = 0;                        // DispatchPipeline's count
 };
 
 class EventLoop {
@@ -61,6 +79,15 @@ class EventLoop {
   void Accept(int listener);
   void OnReadable(Connection& c);
   void Process(Connection& c);
+  // Hands the batch to a worker (W1).
+  void StartJob(Connection& c, std::unique_ptr<WorkerJob> job);
+  // Takes back every finished job: its replies, then the rest of the
+  // connection's input.
+  void FinishJobs();
+  void Finish(std::unique_ptr<WorkerJob> job);
+  // Ends the connection's batch as DispatchPipeline left it: counts, and
+  // closes after QUIT / SHUTDOWN, an unknown state or a protocol error.
+  void EndBatch(Connection& c, size_t ran, size_t requests, bool parse_error);
   void Flush(Connection& c);
   void UpdateInterest(Connection& c);
   void Close(int fd);
@@ -73,6 +100,10 @@ class EventLoop {
   std::vector<int> listeners_;
   std::unordered_map<int, std::unique_ptr<Connection>> conns_;
   std::vector<int> to_close_;
+  uint32_t jobs_in_flight_ = 0;
+  bool shutting_down_ = false;
+  std::mutex completed_mu_;
+  std::vector<std::unique_ptr<WorkerJob>> completed_;  // by completed_mu_
 };
 
 }  // namespace shardfilter::server

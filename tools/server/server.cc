@@ -7,6 +7,7 @@
 #include <chrono>
 #include <fstream>
 
+#include "tools/commands/command_table.h"
 #include "tools/server/event_loop.h"
 
 #ifndef SHARDFILTER_VERSION
@@ -86,7 +87,7 @@ std::string NodeId(const ServerOptions& o, const std::string& ip,
 }  // namespace
 
 Server::Server(const ServerOptions& options, DbKeyspace* keyspace)
-    : options_(options), keyspace_(keyspace) {}
+    : options_(options), keyspace_(keyspace), workers_(options.sync_threads) {}
 
 Server::~Server() {
   Stop();
@@ -135,6 +136,55 @@ void Server::Wait() {
   }
   threads_.clear();
   if (expirer_.joinable()) expirer_.join();
+}
+
+namespace {
+
+// One request's part of RunsOnWorker. `last_key` remembers the key last
+// found not to wait, so that a run of writes to one key costs one lookup.
+bool MayWait(DbKeyspace* keyspace, const commands::CommandSpec* spec,
+             commands::Args args, std::string_view* last_key) {
+  if (spec == nullptr) return false;
+  if ((spec->flags & commands::kFsyncs) != 0) return true;
+  if ((spec->flags & commands::kWrite) == 0 || spec->first_key <= 0 ||
+      args.size() <= static_cast<size_t>(spec->first_key)) {
+    return false;
+  }
+  const std::string_view key = args[spec->first_key];
+  if (last_key->data() != nullptr && key == *last_key) return false;
+  if (keyspace->WriteMayWaitForSync(key)) return true;
+  *last_key = key;
+  return false;
+}
+
+}  // namespace
+
+bool Server::RunsOnWorker(const commands::Session& session,
+                          std::span<const commands::Args> requests) {
+  std::string_view last_key;
+  std::string_view last_name;  // a pipeline mostly repeats one command
+  const commands::CommandSpec* spec = nullptr;
+  bool exec = false;
+  for (commands::Args args : requests) {
+    if (last_name.data() == nullptr || args[0] != last_name) {
+      spec = commands::FindCommand(args[0]);
+      last_name = args[0];
+    }
+    if (MayWait(keyspace_, spec, args, &last_key)) return true;
+    exec = exec || (spec != nullptr && std::string_view(spec->name) == "exec");
+  }
+  if (!exec) return false;
+  // The transaction's commands queued before this batch (those queued in
+  // it were looked at above).
+  std::vector<std::string_view> views;
+  for (const std::vector<std::string>& queued : session.queued) {
+    if (queued.empty()) continue;
+    views.assign(queued.begin(), queued.end());
+    if (MayWait(keyspace_, commands::FindCommand(views[0]), views, &last_key)) {
+      return true;
+    }
+  }
+  return false;
 }
 
 void Server::RequestShutdown() {

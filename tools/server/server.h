@@ -3,7 +3,11 @@
 // (the kernel spreads new connections over them); a connection stays on the
 // loop that accepted it, and its commands run inline on that loop against
 // the concurrent engine (no hop to another thread). Every reply produced by
-// one read of a connection's socket goes out in one write.
+// one read of a connection's socket goes out in one write. The exception:
+// a batch holding a request that may wait for an fsync (a write to a sync
+// filter, a create, a drop, a checkpoint: RunsOnWorker) runs on a
+// SyncWorkers thread, and the connection's replies wait for it while its
+// loop serves the other connections (event_loop.h).
 //
 // Limits (ServerOptions): bulk length, arguments and query buffer per
 // client (the parser's), output buffer per client (past output_pause_bytes
@@ -21,6 +25,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,6 +35,7 @@
 #include "tools/commands/session.h"
 #include "tools/resp/request_parser.h"
 #include "tools/server/db_keyspace.h"
+#include "tools/server/sync_workers.h"
 
 namespace shardfilter::server {
 
@@ -64,6 +70,9 @@ struct ServerOptions {
   // Redis announces before it learns its address) and port.
   bool cluster_emulation = false;
   std::string cluster_announce_ip;
+  // Most threads waiting for fsyncs on behalf of the loops (sync_workers.h);
+  // started on demand.
+  uint32_t sync_threads = 16;
 };
 
 class EventLoop;
@@ -105,6 +114,13 @@ class Server final : public commands::Host {
   // Shared by the loops.
   const ServerOptions& options() const { return options_; }
   DbKeyspace* keyspace() { return keyspace_; }
+  SyncWorkers& workers() { return workers_; }
+  // True when running `requests` (one connection's batch, in order) may
+  // wait for an fsync: a request flagged kFsyncs, a write whose key
+  // DbKeyspace::WriteMayWaitForSync, or an EXEC whose queued commands hold
+  // one. The loop then runs the batch on a worker.
+  bool RunsOnWorker(const commands::Session& session,
+                    std::span<const commands::Args> requests);
   bool stopping() const { return stopping_.load(std::memory_order_acquire); }
   uint64_t NextClientId() {
     return next_client_id_.fetch_add(1, std::memory_order_relaxed);
@@ -131,6 +147,10 @@ class Server final : public commands::Host {
   int64_t start_unix_ = 0;
   commands::ClusterNode cluster_node_;  // set by Start, then immutable
   commands::CommandStats stats_;
+  // Declared after loops_, so destroyed (joined) before them: by then
+  // (Wait) no job is in flight, but a job's last step, waking its loop,
+  // may still be running.
+  SyncWorkers workers_;
 };
 
 }  // namespace shardfilter::server

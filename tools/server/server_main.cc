@@ -42,6 +42,9 @@ of a shardfilter store directory (created when missing).
   --protected-mode yes|no        without a password, refuse non-loopback
                                  peers (default yes)
   --threads N                    event loops (default: one per CPU)
+  --sync-threads N               most threads waiting for fsyncs (writes to
+                                 sync filters, creates, drops, SAVE) off the
+                                 event loops (default 16)
   --maxclients N                 default 10000
   --timeout SECONDS              close idle clients (default 0 = never)
   --durability none|journal|sync durability of filters the commands create
@@ -160,6 +163,9 @@ int main(int argc, char** argv) {
       opt.cluster_announce_ip = v;
     } else if (a == "--threads") {
       opt.threads = static_cast<uint32_t>(number(1024));
+    } else if (a == "--sync-threads") {
+      opt.sync_threads = static_cast<uint32_t>(number(1024));
+      if (opt.sync_threads == 0) return Fail("--sync-threads must be >= 1");
     } else if (a == "--maxclients") {
       opt.max_clients = static_cast<uint32_t>(number(1u << 24));
     } else if (a == "--timeout") {
