@@ -245,6 +245,18 @@ class Database {
   Result<CheckpointStats> Checkpoint(std::string_view name);
   Result<CheckpointStats> CheckpointAll();
 
+  // ORs the Bloom filters `sources` into the Bloom filter `dest`
+  // (ShardedFilter::UnionWith: same shape, dest not retaining hashes) and
+  // checkpoints `dest`: the union is durable (synced) when this returns
+  // OK, whatever dest's durability. Every source is checked before
+  // anything changes (NotFound naming a missing filter, WrongType,
+  // InvalidArgument, NotSupported: nothing changed). A source that grows
+  // between the check and its OR, or a failed checkpoint, fails the call
+  // with part of the union in memory (never a false negative; as after
+  // any failed write, what survives a crash is unknown).
+  Status Union(std::string_view dest,
+               std::span<const std::string_view> sources);
+
   // --- Online migration (engine/migration.h) ---
   // Starts rebuilding the filter into one of spec `target` (capacity, fpp,
   // shards, type, growth...; its seed must equal the source's, its

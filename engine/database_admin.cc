@@ -68,6 +68,22 @@ Result<CheckpointStats> Database::Checkpoint(std::string_view name) {
   return stats;
 }
 
+Status Database::Union(std::string_view dest,
+                       std::span<const std::string_view> sources) {
+  SF_ASSIGN_OR_RETURN(std::shared_ptr<ShardedFilter> into, Get(dest));
+  std::vector<std::shared_ptr<ShardedFilter>> from;
+  for (std::string_view name : sources) {
+    SF_ASSIGN_OR_RETURN(std::shared_ptr<ShardedFilter> f, Get(name));
+    SF_RETURN_IF_ERROR(into->CheckUnion(*f).WithContext(
+        "union of " + DescribeName(name) + " into " + DescribeName(dest)));
+    from.push_back(std::move(f));
+  }
+  for (const std::shared_ptr<ShardedFilter>& f : from) {
+    SF_RETURN_IF_ERROR(into->UnionWith(*f));
+  }
+  return Checkpoint(dest).status();
+}
+
 Result<CheckpointStats> Database::CheckpointAll() {
   std::vector<std::string> pending;
   {

@@ -290,6 +290,28 @@ class ShardedFilter {
   // True when every shard filter Equals the other's (same spec and bits).
   bool Equals(const ShardedFilter& other) const;
 
+  // ORs `other`'s bits into this filter (SF.UNION), shard by shard and link
+  // by link: afterwards every key acknowledged in `other` before the call
+  // is present here. Both must be Bloom filters of one shape: the same
+  // shard count and seed, and each shard of `other` with no more links
+  // than this one's, link i of the same layout, k, bits and seed (filters
+  // made with the same parameters; a scaling source must not have grown
+  // further than this one). InvalidArgument otherwise, and NotSupported
+  // when this filter retains hashes (a migration rebuilds from them and
+  // would lose the union's keys), is read-only, dropped or closed; nothing
+  // changes then. Link i's fill becomes the number of keys its bits now
+  // imply (Swamidass and Baldi's estimate, 1% up; never lower than before,
+  // never above capacity, S7), so the union grows (or, non-scaling, says
+  // Full) when it holds its capacity, and a repeated union changes nothing.
+  // Not journalled: the changed shards are marked dirty and the union is
+  // durable once the next checkpoint commits (Database::Union takes one
+  // before it returns). Safe against concurrent adds and queries on both
+  // filters (the OR is under each shard's lock shared, as an add, S2: a
+  // checkpoint holds a shard's whole union or none of it).
+  Status UnionWith(const ShardedFilter& other);
+  // UnionWith's checks alone (OK when it would change this filter).
+  Status CheckUnion(const ShardedFilter& other) const;
+
  private:
   friend class internal::ShardedFilterAccess;
 
@@ -323,6 +345,10 @@ class ShardedFilter {
   }
   void RecordForMigration(internal::Migration* m, uint32_t shard, uint64_t hash,
                           bool remove, bool maybe_present);
+  // UnionWith's checks on live filters; *links: the source's link count per
+  // shard, read once (sharded_union.cc).
+  Status CheckUnion(const ShardedFilter& other,
+                    std::vector<uint32_t>* links) const;
   // Overlaps a batch's cache misses (sharded_batch.cc).
   class BatchPrefetch;
   // Applies one op kind to a batch; shared by the four batch calls.

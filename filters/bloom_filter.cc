@@ -243,8 +243,15 @@ Status BloomFilter::UnionWith(const BloomFilter& other) {
       table_[i].fetch_or(v, std::memory_order_relaxed);
     }
   }
-  // Keys present in both are counted twice: items stays an approximation.
-  items_[0].n.fetch_add(other.items(), std::memory_order_relaxed);
+  // Items: the distinct keys the bits now imply, never fewer than before
+  // (adding the other's count would count the keys of both twice, and a
+  // repeated union again each time).
+  const auto implied =
+      static_cast<uint64_t>(std::llround(Stats().estimated_cardinality));
+  const uint64_t have = items();
+  if (implied > have) {
+    items_[0].n.fetch_add(implied - have, std::memory_order_relaxed);
+  }
   return Status::OK();
 }
 

@@ -148,7 +148,9 @@ class BloomFilter final : public Filter {
   // ORs `other` into this filter. InvalidArgument (nothing changes) unless
   // both have the same layout, k, number of bits and seed. Safe against
   // concurrent adds to either filter; the result then contains at least
-  // every key acknowledged in `other` before the call.
+  // every key acknowledged in `other` before the call. items() becomes the
+  // distinct keys the bits imply (Stats().estimated_cardinality) if that
+  // is more: a repeated union changes nothing.
   Status UnionWith(const BloomFilter& other);
 
   // Folding: a new blocked filter with 1/factor of the blocks, where new

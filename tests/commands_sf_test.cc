@@ -51,6 +51,49 @@ TEST_F(SfCommandsTest, BloomAnswersAlreadyPresentAndRefusesRemove) {
   EXPECT_EQ(Run({"SF.CREATE", "b", "bloom", "10"}), "-ERR item exists\r\n");
 }
 
+TEST_F(SfCommandsTest, UnionOfBloomFilters) {
+  EXPECT_EQ(Run({"BF.RESERVE", "day1", "0.01", "1000"}), "+OK\r\n");
+  EXPECT_EQ(Run({"BF.RESERVE", "day2", "0.01", "1000"}), "+OK\r\n");
+  EXPECT_EQ(Run({"BF.RESERVE", "week", "0.01", "1000"}), "+OK\r\n");
+  EXPECT_EQ(Run({"BF.MADD", "day1", "a", "b"}), "*2\r\n:1\r\n:1\r\n");
+  EXPECT_EQ(Run({"BF.MADD", "day2", "c", "d"}), "*2\r\n:1\r\n:1\r\n");
+  EXPECT_EQ(Run({"SF.UNION", "week", "day1", "day2"}), "+OK\r\n");
+  EXPECT_EQ(Run({"BF.MEXISTS", "week", "a", "b", "c", "d"}),
+            "*4\r\n:1\r\n:1\r\n:1\r\n:1\r\n");
+  // The sources are unchanged; a filter with itself is a no-op.
+  EXPECT_EQ(Run({"BF.EXISTS", "day1", "c"}), ":0\r\n");
+  EXPECT_EQ(Run({"SF.UNION", "week", "week"}), "+OK\r\n");
+  // BF.CARD: the distinct items the bits imply; a repeat changes nothing.
+  EXPECT_EQ(Run({"BF.CARD", "week"}), ":4\r\n");
+  EXPECT_EQ(Run({"SF.UNION", "week", "day1", "day2"}), "+OK\r\n");
+  EXPECT_EQ(Run({"BF.CARD", "week"}), ":4\r\n");
+
+  // Errors change nothing.
+  EXPECT_EQ(Run({"SF.UNION", "week"}),
+            "-ERR wrong number of arguments for 'SF.UNION' command\r\n");
+  EXPECT_EQ(Run({"SF.UNION", "nosuch", "day1"}), "-ERR not found\r\n");
+  EXPECT_EQ(Run({"SF.UNION", "day1", "nosuch"}), "-ERR not found\r\n");
+  EXPECT_EQ(Run({"BF.RESERVE", "big", "0.01", "5000"}), "+OK\r\n");
+  EXPECT_EQ(Run({"BF.ADD", "big", "z"}), ":1\r\n");
+  const std::string shape = Run({"SF.UNION", "day1", "day2", "big"});
+  EXPECT_EQ(shape.rfind("-ERR ", 0), 0u) << shape;
+  EXPECT_NE(shape.find("differ in shape"), std::string::npos) << shape;
+  EXPECT_EQ(Run({"BF.EXISTS", "day1", "c"}), ":0\r\n");  // day2 not ORed
+  EXPECT_EQ(Run({"CF.RESERVE", "cf", "1000"}), "+OK\r\n");
+  EXPECT_EQ(Run({"SF.UNION", "day1", "cf"}),
+            "-ERR union of filter \"cf\" into filter \"day1\": only Bloom "
+            "filters can be unioned\r\n");
+  EXPECT_EQ(Run({"SF.UNION", "cf", "day1"}),
+            "-ERR union of filter \"day1\" into filter \"cf\": only Bloom "
+            "filters can be unioned\r\n");
+  EXPECT_EQ(Run({"SF.DEDUPCREATE", "seen"}), "+OK\r\n");
+  EXPECT_EQ(Run({"SF.UNION", "day1", "seen"}).substr(0, 10), "-WRONGTYPE");
+  EXPECT_EQ(Run({"SF.UNION", "seen", "day1"}).substr(0, 10), "-WRONGTYPE");
+  EXPECT_EQ(Run({"SF.CREATE", "kept", "bloom", "1000", "RETAIN"}), "+OK\r\n");
+  const std::string retained = Run({"SF.UNION", "kept", "day1"});
+  EXPECT_NE(retained.find("retains hashes"), std::string::npos) << retained;
+}
+
 TEST_F(SfCommandsTest, CreateOptionsAndErrors) {
   EXPECT_EQ(
       Run({"SF.CREATE", "k", "bloomy", "10"}),

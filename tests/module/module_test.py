@@ -313,6 +313,20 @@ def test_sf_commands():
     assert c.exists("d") == 0
     expect_error(lambda: c.execute_command("SF.MIGRATE", "cnt", "cuckoo",
                                            100), "not available")
+    # SF.UNION: Bloom filters of one shape; nothing changes on an error.
+    for key in ("u1", "u2", "u3"):
+        c.execute_command("BF.RESERVE", key, 0.01, 1000)
+    c.execute_command("BF.MADD", "u1", "a", "b")
+    c.execute_command("BF.MADD", "u2", "c")
+    assert c.execute_command("SF.UNION", "u3", "u1", "u2") == b"OK"
+    assert c.execute_command("BF.MEXISTS", "u3", "a", "b", "c") == [1, 1, 1]
+    expect_error(lambda: c.execute_command("SF.UNION", "u3", "cnt"),
+                 "only Bloom filters can be unioned")
+    expect_error(lambda: c.execute_command("SF.UNION", "u3", "nosuch"),
+                 "not found")
+    c.set("str", "x")
+    expect_error(lambda: c.execute_command("SF.UNION", "u3", "str"),
+                 "WRONGTYPE")
     # Persisted like every filter key: survives DEBUG RELOAD.
     c.execute_command("DEBUG", "RELOAD")
     assert c.execute_command("SF.COUNT", "cnt", "a") == 1
@@ -647,10 +661,15 @@ def test_replica():
     cm.execute_command("BF.ADD", "auto", "a")  # auto-created on the master
     cm.execute_command("CF.INSERT", "cf", "ITEMS", "p", "q")
     fill(cm, "before", 100, prefix="live")
+    # SF.UNION replicates verbatim: the replica ORs the same bits.
+    cm.execute_command("BF.RESERVE", "other", 0.001, 3000000)
+    fill(cm, "other", 500, prefix="o")
+    assert cm.execute_command("SF.UNION", "before", "other") == b"OK"
     assert cm.execute_command("WAIT", 1, 10000) == 1
     check_present(cr, "before", 10000)
     check_present(cr, "before", 100, prefix="live")
-    for key in ("before", "auto", "cf"):
+    check_present(cr, "before", 500, prefix="o")
+    for key in ("before", "auto", "cf", "other"):
         assert cr.dump(key) == cm.dump(key), key
     assert (cr.execute_command("DEBUG", "DIGEST") ==
             cm.execute_command("DEBUG", "DIGEST"))

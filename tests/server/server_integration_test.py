@@ -149,6 +149,14 @@ def test_bloom(r):
     res = r.execute_command("BF.MADD", "ns", "1", "2", "3")
     check(res[:2] == [1, 1] and isinstance(res[2], redis.ResponseError),
           "non-scaling full: %r" % (res,))
+    # SF.UNION: "bunion" made like "b", then b's items ORed in.
+    check(bf.create("bunion", 0.01, 1000) in (True, b"OK", "OK"), "RESERVE")
+    bf.add("bunion", "own")
+    check(r.execute_command("SF.UNION", "bunion", "b") == b"OK", "SF.UNION")
+    check(bf.mexists("bunion", "x", "y", "z", "own") == [1, 1, 1, 1],
+          "SF.UNION holds both")
+    raises(lambda: r.execute_command("SF.UNION", "bunion", "ns"),
+           "differ in shape")
 
 
 def test_cuckoo(r):

@@ -193,6 +193,8 @@ constexpr CommandSpec kCommands[] = {
      "Adds items to every level of a tiered filter.", SfTierMAdd},
     {"sf.tiermexists", -3, kSetRead, 1, 1, 1, "sf",
      "Checks whether items may be in a tiered filter.", SfTierMExists},
+    {"sf.union", -3, kWrite | kDenyOom | kModule | kFsyncs, 1, -1, 1, "sf",
+     "ORs Bloom filters into the first one.", SfUnion},
     {"shutdown", -1, kAdmin | kNoScript | kLoading | kStale, 0, 0, 0, "server",
      "Checkpoints and stops the server.", Shutdown},
     {"time", 1, kLoading | kStale | kFast, 0, 0, 0, "server",

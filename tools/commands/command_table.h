@@ -123,6 +123,7 @@ void SfTierMAdd(CommandContext&, Args);
 void SfTierExists(CommandContext&, Args);
 void SfTierMExists(CommandContext&, Args);
 void SfTierDel(CommandContext&, Args);
+void SfUnion(CommandContext&, Args);
 void SfTierInfo(CommandContext&, Args);
 void SfMigrate(CommandContext&, Args);
 void SfMigration(CommandContext&, Args);

@@ -217,6 +217,19 @@ class Keyspace {
     (void)key;
     return Status::NotSupported("key expiry is not available here");
   }
+  // SF.UNION: ORs the Bloom filters at `sources` into the one at `dest`
+  // (ShardedFilter::UnionWith), durable as the host's writes are (the
+  // server: a synced checkpoint of dest) when this returns. Every key is
+  // checked first and nothing changes on an error: NotFound (a key holds
+  // nothing), WrongType (a dedup set, tiered filter or another type's
+  // value), InvalidArgument (not Bloom, or another shape), NotSupported
+  // (dest retains hashes; the default: the host cannot).
+  virtual Status Union(std::string_view dest,
+                       std::span<const std::string_view> sources) {
+    (void)dest;
+    (void)sources;
+    return Status::NotSupported("SF.UNION is not available here");
+  }
   // SF.MIGRATE: starts rebuilding `key` online into a filter made from
   // `target` (writers keep going; the key names the new filter once done).
   // NotFound, InvalidArgument (no retained hashes to rebuild from, bad

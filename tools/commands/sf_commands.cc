@@ -227,6 +227,14 @@ void SfRemove(CommandContext& ctx, Args args) {
   ReplyStatus(ctx, s);
 }
 
+// SF.UNION dest src [src ...]: OK once every source's bits are in dest.
+void SfUnion(CommandContext& ctx, Args args) {
+  if (args.size() < 3) return ReplyWrongArity(ctx.out, args[0]);
+  const Status s = ctx.keyspace.Union(args[1], args.subspan(2));
+  if (s.ok()) return ctx.out.SimpleString("OK");
+  ReplyStatus(ctx, s);
+}
+
 // SF.EXISTS key item: 1 may be present, 0 definitely absent (or no key).
 void SfExists(CommandContext& ctx, Args args) {
   if (args.size() != 3) return ReplyWrongArity(ctx.out, args[0]);

@@ -120,6 +120,43 @@ Result<std::shared_ptr<commands::FilterHandle>> ModuleKeyspace::Lookup(
       std::make_shared<ModuleFilter>(v->filter.get(), this));
 }
 
+Status ModuleKeyspace::Union(std::string_view dest,
+                             std::span<const std::string_view> sources) {
+  if (mode_ == REDISMODULE_READ) return Status::NotSupported("read-only");
+  auto filter_at = [&](std::string_view key) -> Result<ShardedFilter*> {
+    FilterValue* v = nullptr;
+    switch (Probe(key, &v)) {
+      case KeyState::kFilter:
+        return v->filter.get();
+      case KeyState::kOtherType:
+        return Status::WrongType("not a filter");
+      case KeyState::kUnavailable:
+        return Status::Corruption("shardfilter: this filter is unavailable: " +
+                                  v->damage);
+      case KeyState::kPending:
+        return Status::Corruption(
+            "shardfilter: this filter is being restored (an incomplete "
+            "SFM.CHUNK sequence)");
+      case KeyState::kEmpty:
+        break;
+    }
+    return Status::NotFound("no filter at this key");
+  };
+  SF_ASSIGN_OR_RETURN(ShardedFilter * into, filter_at(dest));
+  std::vector<ShardedFilter*> from;
+  for (std::string_view key : sources) {
+    SF_ASSIGN_OR_RETURN(ShardedFilter * f, filter_at(key));
+    // The server's text (Database::Union names both filters).
+    SF_RETURN_IF_ERROR(into->CheckUnion(*f).WithContext(
+        "union of filter \"" + std::string(key) + "\" into filter \"" +
+        std::string(dest) + "\""));
+    from.push_back(f);
+  }
+  MarkMutated();
+  for (ShardedFilter* f : from) SF_RETURN_IF_ERROR(into->UnionWith(*f));
+  return Status::OK();
+}
+
 Result<std::shared_ptr<commands::FilterHandle>> ModuleKeyspace::Create(
     std::string_view key, const commands::CreateParams& params) {
   if (mode_ == REDISMODULE_READ) return Status::NotSupported("read-only");

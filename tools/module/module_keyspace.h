@@ -109,6 +109,9 @@ class ModuleKeyspace final : public commands::Keyspace {
   // (Keyspace::Dump/Restore).
   // NotFound; AlreadyExists, and the export's errors (nothing created).
   Result<std::string> Dump(std::string_view key) override;
+  // SF.UNION over the keys' values (replicated verbatim: deterministic).
+  Status Union(std::string_view dest,
+               std::span<const std::string_view> sources) override;
   Status Restore(std::string_view key, std::string_view bytes) override;
 
   // Set by Create: the resolved spec of the filter this command created.

@@ -519,6 +519,15 @@ Status DbKeyspace::Close() {
 
 DbKeyspace::~DbKeyspace() { (void)Close(); }
 
+Status DbKeyspace::Union(std::string_view dest,
+                         std::span<const std::string_view> sources) {
+  // As a command sees them: expired keys are absent, the other kinds
+  // WRONGTYPE, reserved names absent.
+  SF_RETURN_IF_ERROR(Lookup(dest).status());
+  for (std::string_view key : sources) SF_RETURN_IF_ERROR(Lookup(key).status());
+  return db_->Union(dest, sources);
+}
+
 bool DbKeyspace::ExpireIfDue(std::string_view key) {
   if (db_->ExpiryCount() == 0) return false;  // the common case: no lock
   const std::optional<int64_t> deadline = db_->Expiry(key);

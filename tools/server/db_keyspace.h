@@ -68,6 +68,8 @@ class DbKeyspace final : public commands::Keyspace {
   // Drops every filter whose deadline passed (the server calls it ten
   // times a second: Redis's active expiry); returns how many.
   size_t ExpireDue();
+  Status Union(std::string_view dest,
+               std::span<const std::string_view> sources) override;
   Status StartMigration(std::string_view key,
                         const commands::CreateParams& target) override;
   Result<commands::MigrationReport> Migration(std::string_view key) override;
