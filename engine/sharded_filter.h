@@ -298,8 +298,9 @@ class ShardedFilter {
   // made with the same parameters; a scaling source must not have grown
   // further than this one). InvalidArgument otherwise, and NotSupported
   // when this filter retains hashes (a migration rebuilds from them and
-  // would lose the union's keys), is read-only, dropped or closed; nothing
-  // changes then. Link i's fill becomes the number of keys its bits now
+  // would lose the union's keys), is being migrated (the migration replays
+  // recorded ops into its target, and a union is none), is read-only,
+  // dropped or closed; nothing changes then. Link i's fill becomes the number of keys its bits now
   // imply (Swamidass and Baldi's estimate, 1% up; never lower than before,
   // never above capacity, S7), so the union grows (or, non-scaling, says
   // Full) when it holds its capacity, and a repeated union changes nothing.

@@ -40,6 +40,10 @@ uint64_t KeysImplied(const BloomFilter& f) {
       std::ceil(f.Stats().estimated_cardinality * 1.01));
 }
 
+constexpr const char* kMigrating =
+    "the destination is being migrated (SF.MIGRATE): union into it once the "
+    "migration is done";
+
 }  // namespace
 
 Status ShardedFilter::CheckUnion(const ShardedFilter& other_in) const {
@@ -61,6 +65,9 @@ Status ShardedFilter::CheckUnion(const ShardedFilter& other,
   if (spec_.type != FilterType::kBloom ||
       other.spec_.type != FilterType::kBloom) {
     return Status::InvalidArgument("only Bloom filters can be unioned");
+  }
+  if (migration_.load(std::memory_order_relaxed) != nullptr) {
+    return Status::NotSupported(kMigrating);
   }
   if (spec_.retain_hashes) {
     return Status::NotSupported(
@@ -117,6 +124,13 @@ Status ShardedFilter::UnionWith(const ShardedFilter& other_in) {
       return d == internal::kDropped
                  ? Status::NotFound("filter was dropped")
                  : Status::NotSupported("the database was closed");
+    }
+    // A migration records the ops it must replay into its target (M2); a
+    // union is none, so its bits would be missing there. One that started
+    // since the check (every shard lock exclusive, so not while this one is
+    // held) copies the shards ORed so far: stop here.
+    if (migration_.load(std::memory_order_relaxed) != nullptr) {
+      return Status::NotSupported(kMigrating);
     }
     for (uint32_t j = 0; j < links[i]; ++j) {
       auto& link = static_cast<BloomFilter&>(*s.links[j]);
