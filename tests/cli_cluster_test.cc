@@ -34,6 +34,8 @@ enum class SlotMode { kNormal, kAsk, kMoved };
 struct FakeCluster {
   std::mutex mu;
   std::map<std::string, std::set<std::string>> data;
+  // Keys that hold something other than a filter (SF.INFO: WRONGTYPE).
+  std::set<std::string> not_filters;
   int special_slot = -1;
   SlotMode mode = SlotMode::kNormal;
   int ports[2] = {0, 0};
@@ -135,6 +137,14 @@ class FakeNode {
         c_->data[key];
         *out += "+OK\r\n";
       }
+    } else if (cmd == "DEL") {
+      const bool had = it != c_->data.end();
+      if (had) c_->data.erase(it);
+      *out += had ? ":1\r\n" : ":0\r\n";
+    } else if (cmd == "SF.INFO" && c_->not_filters.count(key) != 0) {
+      *out +=
+          "-WRONGTYPE Operation against a key holding the wrong kind of "
+          "value\r\n";
     } else if (cmd == "SF.INFO") {
       *out += "*4\r\n$5\r\nbytes\r\n:1000\r\n$5\r\nitems\r\n:" +
               std::to_string(it == c_->data.end() ? 0 : it->second.size()) +
@@ -343,6 +353,45 @@ TEST_F(CliClusterTest, WrongPartsAndMissingFilter) {
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("more than 4 parts"), std::string::npos) << r.err;
   EXPECT_EQ(cluster_.data.size(), 5u);  // nothing created or removed
+}
+
+TEST_F(CliClusterTest, DropDeletesThePartsOnlyWhenEveryOneIsAFilter) {
+  ASSERT_EQ(
+      Cluster({"create", "f", "--type", "bloom", "--capacity", "1000"}).code,
+      0);
+  ASSERT_EQ(
+      Cluster({"create", "g", "--type", "bloom", "--capacity", "1000"}).code,
+      0);
+  // A part's key holding something else: nothing is deleted.
+  std::string part2;
+  for (const auto& [key, items] : cluster_.data) {
+    if (key.find(".2}f") != std::string::npos) part2 = key;
+  }
+  ASSERT_FALSE(part2.empty());
+  cluster_.not_filters.insert(part2);
+  CliRun r = Cluster({"drop", "f"});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_NE(r.err.find("is not a filter"), std::string::npos) << r.err;
+  EXPECT_EQ(cluster_.data.size(), 8u);
+  cluster_.not_filters.clear();
+  // Wrong --parts: nothing deleted either.
+  r = Run({"cluster", "drop", "f", "--node", Node(), "--parts", "3"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(cluster_.data.size(), 8u);
+  r = Cluster({"drop", "f"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("4 of 4 parts deleted"), std::string::npos) << r.out;
+  EXPECT_EQ(cluster_.data.size(), 4u);  // g's parts are untouched
+  for (const auto& [key, items] : cluster_.data) {
+    EXPECT_NE(key.find("}g"), std::string::npos) << key;
+  }
+  r = Cluster({"drop", "f"});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_NE(r.err.find("has no 4 parts"), std::string::npos) << r.err;
+  EXPECT_EQ(
+      Run({"cluster", "drop", "f", "extra", "--node", Node(), "--parts", "4"})
+          .code,
+      2);
 }
 
 TEST_F(CliClusterTest, UsageErrors) {

@@ -2,7 +2,7 @@
 // Redis / shardfilter-server), through the cluster client
 // (tools/cluster/cluster_client.h) and the routing of
 // shardfilter/engine/multi_part.h. Talks RESP only: no store is opened.
-// Longer than 400 lines because its four subcommands share the setup, the
+// Longer than 400 lines because its five subcommands share the setup, the
 // parts check and the routing helpers, which live nowhere else.
 #include <cstdlib>
 #include <iostream>
@@ -403,6 +403,52 @@ int RunClusterInfo(CommandContext& ctx) {
   return kExitOk;
 }
 
+// Deletes the parts, and only if every one of them is a filter: SF.INFO
+// answers for shardfilter's filters only (on both hosts), so a key of the
+// part's name holding anything else, or a missing part, changes nothing.
+int RunClusterDrop(CommandContext& ctx) {
+  Setup s;
+  if (int rc = Open(ctx, true, &s); rc != kExitOk) return rc;
+  if (int rc = CheckParts(ctx, s); rc != kExitOk) return rc;
+  const MultiPartFilter& f = *s.filter;
+  std::vector<ClusterCommand> cmds;
+  for (uint32_t p = 0; p < f.parts(); ++p) {
+    cmds.push_back({{"SF.INFO", f.PartKey(p)}});
+  }
+  Result<std::vector<Reply>> r = s.client->Run(cmds);
+  if (!r.ok()) return Fail(ctx, r.status());
+  for (uint32_t p = 0; p < f.parts(); ++p) {
+    if ((*r)[p].is_error()) {
+      ctx.err << "shardfilter: part " << p << " (" << f.PartKey(p)
+              << ") is not a filter: " << (*r)[p].str
+              << "; nothing was deleted\n";
+      return kExitError;
+    }
+  }
+  cmds.clear();
+  for (uint32_t p = 0; p < f.parts(); ++p) {
+    ClusterCommand c;
+    c.write = true;
+    c.args = {"DEL", f.PartKey(p)};
+    cmds.push_back(std::move(c));
+  }
+  r = s.client->Run(cmds);
+  if (!r.ok()) return Fail(ctx, r.status());
+  uint64_t deleted = 0;
+  for (uint32_t p = 0; p < f.parts(); ++p) {
+    const Reply& x = (*r)[p];
+    if (x.is_error()) {
+      ctx.err << "shardfilter: deleting part " << p << " (" << f.PartKey(p)
+              << "): " << x.str << "\n";
+      continue;
+    }
+    deleted += x.integer == 1;
+  }
+  ctx.out << "dropped '" << f.name() << "': " << deleted << " of " << f.parts()
+          << " parts deleted\n";
+  return deleted == f.parts() ? kExitOk : kExitError;
+}
+
 }  // namespace
 
 int RunCluster(CommandContext& ctx) {
@@ -415,14 +461,14 @@ int RunCluster(CommandContext& ctx) {
   }
   if (sub == "add") return RunClusterAdd(ctx);
   if (sub == "exists") return RunClusterExists(ctx);
-  if (sub == "info") {
+  if (sub == "info" || sub == "drop") {
     if (ctx.args.positional.size() != 2) {
-      return UsageError(ctx.err, "cluster info takes one NAME");
+      return UsageError(ctx.err, "cluster " + sub + " takes one NAME");
     }
-    return RunClusterInfo(ctx);
+    return sub == "info" ? RunClusterInfo(ctx) : RunClusterDrop(ctx);
   }
   return UsageError(ctx.err, "unknown cluster command '" + sub +
-                                 "' (create, add, exists or info)");
+                                 "' (create, add, exists, info or drop)");
 }
 
 }  // namespace shardfilter::tools

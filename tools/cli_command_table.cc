@@ -331,6 +331,7 @@ Example:
                               [--wait-replicas R] [--wait-timeout MS]
        shardfilter cluster exists NAME [KEY...] --node HOST:PORT --parts N
        shardfilter cluster info NAME --node HOST:PORT --parts N
+       shardfilter cluster drop NAME --node HOST:PORT --parts N
 
 One logical filter as N ordinary filter keys ("parts") spread over the
 masters of a Redis Cluster running shardfilter.so (or one Redis with the
@@ -355,6 +356,8 @@ the servers need one, is read from the environment variable REDISCLI_AUTH
            exit 1.
   exists   prints 1 (may be present) or 0 (absent) per key, in input order.
   info     parts, items, capacity, bytes, largest part, masters.
+  drop     DEL of every part, once each one answers SF.INFO (is a filter);
+           a missing part or a key holding anything else deletes nothing.
 
 Flags:
   --node HOST:PORT    a node to start from. Required.

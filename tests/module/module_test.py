@@ -826,6 +826,12 @@ def cli_redirects(nodes, addrs):
     assert reader.wait(60) == 0, reader.stderr.read().decode()
     p = run("exists", "mp2", "absent-key")
     assert p.returncode == 0 and p.stdout in (b"0\n", b"1\n"), p
+    # drop: every part deleted, on whichever node holds it now; then the
+    # filter is gone (parts 0 and 3 are checked).
+    p = run("drop", "mp2")
+    assert p.returncode == 0 and b"4 of 4 parts deleted" in p.stdout, p
+    p = run("exists", "mp2", "k1")
+    assert p.returncode == 3 and b"has no 4 parts" in p.stderr, p
 
 
 class AckedWriter:
