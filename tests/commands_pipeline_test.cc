@@ -112,6 +112,50 @@ TEST_F(PipelineTest, Resp3RepliesMatch) {
             sequential.substr(sequential.find("#t")));
 }
 
+TEST_F(PipelineTest, RunsOfQueriesAnswerAsSequentialOnes) {
+  const Requests requests = {
+      {"BF.MADD", "b", "a", "b", "c"},
+      {"CF.ADD", "c", "x"},
+      {"CF.ADD", "c", "x"},
+      {"BF.EXISTS", "b", "a"},
+      {"BF.EXISTS", "b", "zz"},
+      {"bf.mexists", "b", "c", "zz", "b"},
+      {"BF.EXISTS", "b", "b"},
+      {"BF.EXISTS", "b", "a", "extra"},  // arity error: not in the run
+      {"BF.EXISTS", "b", "c"},
+      {"BF.EXISTS", "missing", "a"},  // a missing key: 0
+      {"BF.EXISTS", "missing", "b"},
+      {"BF.EXISTS", "c", "x"},  // a cuckoo key: 0, as RedisBloom
+      {"BF.MEXISTS", "c", "x", "y"},
+      {"CF.EXISTS", "c", "x"},
+      {"CF.MEXISTS", "c", "x", "nope"},
+      {"CF.EXISTS", "c", "nope"},
+      {"CF.EXISTS", "b", "a"},  // a Bloom key: 0
+      {"CF.EXISTS", "b", "b"},
+      {"BF.ADD", "b", "late"},  // a write between two runs
+      {"BF.EXISTS", "b", "late"},
+      {"BF.EXISTS", "b", "a"},
+  };
+  const auto [batched, sequential] = Both(requests);
+  EXPECT_EQ(batched, sequential);
+  EXPECT_NE(batched.find("-ERR wrong number of arguments"), std::string::npos);
+  // RESP3: booleans, in arrays for the M-forms.
+  writer_.SetProtocol(3);
+  out_.clear();
+  std::vector<std::vector<std::string_view>> views = {
+      {"BF.EXISTS", "b", "a"},
+      {"BF.MEXISTS", "b", "zz", "c"},
+      {"CF.EXISTS", "c", "x"},
+      {"CF.EXISTS", "c", "nope"}};
+  std::vector<commands::Args> args(views.begin(), views.end());
+  commands::CommandContext ctx{session_, *keyspace_, host_, writer_};
+  commands::DispatchPipeline(ctx,
+                             std::span<const commands::Args>(args.data(), 2));
+  commands::DispatchPipeline(
+      ctx, std::span<const commands::Args>(args.data() + 2, 2));
+  EXPECT_EQ(out_, "#t\r\n*2\r\n#f\r\n#t\r\n#t\r\n#f\r\n");
+}
+
 // The point of coalescing: 16 pipelined BF.ADDs to one (single-shard)
 // filter are one journal write, not 16.
 TEST_F(PipelineTest, RunOfAddsIsOneJournalWrite) {

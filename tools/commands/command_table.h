@@ -74,7 +74,10 @@ void Dispatch(CommandContext& ctx, Args args);
 // a run of consecutive BF.ADD / BF.MADD (or CF.ADD) of one existing key is
 // applied as one batch: one engine call, one journal write (one fsync in
 // sync mode) for the run instead of one per command. Replies are written
-// after the batch is durable. Stops after a request that set
+// after the batch is durable. A run of BF.EXISTS / BF.MEXISTS (or CF.EXISTS
+// / CF.MEXISTS) of one key is one batch query (one lookup, the engine's
+// prefetching MayContainMany), with the same replies. Stops after a request
+// that set
 // session.close_after_reply (QUIT, SHUTDOWN); returns how many requests
 // ran. Hosts that receive pipelines (the server) call this; one request at
 // a time (the module) calls Dispatch.

@@ -1,4 +1,5 @@
-// DispatchPipeline: consecutive adds to one key coalesced into one batch.
+// DispatchPipeline: consecutive adds to one key coalesced into one batch,
+// and consecutive queries of one key into one batch query.
 //
 // Why: with a journalled durability every engine add call is one RocksDB
 // write (WAL append + memtable insert); 16 pipelined BF.ADDs were 16 writes.
@@ -6,7 +7,10 @@
 // those of running the commands one by one: the engine counts an item
 // repeated in the run as new once (Bloom) and bounds copies across the run
 // (cuckoo), and a non-scaling filter that fills up fails every later
-// item (a Bloom filter's "full" is monotonic).
+// item (a Bloom filter's "full" is monotonic). Queries change nothing, so
+// a run of BF.EXISTS / BF.MEXISTS (or CF.EXISTS / CF.MEXISTS) of one key is
+// one lookup of the key and one MayContainMany, whose prefetching overlaps
+// the items' cache misses, with exactly the commands' replies.
 #include <chrono>
 #include <optional>
 #include <string>
@@ -20,24 +24,155 @@
 namespace shardfilter::commands {
 namespace {
 
-enum class Kind { kNone, kBfAdd, kBfMAdd, kCfAdd };
+enum class Kind {
+  kNone,
+  kBfAdd,
+  kBfMAdd,
+  kCfAdd,
+  kBfExists,
+  kBfMExists,
+  kCfExists,
+  kCfMExists
+};
 
 Kind KindOf(Args args) {
   if (args.size() < 3) return Kind::kNone;
   const std::string_view name = args[0];
-  if (name.size() == 6 && EqualsIgnoreCase(name, "BF.ADD")) {
-    return args.size() == 3 ? Kind::kBfAdd : Kind::kNone;
-  }
-  if (name.size() == 7 && EqualsIgnoreCase(name, "BF.MADD")) {
-    return Kind::kBfMAdd;
-  }
-  if (name.size() == 6 && EqualsIgnoreCase(name, "CF.ADD")) {
-    return args.size() == 3 ? Kind::kCfAdd : Kind::kNone;
+  const bool one = args.size() == 3;
+  switch (name.size()) {
+    case 6:
+      if (EqualsIgnoreCase(name, "BF.ADD"))
+        return one ? Kind::kBfAdd : Kind::kNone;
+      if (EqualsIgnoreCase(name, "CF.ADD"))
+        return one ? Kind::kCfAdd : Kind::kNone;
+      break;
+    case 7:
+      if (EqualsIgnoreCase(name, "BF.MADD")) return Kind::kBfMAdd;
+      break;
+    case 9:
+      if (EqualsIgnoreCase(name, "BF.EXISTS")) {
+        return one ? Kind::kBfExists : Kind::kNone;
+      }
+      if (EqualsIgnoreCase(name, "CF.EXISTS")) {
+        return one ? Kind::kCfExists : Kind::kNone;
+      }
+      break;
+    case 10:
+      if (EqualsIgnoreCase(name, "BF.MEXISTS")) return Kind::kBfMExists;
+      if (EqualsIgnoreCase(name, "CF.MEXISTS")) return Kind::kCfMExists;
+      break;
+    default:
+      break;
   }
   return Kind::kNone;
 }
 
-bool IsBloom(Kind k) { return k == Kind::kBfAdd || k == Kind::kBfMAdd; }
+// What may run together: adds of one family, or queries of one family.
+enum class Family { kNone, kBloomAdd, kCuckooAdd, kBloomQuery, kCuckooQuery };
+
+Family FamilyOf(Kind k) {
+  switch (k) {
+    case Kind::kBfAdd:
+    case Kind::kBfMAdd:
+      return Family::kBloomAdd;
+    case Kind::kCfAdd:
+      return Family::kCuckooAdd;
+    case Kind::kBfExists:
+    case Kind::kBfMExists:
+      return Family::kBloomQuery;
+    case Kind::kCfExists:
+    case Kind::kCfMExists:
+      return Family::kCuckooQuery;
+    case Kind::kNone:
+      break;
+  }
+  return Family::kNone;
+}
+
+// A run's item views and results, reused by the thread's next run (no
+// allocation per pipelined read in the common case). A run is never
+// re-entered: its replies call no command.
+struct RunScratch {
+  std::vector<std::string_view> items;
+  std::vector<Status> statuses;
+  std::vector<uint8_t> flags;
+};
+RunScratch& Scratch() {
+  thread_local RunScratch scratch;
+  return scratch;
+}
+// After a run: a huge one's buffers are not kept.
+void TrimScratch(RunScratch& s) {
+  constexpr size_t kKeep = 1 << 16;
+  if (s.items.capacity() > kKeep) std::vector<std::string_view>().swap(s.items);
+  if (s.statuses.capacity() > kKeep) std::vector<Status>().swap(s.statuses);
+  if (s.flags.capacity() > kKeep) std::vector<uint8_t>().swap(s.flags);
+}
+
+// INFO commandstats for a run: each command one call of an equal share of
+// the run's time (the spec looked up once per distinct name).
+void RecordShares(CommandStats* stats, std::span<const Args> requests,
+                  size_t begin, size_t end, uint64_t share,
+                  std::span<const uint8_t> failed) {
+  std::string_view name;
+  const CommandSpec* spec = nullptr;
+  for (size_t r = begin; r < end; ++r) {
+    if (spec == nullptr || requests[r][0] != name) {
+      name = requests[r][0];
+      spec = FindCommand(name);
+    }
+    stats->RecordCall(*spec, share, !failed.empty() && failed[r - begin]);
+  }
+}
+
+uint64_t NanosSince(std::chrono::steady_clock::time_point start) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::steady_clock::now() - start)
+          .count());
+}
+
+// Runs requests[begin, end), queries of one family of requests[begin][1],
+// as one batch query. Always succeeds: a missing key, or one of another
+// type, answers 0 for every item, as BF.EXISTS and CF.EXISTS do.
+void RunQueryGroup(CommandContext& ctx, std::span<const Args> requests,
+                   size_t begin, size_t end, bool bloom) {
+  const auto start = std::chrono::steady_clock::now();
+  TypedLookup found =
+      LookupTyped(ctx, requests[begin][1],
+                  bloom ? FilterType::kBloom : FilterType::kCuckoo);
+  RunScratch& scratch = Scratch();
+  std::vector<std::string_view>& items = scratch.items;
+  items.clear();
+  for (size_t r = begin; r < end; ++r) {
+    items.insert(items.end(), requests[r].begin() + 2, requests[r].end());
+  }
+  std::vector<uint8_t>& present = scratch.flags;
+  present.assign(items.size(), 0);
+  if (found.handle != nullptr) found.handle->MayContainMany(items, present);
+  const bool resp3 = ctx.out.protocol() >= 3;
+  size_t at = 0;
+  for (size_t r = begin; r < end; ++r) {
+    const Kind kind = KindOf(requests[r]);
+    const size_t n = requests[r].size() - 2;
+    ++ctx.session.commands;
+    if (kind == Kind::kBfMExists || kind == Kind::kCfMExists) {
+      ctx.out.Array(n);
+    }
+    for (size_t i = 0; i < n; ++i, ++at) {
+      if (resp3) {
+        ctx.out.Boolean(present[at] != 0);
+      } else {
+        ctx.out.Integer(present[at] != 0);
+      }
+    }
+  }
+  if (CommandStats* stats = ctx.host.Stats()) {
+    RecordShares(stats, requests, begin, end, NanosSince(start) / (end - begin),
+                 {});
+  }
+  TrimScratch(scratch);
+}
 
 // Runs requests[begin, end), all adds of one family to requests[begin][1],
 // as one batch. False (nothing run, nothing written) when the key is not an
@@ -50,14 +185,15 @@ bool RunGroup(CommandContext& ctx, std::span<const Args> requests, size_t begin,
   TypedLookup found =
       LookupTyped(ctx, key, bloom ? FilterType::kBloom : FilterType::kCuckoo);
   if (found.handle == nullptr) return false;
-  std::vector<std::string_view> items;
+  RunScratch& scratch = Scratch();
+  std::vector<std::string_view>& items = scratch.items;
+  items.clear();
   for (size_t r = begin; r < end; ++r) {
-    for (size_t i = 2; i < requests[r].size(); ++i) {
-      items.push_back(requests[r][i]);
-    }
+    items.insert(items.end(), requests[r].begin() + 2, requests[r].end());
   }
-  std::vector<Status> statuses(items.size());
-  std::vector<uint8_t> added;
+  std::vector<Status>& statuses = scratch.statuses;
+  statuses.assign(items.size(), Status::OK());
+  std::vector<uint8_t>& added = scratch.flags;
   if (bloom) {
     BloomAddReportingNew(*found.handle, items, &added, &statuses);
   } else {
@@ -70,12 +206,8 @@ bool RunGroup(CommandContext& ctx, std::span<const Args> requests, size_t begin,
   if (stats != nullptr) counting.emplace(ctx.out, *stats);
   CommandContext rctx{ctx.session, ctx.keyspace, ctx.host,
                       counting ? *counting : ctx.out};
-  const uint64_t share =
-      static_cast<uint64_t>(
-          std::chrono::duration_cast<std::chrono::nanoseconds>(
-              std::chrono::steady_clock::now() - start)
-              .count()) /
-      (end - begin);
+  const uint64_t share = NanosSince(start) / (end - begin);
+  std::vector<uint8_t> failed;
   size_t at = 0;
   for (size_t r = begin; r < end; ++r) {
     const size_t n = requests[r].size() - 2;
@@ -88,12 +220,11 @@ bool RunGroup(CommandContext& ctx, std::span<const Args> requests, size_t begin,
     } else {
       ReplyCuckooAdd(rctx, statuses[at]);
     }
-    if (counting) {
-      stats->RecordCall(*FindCommand(requests[r][0]), share,
-                        counting->errors() > errors_before);
-    }
+    if (counting) failed.push_back(counting->errors() > errors_before);
     at += n;
   }
+  if (counting) RecordShares(stats, requests, begin, end, share, failed);
+  TrimScratch(scratch);
   return true;
 }
 
@@ -102,26 +233,29 @@ bool RunGroup(CommandContext& ctx, std::span<const Args> requests, size_t begin,
 size_t DispatchPipeline(CommandContext& ctx, std::span<const Args> requests) {
   size_t i = 0;
   while (i < requests.size()) {
-    const Kind kind = KindOf(requests[i]);
+    const Family family = FamilyOf(KindOf(requests[i]));
     // Batching only where Dispatch would run the command at once.
     const bool batchable =
-        kind != Kind::kNone && !ctx.session.in_multi &&
+        family != Family::kNone && !ctx.session.in_multi &&
         (ctx.session.authenticated || !ctx.host.RequiresPassword());
     size_t j = i + 1;
     if (batchable) {
       const std::string_view key = requests[i][1];
-      while (j < requests.size()) {
-        const Kind next = KindOf(requests[j]);
-        if (next == Kind::kNone || IsBloom(next) != IsBloom(kind) ||
-            requests[j][1] != key) {
-          break;
-        }
+      while (j < requests.size() && FamilyOf(KindOf(requests[j])) == family &&
+             requests[j][1] == key) {
         ++j;
       }
     }
-    if (j - i > 1 && RunGroup(ctx, requests, i, j, IsBloom(kind))) {
-      i = j;
-      continue;
+    if (j - i > 1) {
+      if (family == Family::kBloomQuery || family == Family::kCuckooQuery) {
+        RunQueryGroup(ctx, requests, i, j, family == Family::kBloomQuery);
+        i = j;
+        continue;
+      }
+      if (RunGroup(ctx, requests, i, j, family == Family::kBloomAdd)) {
+        i = j;
+        continue;
+      }
     }
     Dispatch(ctx, requests[i]);
     ++i;

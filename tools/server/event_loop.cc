@@ -208,10 +208,12 @@ void EventLoop::Process(Connection& c) {
   commands::CommandContext ctx{c.session, *server_->keyspace(), *server_,
                                c.writer};
   uint64_t ran = 0;
-  std::vector<std::string_view> flat;
-  std::vector<std::pair<size_t, size_t>> bounds;  // (first arg, count)
-  std::vector<commands::Args> requests;
-  std::deque<std::string> owned;  // args the parser unescaped (inline)
+  // The loop's scratch, reused across calls (their capacity stays): no
+  // allocation per read in the common case. A job takes them over.
+  std::vector<std::string_view>& flat = scratch_.flat;
+  std::vector<std::pair<size_t, size_t>>& bounds = scratch_.bounds;
+  std::vector<commands::Args>& requests = scratch_.requests;
+  std::deque<std::string>& owned = scratch_.owned;  // unescaped (inline)
   while (!c.close_when_flushed) {
     if (c.pending() >= opt.output_pause_bytes) {
       c.paused = true;  // resumed by Flush once the client reads

@@ -100,6 +100,13 @@ class EventLoop {
   std::vector<int> listeners_;
   std::unordered_map<int, std::unique_ptr<Connection>> conns_;
   std::vector<int> to_close_;
+  // Process's batch, reused (event_loop.cc).
+  struct Scratch {
+    std::vector<std::string_view> flat;
+    std::vector<std::pair<size_t, size_t>> bounds;  // (first arg, count)
+    std::vector<commands::Args> requests;
+    std::deque<std::string> owned;
+  } scratch_;
   uint32_t jobs_in_flight_ = 0;
   bool shutting_down_ = false;
   std::mutex completed_mu_;
