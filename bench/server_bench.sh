@@ -15,7 +15,12 @@
 #   REDIS=1                         also run redis-server's SADD/SISMEMBER
 #   REDISBLOOM_SO=/path/redisbloom.so  also run the same BF/CF rows against
 #                                   redis-server with that module loaded
-#                                   (RedisBloom, built by you; no AOF/RDB)
+#                                   (RedisBloom, built by you; no RDB)
+#   RB_AOF="off"                    RedisBloom's persistence, one run each:
+#                                   off (appendonly no), or an appendfsync
+#                                   policy with appendonly yes: no, everysec,
+#                                   always (compare with the journal rows)
+#   DURABILITIES="none journal"     shardfilter's rows
 # Reported per row: requests/s, p99 latency (ms), and the server's CPU time
 # per request (us, from /proc/PID/stat utime+stime over the row).
 set -euo pipefail
@@ -29,6 +34,8 @@ CAPACITIES=${CAPACITIES:-"1000000 100000000"}
 SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
 REDIS=${REDIS:-1}
+RB_AOF=${RB_AOF:-off}
+DURABILITIES=${DURABILITIES:-"none journal"}
 PORT=${PORT:-17379}
 TICKS=$(getconf CLK_TCK)
 
@@ -95,7 +102,7 @@ filter_rows() {
 echo "| target | command | -P | requests/s | p99 ms | server CPU us/req |"
 echo "|---|---|---|---|---|---|"
 
-for durability in none journal; do
+for durability in $DURABILITIES; do
   for cap in $CAPACITIES; do
     rm -rf "$WORK/db"
     taskset -c "$SERVER_CPU" "$SERVER_BIN" --db "$WORK/db" --port "$PORT" \
@@ -111,16 +118,26 @@ for durability in none journal; do
 done
 
 if [ -n "${REDISBLOOM_SO:-}" ]; then
-  for cap in $CAPACITIES; do
-    taskset -c "$SERVER_CPU" redis-server --port "$PORT" --save "" \
-      --appendonly no --daemonize no --dir "$WORK" \
-      --loadmodule "$(realpath "$REDISBLOOM_SO")" >"$WORK/redis.log" 2>&1 &
-    SERVER_PID=$!
-    wait_port
-    filter_rows "redis-server 7.0 + RedisBloom, cap $cap" "$cap"
-    redis-cli -p "$PORT" SHUTDOWN NOSAVE >/dev/null 2>&1 || true
-    wait "$SERVER_PID" || true
-    SERVER_PID=""
+  for aof in $RB_AOF; do
+    if [ "$aof" = off ]; then
+      persistence=(--appendonly no)
+      label=""
+    else
+      persistence=(--appendonly yes --appendfsync "$aof")
+      label=" (appendfsync $aof)"
+    fi
+    for cap in $CAPACITIES; do
+      rm -rf "$WORK/appendonlydir"
+      taskset -c "$SERVER_CPU" redis-server --port "$PORT" --save "" \
+        "${persistence[@]}" --daemonize no --dir "$WORK" \
+        --loadmodule "$(realpath "$REDISBLOOM_SO")" >"$WORK/redis.log" 2>&1 &
+      SERVER_PID=$!
+      wait_port
+      filter_rows "redis-server 7.0 + RedisBloom$label, cap $cap" "$cap"
+      redis-cli -p "$PORT" SHUTDOWN NOSAVE >/dev/null 2>&1 || true
+      wait "$SERVER_PID" || true
+      SERVER_PID=""
+    done
   done
 fi
 
