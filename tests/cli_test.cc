@@ -278,6 +278,29 @@ TEST_F(CliTest, RemoveNotFoundExitsOne) {
   EXPECT_EQ(r.out, "0\n1\n");
 }
 
+TEST_F(CliTest, UnionOfBloomFilters) {
+  Create("week", "bloom");
+  Create("mon", "bloom");
+  Create("tue", "bloom");
+  Create("cf", "cuckoo");
+  ASSERT_EQ(Run({"add", "mon", "a", "b"}).code, 0);
+  ASSERT_EQ(Run({"add", "tue", "c"}).code, 0);
+  CliResult r = Run({"union", "week", "mon", "tue"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("union of 2 filter(s) into 'week'"), std::string::npos);
+  EXPECT_EQ(Run({"exists", "week", "a", "b", "c"}).out, "1\n1\n1\n");
+  // A bad source changes nothing, the good one before it included.
+  ASSERT_EQ(Run({"add", "tue", "late"}).code, 0);
+  r = Run({"union", "week", "tue", "cf"});
+  EXPECT_EQ(r.code, kExitUsage);  // InvalidArgument
+  EXPECT_NE(r.err.find("only Bloom filters can be unioned"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(Run({"exists", "week", "late"}).out, "0\n");
+  r = Run({"union", "week", "nosuch"});
+  EXPECT_NE(r.code, 0);
+  EXPECT_EQ(Run({"union", "week"}).code, kExitUsage);
+}
+
 TEST_F(CliTest, RemoveOnBloomIsNotSupported) {
   Create("b", "bloom");
   ASSERT_EQ(Run({"add", "b", "a"}).code, 0);

@@ -276,6 +276,24 @@ Deletes the filter, its checkpoints and its journal (one atomic write).
 Example:
   shardfilter drop users
 )"},
+      {"union",
+       RunUnion,
+       2,
+       kMany,
+       {},
+       R"(Usage: shardfilter union DEST SRC [SRC...]
+
+ORs the Bloom filters SRC... into the Bloom filter DEST (SF.UNION): DEST
+then answers 1 for every key added to a source. Every filter must be made
+with the same parameters (capacity, fpp, shards, seed, layout), a scaling
+source must not have grown more links than DEST, and DEST must not retain
+hashes. Every source is checked before anything changes; DEST is
+checkpointed before the command exits, so the union is durable whatever its
+durability mode. The sources are not changed.
+
+Example:
+  shardfilter union week mon tue wed
+)"},
       {"checkpoint",
        RunCheckpoint,
        0,

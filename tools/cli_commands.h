@@ -73,6 +73,7 @@ int RunExists(CommandContext& ctx);
 int RunInfo(CommandContext& ctx);
 int RunList(CommandContext& ctx);
 int RunDrop(CommandContext& ctx);
+int RunUnion(CommandContext& ctx);
 int RunCheckpoint(CommandContext& ctx);
 int RunCompact(CommandContext& ctx);
 int RunVerify(CommandContext& ctx);

@@ -221,6 +221,18 @@ int RunDrop(CommandContext& ctx) {
   return CloseStore(**db, ctx.err, code);
 }
 
+int RunUnion(CommandContext& ctx) {
+  auto db = OpenStore(ctx, OpenMode::kWriteExisting);
+  if (!db.ok()) return ReportError(ctx.err, db.status());
+  const std::vector<std::string>& p = ctx.args.positional;
+  const std::vector<std::string_view> sources(p.begin() + 1, p.end());
+  Status s = (*db)->Union(p[0], sources);
+  if (!s.ok()) return CloseStore(**db, ctx.err, ReportError(ctx.err, s));
+  ctx.out << "union of " << sources.size() << " filter(s) into '" << p[0]
+          << "' checkpointed\n";
+  return CloseStore(**db, ctx.err, kExitOk);
+}
+
 int RunCheckpoint(CommandContext& ctx) {
   auto db = OpenStore(ctx, OpenMode::kWriteExisting);
   if (!db.ok()) return ReportError(ctx.err, db.status());
