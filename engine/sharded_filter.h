@@ -300,17 +300,21 @@ class ShardedFilter {
   // when this filter retains hashes (a migration rebuilds from them and
   // would lose the union's keys), is being migrated (the migration replays
   // recorded ops into its target, and a union is none), is read-only,
-  // dropped or closed; nothing changes then. Link i's fill becomes the number of keys its bits now
-  // imply (Swamidass and Baldi's estimate, 1% up; never lower than before,
-  // never above capacity, S7), so the union grows (or, non-scaling, says
-  // Full) when it holds its capacity, and a repeated union changes nothing.
+  // dropped or closed; nothing changes then. Link i's fill becomes the
+  // number of keys its bits now imply (Swamidass and Baldi's estimate, 1%
+  // up; never lower than before, never above capacity, S7), so the union
+  // grows (or, non-scaling, says Full) once it holds its capacity, and a
+  // repeated union changes nothing. Keys beyond a link's capacity that the
+  // union itself brings stay in that link: its rate is then above its
+  // target (Stats().estimated_fpr shows it), as for any Bloom union.
   // Not journalled: the changed shards are marked dirty and the union is
   // durable once the next checkpoint commits (Database::Union takes one
   // before it returns). Safe against concurrent adds and queries on both
   // filters (the OR is under each shard's lock shared, as an add, S2: a
   // checkpoint holds a shard's whole union or none of it).
   Status UnionWith(const ShardedFilter& other);
-  // UnionWith's checks alone (OK when it would change this filter).
+  // UnionWith's checks alone: OK when UnionWith would run (nothing is
+  // changed here).
   Status CheckUnion(const ShardedFilter& other) const;
 
  private:

@@ -200,7 +200,9 @@ TEST_F(DatabaseUnionTest, TheUnionIsDurableWhenUnionReturns) {
       ASSERT_TRUE((*dest)->MayContain("s" + std::to_string(i)))
           << i << " durability " << static_cast<int>(d);
     }
-    if (d == Durability::kJournal) EXPECT_TRUE((*dest)->MayContain("after"));
+    if (d == Durability::kJournal) {
+      EXPECT_TRUE((*dest)->MayContain("after"));
+    }
   }
 }
 
@@ -259,8 +261,7 @@ TEST_F(DatabaseUnionTest, NotIntoAFilterBeingMigrated) {
   AddRange(*dest, "d", 20'000);
   AddRange(*src, "s", 1000);
   // A fold records the ops it replays into its target; a union is none.
-  ASSERT_TRUE(
-      db->StartMigration("dest", FoldedSpec(dest->spec(), 4)).ok());
+  ASSERT_TRUE(db->StartMigration("dest", FoldedSpec(dest->spec(), 4)).ok());
   const std::string_view sources[] = {"src"};
   const Status s = db->Union("dest", sources);
   // Before the migration records ops: done, and the fold copies its bits;

@@ -119,6 +119,16 @@ int CheckParts(CommandContext& ctx, Setup& s) {
   return kExitOk;
 }
 
+// SF.INFO of every part, in part order.
+Result<std::vector<Reply>> PartInfos(Setup& s) {
+  const MultiPartFilter& f = *s.filter;
+  std::vector<ClusterCommand> cmds;
+  for (uint32_t p = 0; p < f.parts(); ++p) {
+    cmds.push_back({{"SF.INFO", f.PartKey(p)}});
+  }
+  return s.client->Run(cmds);
+}
+
 // The keys of the command: positional arguments after NAME, else stdin.
 class Keys {
  public:
@@ -369,11 +379,7 @@ int RunClusterInfo(CommandContext& ctx) {
   Setup s;
   if (int rc = Open(ctx, false, &s); rc != kExitOk) return rc;
   const MultiPartFilter& f = *s.filter;
-  std::vector<ClusterCommand> cmds;
-  for (uint32_t p = 0; p < f.parts(); ++p) {
-    cmds.push_back({{"SF.INFO", f.PartKey(p)}});
-  }
-  Result<std::vector<Reply>> r = s.client->Run(cmds);
+  Result<std::vector<Reply>> r = PartInfos(s);
   if (!r.ok()) return Fail(ctx, r.status());
   uint64_t items = 0, bytes = 0, largest = 0, capacity = 0;
   for (uint32_t p = 0; p < f.parts(); ++p) {
@@ -411,11 +417,7 @@ int RunClusterDrop(CommandContext& ctx) {
   if (int rc = Open(ctx, true, &s); rc != kExitOk) return rc;
   if (int rc = CheckParts(ctx, s); rc != kExitOk) return rc;
   const MultiPartFilter& f = *s.filter;
-  std::vector<ClusterCommand> cmds;
-  for (uint32_t p = 0; p < f.parts(); ++p) {
-    cmds.push_back({{"SF.INFO", f.PartKey(p)}});
-  }
-  Result<std::vector<Reply>> r = s.client->Run(cmds);
+  Result<std::vector<Reply>> r = PartInfos(s);
   if (!r.ok()) return Fail(ctx, r.status());
   for (uint32_t p = 0; p < f.parts(); ++p) {
     if ((*r)[p].is_error()) {
@@ -425,7 +427,7 @@ int RunClusterDrop(CommandContext& ctx) {
       return kExitError;
     }
   }
-  cmds.clear();
+  std::vector<ClusterCommand> cmds;
   for (uint32_t p = 0; p < f.parts(); ++p) {
     ClusterCommand c;
     c.write = true;

@@ -125,6 +125,15 @@ void RecordShares(CommandStats* stats, std::span<const Args> requests,
   }
 }
 
+// The items of requests[begin, end) (each `CMD key item...`), in order.
+void GatherItems(std::span<const Args> requests, size_t begin, size_t end,
+                 std::vector<std::string_view>* items) {
+  items->clear();
+  for (size_t r = begin; r < end; ++r) {
+    items->insert(items->end(), requests[r].begin() + 2, requests[r].end());
+  }
+}
+
 uint64_t NanosSince(std::chrono::steady_clock::time_point start) {
   return static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -143,10 +152,7 @@ void RunQueryGroup(CommandContext& ctx, std::span<const Args> requests,
                   bloom ? FilterType::kBloom : FilterType::kCuckoo);
   RunScratch& scratch = Scratch();
   std::vector<std::string_view>& items = scratch.items;
-  items.clear();
-  for (size_t r = begin; r < end; ++r) {
-    items.insert(items.end(), requests[r].begin() + 2, requests[r].end());
-  }
+  GatherItems(requests, begin, end, &items);
   std::vector<uint8_t>& present = scratch.flags;
   present.assign(items.size(), 0);
   if (found.handle != nullptr) found.handle->MayContainMany(items, present);
@@ -187,10 +193,7 @@ bool RunGroup(CommandContext& ctx, std::span<const Args> requests, size_t begin,
   if (found.handle == nullptr) return false;
   RunScratch& scratch = Scratch();
   std::vector<std::string_view>& items = scratch.items;
-  items.clear();
-  for (size_t r = begin; r < end; ++r) {
-    items.insert(items.end(), requests[r].begin() + 2, requests[r].end());
-  }
+  GatherItems(requests, begin, end, &items);
   std::vector<Status>& statuses = scratch.statuses;
   statuses.assign(items.size(), Status::OK());
   std::vector<uint8_t>& added = scratch.flags;

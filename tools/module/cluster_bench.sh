@@ -28,25 +28,15 @@ cleanup() {
 trap cleanup EXIT INT TERM
 seq 1 "$items" | sed 's/^/item:/' > "$dir/keys"
 
-free_port() {
-  python3 -c '
-import random, socket
-while True:
-    p = random.randint(20000, 45000)
-    try:
-        for q in (p, p + 10000):
-            socket.socket().bind(("127.0.0.1", q))
-        print(p); break
-    except OSError:
-        pass'
-}
+# shellcheck source=../ports.sh
+. "$(dirname "$0")/../ports.sh"
 
 run() {  # $1: number of masters
   n=$1
   addrs=
   pids=
   for i in $(seq 1 "$n"); do
-    port=$(free_port)
+    port=$(free_cluster_port)
     mkdir -p "$dir/n$port"
     redis-server --port "$port" --bind 127.0.0.1 --save '' --dir "$dir/n$port" \
       --cluster-enabled yes --cluster-config-file nodes.conf \

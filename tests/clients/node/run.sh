@@ -43,22 +43,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-# A port p with p and its cluster bus port p + 10000 both free.
-free_cluster_port() {
-  python3 -c '
-import random, socket
-while True:
-    p = random.randint(20000, 45000)
-    try:
-        for q in (p, p + 10000):
-            socket.socket().bind(("127.0.0.1", q))
-        print(p); break
-    except OSError:
-        pass'
-}
+# shellcheck source=../../../tools/ports.sh
+. "$here/../../../tools/ports.sh"
 port=$(free_port)
 cluster_port=""
 case "$host" in
