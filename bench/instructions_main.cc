@@ -43,8 +43,19 @@ std::unique_ptr<F> Make() {
   if (!f.ok()) abort();
   return std::move(*f);
 }
+// The default layout (kAuto: split block at 1%).
 std::unique_ptr<BloomFilter> MakeBloom() {
   return Make<BloomFilter, BloomOptions>();
+}
+// The word-blocked layout (kBlocked), the default before split block.
+std::unique_ptr<BloomFilter> MakeBlockedBloom() {
+  BloomOptions o;
+  o.capacity = kCapacity;
+  o.fpp = 0.01;
+  o.layout = BloomLayout::kBlocked;
+  auto f = BloomFilter::Create(o);
+  if (!f.ok()) abort();
+  return std::move(*f);
 }
 std::unique_ptr<CuckooFilter> MakeCuckoo() {
   return Make<CuckooFilter, CuckooOptions>();
@@ -87,29 +98,33 @@ void FillHalf(F& f) {
 using namespace shardfilter;         // NOLINT: a benchmark program
 using namespace shardfilter::bench;  // NOLINT
 
-// The counted loops: one per scenario, never inlined, named for
+// The counted loops: one per scenario, never inlined nor cloned (a
+// constprop clone would escape --toggle-collect), named for
 // --toggle-collect.
 extern "C" {
-__attribute__((noinline)) void sf_ic_bloom_query(const BloomFilter& f) {
+__attribute__((noinline, noclone)) void sf_ic_bloom_query(
+    const BloomFilter& f) {
   QueryLoop(f);
 }
-__attribute__((noinline)) void sf_ic_bloom_query_kernel(const BloomFilter& f,
-                                                        const uint64_t* h) {
+__attribute__((noinline, noclone)) void sf_ic_bloom_query_kernel(
+    const BloomFilter& f, const uint64_t* h) {
   uint64_t hits = 0;
   for (uint64_t i = 0; i < kOps; ++i) hits += f.MayContainHashInline(h[i]);
   g_sink = hits;
 }
-__attribute__((noinline)) void sf_ic_cuckoo_query(const CuckooFilter& f) {
+__attribute__((noinline, noclone)) void sf_ic_cuckoo_query(
+    const CuckooFilter& f) {
   QueryLoop(f);
 }
-__attribute__((noinline)) void sf_ic_counting_query(
+__attribute__((noinline, noclone)) void sf_ic_counting_query(
     const CountingBloomFilter& f) {
   QueryLoop(f);
 }
-__attribute__((noinline)) void sf_ic_handle_query(const ShardedFilter& f) {
+__attribute__((noinline, noclone)) void sf_ic_handle_query(
+    const ShardedFilter& f) {
   QueryLoop(f);
 }
-__attribute__((noinline)) void sf_ic_raw_add(Filter& f) {
+__attribute__((noinline, noclone)) void sf_ic_raw_add(Filter& f) {
   uint64_t ok = 0;
   for (uint64_t i = 0; i < kOps; ++i) {
     const uint64_t k = PresentKey(i);
@@ -117,7 +132,7 @@ __attribute__((noinline)) void sf_ic_raw_add(Filter& f) {
   }
   g_sink = ok;
 }
-__attribute__((noinline)) void sf_ic_handle_add(ShardedFilter& f) {
+__attribute__((noinline, noclone)) void sf_ic_handle_add(ShardedFilter& f) {
   uint64_t ok = 0;
   for (uint64_t i = 0; i < kOps; ++i) {
     const uint64_t k = PresentKey(i);
@@ -145,6 +160,21 @@ const Scenario kScenarios[] = {
     {"bloom_query_kernel", "sf_ic_bloom_query_kernel",
      [] {
        auto f = MakeBloom();
+       FillHalf(*f);
+       std::unique_ptr<uint64_t[]> h(new uint64_t[kOps]);
+       for (uint64_t i = 0; i < kOps; ++i)
+         h[i] = f->Hash(KeyBytes(AbsentKey(i)));
+       sf_ic_bloom_query_kernel(*f, h.get());
+     }},
+    {"blocked_bloom_query", "sf_ic_bloom_query",
+     [] {
+       auto f = MakeBlockedBloom();
+       FillHalf(*f);
+       sf_ic_bloom_query(*f);
+     }},
+    {"blocked_bloom_query_kernel", "sf_ic_bloom_query_kernel",
+     [] {
+       auto f = MakeBlockedBloom();
        FillHalf(*f);
        std::unique_ptr<uint64_t[]> h(new uint64_t[kOps]);
        for (uint64_t i = 0; i < kOps; ++i)
@@ -179,6 +209,8 @@ const Scenario kScenarios[] = {
     SF_HANDLE_QUERY("cuckoo_16", FilterType::kCuckoo, 16),
 #undef SF_HANDLE_QUERY
     {"bloom_add", "sf_ic_raw_add", [] { sf_ic_raw_add(*MakeBloom()); }},
+    {"blocked_bloom_add", "sf_ic_raw_add",
+     [] { sf_ic_raw_add(*MakeBlockedBloom()); }},
     {"counting_add", "sf_ic_raw_add", [] { sf_ic_raw_add(*MakeCounting()); }},
     {"cuckoo_add", "sf_ic_raw_add", [] { sf_ic_raw_add(*MakeCuckoo()); }},
 #define SF_HANDLE_ADD(label, type, shards)        \

@@ -27,9 +27,10 @@ std::string Mismatch(const FilterSpec& spec, const Filter& link) {
   // follow the type, as everywhere else.
   if (link.type() == FilterType::kBloom) {
     const auto* b = static_cast<const BloomFilter*>(&link);
-    const BloomLayout want =
-        spec.classic_layout ? BloomLayout::kClassic : BloomLayout::kBlocked;
-    if (b->layout() != want) return "layout";
+    if (spec.layout == BloomLayout::kAuto ? b->layout() == BloomLayout::kClassic
+                                          : b->layout() != spec.layout) {
+      return "layout";
+    }
     if (spec.k != 0 && b->k() != spec.k) return "k";
   } else if (link.type() == FilterType::kCuckoo) {
     const auto* c = static_cast<const CuckooFilter*>(&link);

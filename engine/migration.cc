@@ -114,7 +114,7 @@ Status CheckFold(const FilterSpec& source, const FilterSpec& target,
         "determine its home bucket in a table of another size, and a counting "
         "filter's counters cannot be split)");
   }
-  if (source.classic_layout) {
+  if (source.layout == BloomLayout::kClassic) {
     return Status::InvalidArgument(
         "a classic-layout Bloom filter does not fold (its key's bits span the "
         "whole table)");

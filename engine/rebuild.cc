@@ -42,7 +42,7 @@ Result<std::unique_ptr<ShardedFilter>> Database::FoldedCopy(
   const FilterSpec& from = src.spec();
   FilterSpec target = FoldedSpec(from, factor);
   target.retain_hashes = false;
-  if (from.type != FilterType::kBloom || from.classic_layout) {
+  if (from.type != FilterType::kBloom || from.layout == BloomLayout::kClassic) {
     return Status::InvalidArgument(
         "fold " + DescribeName(name) +
         ": only blocked-layout Bloom filters fold (a cuckoo fingerprint's "

@@ -98,9 +98,12 @@ struct FilterSpec {
   uint64_t seed = kDefaultSeed;
   // Per-filter durability; nullopt = the Database's default.
   std::optional<Durability> durability;
-  // Bloom only: classic layout (k bits over the whole array) instead of the
-  // default cache-line-blocked layout.
-  bool classic_layout = false;
+  // Bloom only: the bit layout of every link (filters/bloom_filter.h).
+  // kAuto (default) resolves per link, from that link's capacity and rate:
+  // split block near 1%, blocked where split block would cost more than 5%
+  // more memory (a scalable filter's later links, at halved rates, may so
+  // use another layout than its first). Other types: kAuto only.
+  BloomLayout layout = BloomLayout::kAuto;
   // Bloom / counting: slots per key; 0 = optimal for fpp.
   uint32_t k = 0;
   // Cuckoo: 8, 12 or 16; 0 = chosen from fpp.

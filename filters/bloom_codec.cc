@@ -11,8 +11,14 @@
 namespace shardfilter {
 namespace {
 
-constexpr uint8_t kBloomFormatVersion = 1;
-// Params of version 1, byte by byte in docs/format-bloom.md.
+// Version 1: layouts 1 (blocked) and 2 (classic). Version 2 (same params)
+// adds layout 3 (split block); only split-block filters are written as
+// version 2, so every other filter's bytes are what version 1 wrote, and a
+// reader that knows version 1 only refuses a split-block filter as a future
+// version (NotSupported) rather than as corrupt.
+constexpr uint8_t kBloomFormatVersion = 2;
+constexpr uint8_t kBloomFormatVersionBeforeSplit = 1;
+// Params of versions 1 and 2, byte by byte in docs/format-bloom.md.
 constexpr size_t kBloomParamsSize = 44;
 
 }  // namespace
@@ -29,8 +35,11 @@ std::string BloomFilter::Serialize() const {
   internal::PutU64(&params, items());
   std::string out;
   const uint64_t body_len = num_bits_ / 8;
-  BeginEnvelope(FilterType::kBloom, kBloomFormatVersion, params, body_len,
-                &out);
+  BeginEnvelope(FilterType::kBloom,
+                layout_ == BloomLayout::kSplitBlock
+                    ? kBloomFormatVersion
+                    : kBloomFormatVersionBeforeSplit,
+                params, body_len, &out);
   const size_t pos = out.size();
   out.resize(pos + body_len);
   table_.WriteLittleEndian(out.data() + pos);
@@ -60,23 +69,33 @@ Result<std::unique_ptr<BloomFilter>> BloomFilter::Deserialize(
   (void)r.ReadF64(&fpp);
   (void)r.ReadU64(&num_bits);
   (void)r.ReadU64(&items);
-  if (layout != static_cast<uint8_t>(BloomLayout::kBlocked) &&
-      layout != static_cast<uint8_t>(BloomLayout::kClassic)) {
-    return corrupt("unknown layout " + std::to_string(layout));
+  const bool split = layout == static_cast<uint8_t>(BloomLayout::kSplitBlock);
+  // Canonical: version 2 holds split-block filters only, version 1 never.
+  if ((layout != static_cast<uint8_t>(BloomLayout::kBlocked) &&
+       layout != static_cast<uint8_t>(BloomLayout::kClassic) && !split) ||
+      split != (env.version == kBloomFormatVersion)) {
+    return corrupt("layout " + std::to_string(layout) + " in version " +
+                   std::to_string(env.version));
   }
   if (k < kMinHashFunctions || k > kMaxHashFunctions) {
     return corrupt("k = " + std::to_string(k) + " is outside 1..32");
   }
+  if (split && k != internal::kSplitK) {
+    return corrupt("k = " + std::to_string(k) +
+                   " in the split-block layout (always 8)");
+  }
   if (reserved != 0) return corrupt("reserved params field is not zero");
   if (capacity == 0) return corrupt("capacity is 0");
   if (!(fpp > 0.0) || !(fpp < 1.0)) return corrupt("fpp outside (0, 1)");
-  const uint64_t granule = layout == 1 ? internal::kBlockBits : 64;
+  const uint64_t granule = layout == 1 ? internal::kBlockBits
+                           : split     ? internal::kSplitBlockBits
+                                       : 64;
   if (num_bits == 0 || num_bits % granule != 0) {
     return corrupt("bit count " + std::to_string(num_bits) +
                    " is not a positive multiple of " + std::to_string(granule));
   }
   if (num_bits / 8 > internal::kMaxDeserializedTableBytes ||
-      (layout == 1 && num_bits / internal::kBlockBits > internal::kMaxBlocks)) {
+      (layout != 2 && num_bits / granule > internal::kMaxBlocks)) {
     return corrupt("bit count " + std::to_string(num_bits) + " is too large");
   }
   if (env.body.size() != num_bits / 8) {

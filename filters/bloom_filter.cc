@@ -73,6 +73,38 @@ BlockedFill MeasureBlockedFill(const std::atomic<uint64_t>* words,
   return fill;
 }
 
+// Fill statistics of the split-block layout, exact for its hash model: a
+// foreign key hits a block with probability prod over lanes of
+// (pop(lane) / 32); every key of a block set one bit in each of its lanes,
+// so each lane estimates the block's keys (-32 ln(1 - c / 32)), and the
+// lanes' mean is the estimate.
+BlockedFill MeasureSplitFill(const std::atomic<uint64_t>* words,
+                             uint64_t num_blocks) {
+  std::array<double, 33> keys_for;
+  for (uint32_t c = 0; c <= 32; ++c) {
+    keys_for[c] = EstimateCardinality(32, c, 1);
+  }
+  BlockedFill fill;
+  for (uint64_t b = 0; b < num_blocks; ++b) {
+    double hit = 1, keys = 0;
+    for (uint32_t w = 0; w < internal::kSplitBlockWords; ++w) {
+      const uint64_t v = words[b * internal::kSplitBlockWords + w].load(
+          std::memory_order_relaxed);
+      for (const uint32_t lane :
+           {static_cast<uint32_t>(v), static_cast<uint32_t>(v >> 32)}) {
+        const int c = std::popcount(lane);
+        fill.set += c;
+        hit *= c / 32.0;
+        keys += keys_for[c];
+      }
+    }
+    fill.fpr += hit;
+    fill.cardinality += keys / internal::kSplitLanes;
+  }
+  if (num_blocks > 0) fill.fpr /= static_cast<double>(num_blocks);
+  return fill;
+}
+
 }  // namespace
 
 BloomFilter::BloomFilter(BloomLayout layout, uint32_t k, uint64_t seed,
@@ -83,8 +115,44 @@ BloomFilter::BloomFilter(BloomLayout layout, uint32_t k, uint64_t seed,
       capacity_(capacity),
       fpp_(fpp),
       num_bits_(num_bits),
-      num_blocks_(num_bits / internal::kBlockBits),
+      num_blocks_(layout == BloomLayout::kSplitBlock
+                      ? num_bits / internal::kSplitBlockBits
+                      : num_bits / internal::kBlockBits),
+      block_words_(layout == BloomLayout::kSplitBlock
+                       ? internal::kSplitBlockWords
+                   : layout == BloomLayout::kBlocked ? internal::kBlockWords
+                                                     : 1),
       blocked_(internal::BlockedOpsFor(k)) {}
+
+namespace {
+
+// Foldable sizes (BloomFilter::Fold): a block count rounded up to a
+// multiple of the largest power of two g <= min(64, blocks / 256), so a
+// filter can later be folded by any factor up to g; it costs at most 1/256
+// = 0.4% more memory, within the budget only.
+uint64_t FoldableBlocks(uint64_t blocks, uint64_t block_bytes,
+                        uint64_t max_bytes) {
+  uint64_t g = 1;
+  while (g < 64 && g * 2 * 256 <= blocks) g *= 2;
+  const uint64_t rounded = (blocks + g - 1) / g * g;
+  return rounded * block_bytes <= max_bytes ? rounded : blocks;
+}
+
+}  // namespace
+
+BloomLayout ResolveBloomLayout(uint64_t capacity, double fpp, uint32_t k,
+                               uint64_t max_bytes) {
+  if (k != 0 && k != internal::kSplitK) return BloomLayout::kBlocked;
+  auto split = SplitBlockBloomSizing(capacity, fpp, max_bytes);
+  if (!split.ok()) return BloomLayout::kBlocked;
+  auto word = WordBlockedBloomSizing(capacity, fpp, k, UINT64_MAX);
+  if (!word.ok()) return BloomLayout::kSplitBlock;
+  // Bytes: 32 per split block, 64 per word-blocked block.
+  return static_cast<double>(split->blocks) * 32 <=
+                 1.05 * static_cast<double>(word->blocks) * 64
+             ? BloomLayout::kSplitBlock
+             : BloomLayout::kBlocked;
+}
 
 Result<BloomFilter::Shape> BloomFilter::Plan(const BloomOptions& options) {
   SF_RETURN_IF_ERROR(ValidateCapacityAndFpp(options.capacity, options.fpp));
@@ -96,25 +164,39 @@ Result<BloomFilter::Shape> BloomFilter::Plan(const BloomOptions& options) {
   const double p = options.fpp;
   uint64_t num_bits = 0;
   uint32_t k = options.k;
-  if (options.layout == BloomLayout::kBlocked) {
+  const BloomLayout layout =
+      options.layout == BloomLayout::kAuto
+          ? ResolveBloomLayout(n, p, k, options.max_bytes)
+          : options.layout;
+  if (layout == BloomLayout::kSplitBlock) {
+    if (k != 0 && k != internal::kSplitK) {
+      return Status::InvalidArgument(
+          "the split-block Bloom layout sets 8 bits per key; k = " +
+          std::to_string(k) + " needs the blocked or classic layout");
+    }
+    SF_ASSIGN_OR_RETURN(BlockedSizing s,
+                        SplitBlockBloomSizing(n, p, options.max_bytes));
+    if (s.blocks > internal::kMaxBlocks) {
+      return Status::InvalidArgument(
+          "split-block Bloom filter would need more than 2^32 blocks (128 "
+          "GiB)");
+    }
+    num_bits = FoldableBlocks(s.blocks, internal::kSplitBlockBytes,
+                              options.max_bytes) *
+               internal::kSplitBlockBits;
+    k = internal::kSplitK;
+  } else if (layout == BloomLayout::kBlocked) {
     SF_ASSIGN_OR_RETURN(BlockedSizing s,
                         WordBlockedBloomSizing(n, p, k, options.max_bytes));
     if (s.blocks > internal::kMaxBlocks) {
       return Status::InvalidArgument(
           "blocked Bloom filter would need more than 2^32 blocks (256 GiB)");
     }
-    // Foldable sizes (Fold): the block count is rounded up to a multiple
-    // of the largest power of two g <= min(64, blocks / 256), so a filter
-    // can later be folded by any factor up to g; it costs at most
-    // 1/256 = 0.4% more memory, within the budget only.
-    uint64_t blocks = s.blocks;
-    uint64_t g = 1;
-    while (g < 64 && g * 2 * 256 <= blocks) g *= 2;
-    const uint64_t rounded = (blocks + g - 1) / g * g;
-    if (rounded * 64 <= options.max_bytes) blocks = rounded;
-    num_bits = blocks * internal::kBlockBits;
+    num_bits =
+        FoldableBlocks(s.blocks, internal::kBlockBytes, options.max_bytes) *
+        internal::kBlockBits;
     k = s.k;
-  } else if (options.layout == BloomLayout::kClassic) {
+  } else if (layout == BloomLayout::kClassic) {
     SF_ASSIGN_OR_RETURN(uint64_t m0, ClassicBloomBits(n, p));
     if (k == 0) k = OptimalHashFunctions(m0, n);
     // With k rounded (or forced), m0 may miss p; size for this k instead.
@@ -135,7 +217,7 @@ Result<BloomFilter::Shape> BloomFilter::Plan(const BloomOptions& options) {
         "unknown Bloom layout " +
         std::to_string(static_cast<int>(options.layout)));
   }
-  return Shape{k, num_bits};
+  return Shape{layout, k, num_bits};
 }
 
 Result<uint64_t> BloomFilter::TableBytes(const BloomOptions& options) {
@@ -147,7 +229,7 @@ Result<std::unique_ptr<BloomFilter>> BloomFilter::Create(
     const BloomOptions& options) {
   SF_ASSIGN_OR_RETURN(Shape shape, Plan(options));
   const uint64_t num_bits = shape.num_bits;
-  std::unique_ptr<BloomFilter> f(new BloomFilter(options.layout, shape.k,
+  std::unique_ptr<BloomFilter> f(new BloomFilter(shape.layout, shape.k,
                                                  options.seed, options.capacity,
                                                  options.fpp, num_bits));
   if (!f->table_.Allocate(num_bits / 64)) {
@@ -177,11 +259,13 @@ uint32_t BloomFilter::CountHash(uint64_t hash) const {
 }
 
 void BloomFilter::Prefetch(uint64_t h, bool write) const {
-  if (layout_ == BloomLayout::kBlocked) {
+  if (layout_ != BloomLayout::kClassic) {
+    const void* line =
+        layout_ == BloomLayout::kSplitBlock ? SplitBlock(h) : Block(h);
     if (write) {
-      internal::PrefetchWrite(Block(h));
+      internal::PrefetchWrite(line);
     } else {
-      internal::PrefetchRead(Block(h));
+      internal::PrefetchRead(line);
     }
   } else {
     internal::ClassicPrefetch(table_.data(), num_bits_, h, k_);
@@ -264,9 +348,9 @@ Result<std::unique_ptr<BloomFilter>> BloomFilter::Fold(
   if (new_capacity == 0) {
     return Status::InvalidArgument("folded capacity is 0");
   }
-  if (layout_ != BloomLayout::kBlocked) {
+  if (layout_ == BloomLayout::kClassic) {
     return Status::NotSupported(
-        "only the blocked layout folds (a classic filter spreads a key's "
+        "only the blocked layouts fold (a classic filter spreads a key's "
         "bits over the whole table)");
   }
   if (num_blocks_ % factor != 0) {
@@ -275,22 +359,20 @@ Result<std::unique_ptr<BloomFilter>> BloomFilter::Fold(
                                 ": the factor must divide the block count");
   }
   const uint64_t new_blocks = num_blocks_ / factor;
-  std::unique_ptr<BloomFilter> f(
-      new BloomFilter(layout_, k_, seed_, new_capacity, fpp_,
-                      new_blocks * internal::kBlockBits));
-  if (!f->table_.Allocate(new_blocks * internal::kBlockWords)) {
+  const uint32_t bw = block_words_;
+  std::unique_ptr<BloomFilter> f(new BloomFilter(
+      layout_, k_, seed_, new_capacity, fpp_, new_blocks * bw * 64));
+  if (!f->table_.Allocate(new_blocks * bw)) {
     return Status::ResourceExhausted(
-        "cannot allocate " + std::to_string(new_blocks * 64) + " bytes");
+        "cannot allocate " + std::to_string(new_blocks * bw * 8) + " bytes");
   }
   for (uint64_t j = 0; j < new_blocks; ++j) {
-    for (uint32_t w = 0; w < internal::kBlockWords; ++w) {
+    for (uint32_t w = 0; w < bw; ++w) {
       uint64_t v = 0;
       for (uint32_t i = 0; i < factor; ++i) {
-        v |= table_[(j * factor + i) * internal::kBlockWords + w].load(
-            std::memory_order_relaxed);
+        v |= table_[(j * factor + i) * bw + w].load(std::memory_order_relaxed);
       }
-      f->table_[j * internal::kBlockWords + w].store(v,
-                                                     std::memory_order_relaxed);
+      f->table_[j * bw + w].store(v, std::memory_order_relaxed);
     }
   }
   // Distinct keys are unchanged by folding; the statistic carries over.
@@ -299,19 +381,20 @@ Result<std::unique_ptr<BloomFilter>> BloomFilter::Fold(
 }
 
 uint64_t BloomFilter::MissingFoldedBits(const BloomFilter& source) const {
-  if (layout_ != BloomLayout::kBlocked || source.layout_ != layout_ ||
+  if (layout_ == BloomLayout::kClassic || source.layout_ != layout_ ||
       source.k_ != k_ || source.seed_ != seed_ || num_blocks_ == 0 ||
       source.num_blocks_ % num_blocks_ != 0) {
     return UINT64_MAX;
   }
   const uint64_t factor = source.num_blocks_ / num_blocks_;
   uint64_t missing = 0;
+  const uint32_t bw = block_words_;
   for (uint64_t b = 0; b < source.num_blocks_; ++b) {
-    for (uint32_t w = 0; w < internal::kBlockWords; ++w) {
-      const uint64_t v = source.table_[b * internal::kBlockWords + w].load(
-          std::memory_order_relaxed);
-      const uint64_t t = table_[(b / factor) * internal::kBlockWords + w].load(
-          std::memory_order_relaxed);
+    for (uint32_t w = 0; w < bw; ++w) {
+      const uint64_t v =
+          source.table_[b * bw + w].load(std::memory_order_relaxed);
+      const uint64_t t =
+          table_[(b / factor) * bw + w].load(std::memory_order_relaxed);
       missing += static_cast<uint64_t>(std::popcount(v & ~t));
     }
   }
@@ -329,7 +412,12 @@ FilterStats BloomFilter::Stats() const {
   s.items = items();
   s.bits_per_item = static_cast<double>(num_bits_) / capacity_;
   uint64_t set = 0;
-  if (layout_ == BloomLayout::kBlocked) {
+  if (layout_ == BloomLayout::kSplitBlock) {
+    const BlockedFill fill = MeasureSplitFill(table_.data(), num_blocks_);
+    set = fill.set;
+    s.estimated_fpr = fill.fpr;
+    s.estimated_cardinality = fill.cardinality;
+  } else if (layout_ == BloomLayout::kBlocked) {
     const BlockedFill fill = MeasureBlockedFill(table_.data(), num_blocks_, k_);
     set = fill.set;
     s.estimated_fpr = fill.fpr;

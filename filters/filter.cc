@@ -32,4 +32,28 @@ Result<FilterType> ParseFilterType(std::string_view name) {
                                  "\" (expected bloom, counting or cuckoo)");
 }
 
+const char* BloomLayoutName(BloomLayout layout) {
+  switch (layout) {
+    case BloomLayout::kAuto:
+      return "auto";
+    case BloomLayout::kBlocked:
+      return "blocked";
+    case BloomLayout::kClassic:
+      return "classic";
+    case BloomLayout::kSplitBlock:
+      return "split";
+  }
+  return "unknown";
+}
+
+Result<BloomLayout> ParseBloomLayout(std::string_view name) {
+  for (BloomLayout l : {BloomLayout::kAuto, BloomLayout::kBlocked,
+                        BloomLayout::kClassic, BloomLayout::kSplitBlock}) {
+    if (name == BloomLayoutName(l)) return l;
+  }
+  return Status::InvalidArgument(
+      "unknown Bloom layout \"" + std::string(name) +
+      "\" (expected auto, split, blocked or classic)");
+}
+
 }  // namespace shardfilter

@@ -125,18 +125,32 @@ class Filter {
 // sizing and decoding a filter of any type. The engine builds its links
 // and the CLI its experiments through these.
 
+// Bloom filters' bit layouts (filters/bloom_filter.h says what each costs).
+// Stored in the format: values never change meaning. kAuto is a request
+// only (BloomOptions, FilterSpec): a filter's layout() is never kAuto.
+enum class BloomLayout : uint8_t {
+  kAuto = 0,
+  kBlocked = 1,
+  kClassic = 2,
+  kSplitBlock = 3
+};
+// "auto", "blocked", "classic", "split"; "unknown" for anything else.
+const char* BloomLayoutName(BloomLayout layout);
+// Parses the names above. InvalidArgument for anything else.
+Result<BloomLayout> ParseBloomLayout(std::string_view name);
+
 // Parameters of a filter of any type; each type ignores the others'.
 struct FilterParams {
   FilterType type = FilterType::kBloom;
   uint64_t capacity = 0;
   double fpp = 0.01;
   uint64_t seed = kDefaultSeed;
-  uint64_t max_bytes = 64ULL << 30;  // as the types' options (sizing.h)
-  uint32_t k = 0;                    // Bloom, counting: 0 = from fpp
-  bool classic_layout = false;       // Bloom: one hash per bit, no blocks
-  uint32_t fingerprint_bits = 0;     // cuckoo: 0 = from fpp
-  uint32_t bucket_size = 0;          // cuckoo: 0 = the type's default
-  uint32_t max_kicks = 0;            // cuckoo: 0 = the type's default
+  uint64_t max_bytes = 64ULL << 30;         // as the types' options (sizing.h)
+  uint32_t k = 0;                           // Bloom, counting: 0 = from fpp
+  BloomLayout layout = BloomLayout::kAuto;  // Bloom: bloom_filter.h
+  uint32_t fingerprint_bits = 0;            // cuckoo: 0 = from fpp
+  uint32_t bucket_size = 0;                 // cuckoo: 0 = the type's default
+  uint32_t max_kicks = 0;                   // cuckoo: 0 = the type's default
 };
 
 // An empty filter: the type's Create and its errors.

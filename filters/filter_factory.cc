@@ -21,7 +21,7 @@ BloomOptions ToBloom(const FilterParams& p) {
   BloomOptions o;
   o.capacity = p.capacity;
   o.fpp = p.fpp;
-  o.layout = p.classic_layout ? BloomLayout::kClassic : BloomLayout::kBlocked;
+  o.layout = p.layout;
   o.k = p.k;
   o.seed = p.seed;
   o.max_bytes = p.max_bytes;

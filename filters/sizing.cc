@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace shardfilter {
@@ -324,6 +325,53 @@ Result<BlockedSizing> WordBlockedBloomSizing(uint64_t n, double p, uint32_t k,
           },
           max_bytes));
   best.expected_fpr = WordBlockedFpr(best.blocks, n, best.k);
+  return best;
+}
+
+double SplitBlockFpr(uint64_t blocks, uint64_t n) {
+  if (n == 0) return 0.0;
+  if (blocks == 0) return 1.0;
+  const double lambda = static_cast<double>(n) / static_cast<double>(blocks);
+  const double log_lambda = std::log(lambda);
+  const double log_empty = std::log1p(-1.0 / 32);  // a lane misses a key
+  auto term = [&](uint64_t j) {
+    const double w = std::exp(static_cast<double>(j) * log_lambda - lambda -
+                              LogFactorial(j));
+    return std::pair{w, w * std::pow(-std::expm1(log_empty * j), 8)};
+  };
+  // Sum the Poisson mixture outward from the mode until terms vanish.
+  const uint64_t mode = static_cast<uint64_t>(lambda);
+  double total = 0;
+  for (uint64_t j = mode;; ++j) {
+    const auto [w, t] = term(j);
+    total += t;
+    if (j > mode + 10 && w < 1e-18) break;
+  }
+  for (uint64_t j = mode; j-- > 0;) {
+    const auto [w, t] = term(j);
+    total += t;
+    if (j + 10 < mode && w < 1e-18) break;
+  }
+  return std::min(total, 1.0);
+}
+
+Result<BlockedSizing> SplitBlockBloomSizing(uint64_t n, double p,
+                                            uint64_t max_bytes) {
+  SF_RETURN_IF_ERROR(ValidateCapacityAndFpp(n, p));
+  const uint64_t max_blocks = std::max<uint64_t>(1, max_bytes / 32);
+  SF_ASSIGN_OR_RETURN(uint64_t classic_bits, ClassicBloomBits(n, p));
+  const uint64_t start =
+      std::clamp<uint64_t>(classic_bits / 256, 1, max_blocks);
+  SF_ASSIGN_OR_RETURN(BlockedSizing best,
+                      SizeBlocked(
+                          n, p, kSplitBlockK,
+                          [&](uint32_t) {
+                            return LeastBlocks(
+                                [&](uint64_t b) { return SplitBlockFpr(b, n); },
+                                p, start, max_blocks);
+                          },
+                          max_bytes));
+  best.expected_fpr = SplitBlockFpr(best.blocks, n);
   return best;
 }
 

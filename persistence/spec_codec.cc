@@ -12,9 +12,24 @@ SpecHead EncodeSpecHead(const StoredSpec& s, const SpecRules& rules) {
   SpecHead h;
   h.type = static_cast<uint8_t>(s.type);
   h.durability = s.durability;
+  uint8_t layout = 0;  // kBlocked, and every type but Bloom
+  if (s.type == FilterType::kBloom) {
+    switch (s.layout) {
+      case BloomLayout::kClassic:
+        layout = kSpecFlagClassic;
+        break;
+      case BloomLayout::kAuto:
+        layout = kSpecFlagAutoLayout;
+        break;
+      case BloomLayout::kSplitBlock:
+        layout = kSpecFlagSplitLayout;
+        break;
+      case BloomLayout::kBlocked:
+        break;
+    }
+  }
   h.flags =
-      static_cast<uint8_t>((s.classic_layout ? kSpecFlagClassic : 0) |
-                           (s.scalable ? kSpecFlagScalable : 0) |
+      static_cast<uint8_t>(layout | (s.scalable ? kSpecFlagScalable : 0) |
                            (s.retain_hashes ? kSpecFlagRetainHashes : 0)) &
       rules.allowed_flags;
   h.expansion = static_cast<uint8_t>(s.expansion);
@@ -71,7 +86,31 @@ Status DecodeSpecHead(const SpecHead& head, const SpecRules& rules,
   if (s->capacity == 0) return Status::Corruption(w + ": capacity 0");
   s->type = static_cast<FilterType>(head.type);
   s->durability = head.durability;
-  s->classic_layout = (head.flags & kSpecFlagClassic) != 0;
+  switch (head.flags & kSpecLayoutFlags) {
+    case 0:
+      s->layout = head.type == static_cast<uint8_t>(FilterType::kBloom)
+                      ? BloomLayout::kBlocked
+                      : BloomLayout::kAuto;
+      break;
+    case kSpecFlagClassic:
+      s->layout = BloomLayout::kClassic;
+      break;
+    case kSpecFlagAutoLayout:
+      s->layout = BloomLayout::kAuto;
+      break;
+    case kSpecFlagSplitLayout:
+      s->layout = BloomLayout::kSplitBlock;
+      break;
+    default:
+      return Status::Corruption(w + ": more than one Bloom layout in flags " +
+                                std::to_string(head.flags));
+  }
+  if (s->layout != BloomLayout::kAuto &&
+      head.type != static_cast<uint8_t>(FilterType::kBloom)) {
+    return Status::Corruption(
+        w + ": a Bloom layout flag on a " +
+        FilterTypeName(static_cast<FilterType>(head.type)) + " filter");
+  }
   s->scalable = (head.flags & kSpecFlagScalable) != 0;
   s->retain_hashes = (head.flags & kSpecFlagRetainHashes) != 0;
   s->expansion = head.expansion;

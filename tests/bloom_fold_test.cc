@@ -57,6 +57,25 @@ TEST(BloomFold, FoldedFilterKeepsEveryKeyAtTheSameRate) {
   }
 }
 
+TEST(BloomFold, SplitBlockFoldsToo) {
+  auto big = Make(400'000, 0.01, BloomLayout::kSplitBlock);
+  ASSERT_NE(big, nullptr);
+  ASSERT_EQ(big->layout(), BloomLayout::kSplitBlock);
+  const uint64_t n = 100'000;
+  for (uint64_t i = 0; i < n; ++i) big->Add("key-" + std::to_string(i));
+  auto folded = big->Fold(4, n);
+  ASSERT_TRUE(folded.ok()) << folded.status().ToString();
+  EXPECT_EQ((*folded)->layout(), BloomLayout::kSplitBlock);
+  EXPECT_EQ((*folded)->num_bits() * 4, big->num_bits());
+  for (uint64_t i = 0; i < n; ++i) {
+    ASSERT_TRUE((*folded)->MayContain("key-" + std::to_string(i))) << i;
+  }
+  EXPECT_EQ((*folded)->MissingFoldedBits(*big), 0u);
+  const double fpr = Fpr(**folded, 200'000);
+  EXPECT_LE(fpr, 0.01 * 1.2) << fpr;
+  EXPECT_GE(fpr, 0.01 * 0.7) << fpr;
+}
+
 TEST(BloomFold, VerificationSeesAMissingBit) {
   auto big = Make(100'000, 0.01);
   for (int i = 0; i < 1000; ++i) big->Add("key-" + std::to_string(i));

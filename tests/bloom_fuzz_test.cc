@@ -107,6 +107,17 @@ TEST(BloomFuzz, BlockedDecoder) {
       1, 20'000);
 }
 
+TEST(BloomFuzz, SplitBlockDecoder) {
+  Fuzz<BloomFilter>(
+      [] {
+        auto f = BloomFilter::Create(
+            {.capacity = 20, .fpp = 0.05, .layout = BloomLayout::kSplitBlock});
+        for (int i = 0; i < 20; ++i) (*f)->Add(std::to_string(i));
+        return (*f)->Serialize();
+      },
+      4, 20'000);
+}
+
 TEST(BloomFuzz, ClassicDecoder) {
   Fuzz<BloomFilter>(
       [] {

@@ -103,7 +103,8 @@ TEST_P(BloomStressTest, ConcurrentAddsAndQueriesLoseNothing) {
 
 INSTANTIATE_TEST_SUITE_P(
     Threads, BloomStressTest,
-    ::testing::Combine(::testing::Values(BloomLayout::kBlocked,
+    ::testing::Combine(::testing::Values(BloomLayout::kSplitBlock,
+                                         BloomLayout::kBlocked,
                                          BloomLayout::kClassic),
                        ::testing::Values(2, 4, 8)));
 

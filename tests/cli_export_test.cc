@@ -156,7 +156,7 @@ TEST_F(CliExportTest, ShardThatDoesNotMatchTheHeaderIsCorruption) {
   ASSERT_EQ(Run({"--db", Db("a"), "export", "f", Path("f.sfex")}).code, 0);
   std::string bytes = ReadFile(Path("f.sfex"));
   // Header says classic layout; the shard is blocked. Re-seal the checksum.
-  bytes[9] |= 1;
+  bytes[9] = static_cast<char>((bytes[9] & ~0x18) | 1);  // layout: classic
   uint64_t sum = Checksum64(bytes.data(), bytes.size() - 8);
   for (int i = 0; i < 8; ++i)
     bytes[bytes.size() - 8 + i] = char(sum >> (8 * i));

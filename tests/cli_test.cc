@@ -458,7 +458,7 @@ TEST_F(CliTest, UsageErrorsExitTwoAndChangeNothing) {
       {create_with({"--fpp", "0.1", "--fingerprint-bits", "16"}),
        "applies to cuckoo filters only"},
       {create_with({"--fpp", "0.1", "--layout", "diagonal"}),
-       "not blocked or classic"},
+       "not auto, split, blocked or classic"},
       {{"create", "f", "--type", "cuckoo", "--fpp", "0.1", "--capacity", "9",
         "--layout", "classic"},
        "applies to bloom filters only"},

@@ -115,8 +115,9 @@ TEST(ExpansionDescriptorTest, ScalableAndExpansionRoundTripStrictly) {
                     .IsCorruption())
         << int{e};
   }
-  // Flags bits 0-2 are classic, scalable, retain_hashes; the rest unknown.
-  EXPECT_TRUE(persistence::DecodeDescriptor(reframe(v, 2, 8), "f")
+  // Flags bits 0-4 are classic, scalable, retain_hashes, auto and split
+  // layouts; the rest unknown.
+  EXPECT_TRUE(persistence::DecodeDescriptor(reframe(v, 2, 32), "f")
                   .status()
                   .IsCorruption());
   auto retained = persistence::DecodeDescriptor(reframe(v, 2, 4), "f");

@@ -153,8 +153,11 @@ Flags:
                         acknowledged write survives kill -9; default) or
                         sync (survives power loss).
   --k K                 bloom, counting: hash probes per key (default: optimal).
-  --layout L            bloom: blocked (default, one cache line per key) or
-                        classic.
+  --layout L            bloom: auto (default: split where it costs at most 5%
+                        more memory than blocked, else blocked), split (one
+                        bit in each of 8 lanes of a half line: the cheapest
+                        probe), blocked (a few bits in 2-3 words of one
+                        cache line) or classic (bits over the whole table).
   --fingerprint-bits B  cuckoo: 8, 12 or 16 (default: from --fpp).
   --bucket-size B       cuckoo: 2, 4 or 8 slots per bucket (default 4).
   --nonscaling          a full shard refuses adds (Full) instead of growing.

@@ -79,7 +79,7 @@ void PrintText(const FilterInfo& info, std::ostream& out) {
   row("durability", s.durability ? DurabilityName(*s.durability) : "default");
   row("retain_hashes", s.retain_hashes ? "yes" : "no");
   if (s.type == FilterType::kBloom) {
-    row("layout", s.classic_layout ? "classic" : "blocked");
+    row("layout", BloomLayoutName(s.layout));
   }
   if (s.type != FilterType::kCuckoo) row("k", std::to_string(KOf(info)));
   if (s.type == FilterType::kCuckoo) {
@@ -131,7 +131,7 @@ void PrintJson(const FilterInfo& info, std::ostream& out) {
       << ",\"durability\":\""
       << (s.durability ? DurabilityName(*s.durability) : "default") << "\""
       << ",\"retain_hashes\":" << (s.retain_hashes ? "true" : "false")
-      << ",\"layout\":\"" << (s.classic_layout ? "classic" : "blocked") << "\""
+      << ",\"layout\":\"" << BloomLayoutName(s.layout) << "\""
       << ",\"k\":" << KOf(info)
       << ",\"fingerprint_bits\":" << s.fingerprint_bits
       << ",\"bucket_size\":" << s.bucket_size << ",\"items\":" << t.items

@@ -61,7 +61,7 @@ std::string SpecFromFlags(const ParsedArgs& args, FilterSpec* spec,
       // Another type: the old type's own parameters do not carry over.
       spec->k = spec->fingerprint_bits = spec->bucket_size = 0;
       spec->max_kicks = 0;
-      spec->classic_layout = false;
+      spec->layout = BloomLayout::kAuto;
     }
     spec->type = *type;
   }
@@ -97,11 +97,12 @@ std::string SpecFromFlags(const ParsedArgs& args, FilterSpec* spec,
   if (given && cuckoo) return "--k applies to bloom and counting filters";
   if (const std::string* layout = args.Get("layout")) {
     if (!bloom) return "--layout applies to bloom filters only";
-    if (*layout != "blocked" && *layout != "classic") {
+    auto parsed = ParseBloomLayout(*layout);
+    if (!parsed.ok()) {
       return "--layout: '" + EscapeBytes(*layout) +
-             "' is not blocked or classic";
+             "' is not auto, split, blocked or classic";
     }
-    spec->classic_layout = *layout == "classic";
+    spec->layout = *parsed;
   }
   e = ParseFlag(args, "fingerprint-bits", count(8, 16), &spec->fingerprint_bits,
                 &given);

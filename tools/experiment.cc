@@ -30,7 +30,10 @@ Result<std::unique_ptr<Filter>> Make(FilterType type, bool classic,
   p.capacity = capacity;
   p.fpp = fpp;
   p.k = k;
-  p.classic_layout = classic && type == FilterType::kBloom;
+  // The layouts' own math: "blocked" is the word-blocked layout.
+  if (type == FilterType::kBloom) {
+    p.layout = classic ? BloomLayout::kClassic : BloomLayout::kBlocked;
+  }
   return CreateFilter(p);
 }
 

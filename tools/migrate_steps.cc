@@ -53,7 +53,7 @@ uint64_t Fingerprint(const std::string& name, const std::string& to,
                      static_cast<uint64_t>(t.shards), uint64_t{t.k},
                      uint64_t{t.fingerprint_bits}, uint64_t{t.bucket_size},
                      uint64_t{t.expansion}, uint64_t{t.scalable},
-                     uint64_t{t.classic_layout}, t.max_bytes}) {
+                     static_cast<uint64_t>(t.layout), t.max_bytes}) {
     c += std::to_string(v) + ',';
   }
   char fpp[40];

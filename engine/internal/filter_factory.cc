@@ -49,9 +49,14 @@ Result<FilterSpec> ResolveSpec(const FilterSpec& spec,
         "retain_hashes needs durability journal or sync (the retained hashes "
         "are written with each op's journal entry)");
   }
-  if (out.classic_layout && out.type != FilterType::kBloom) {
+  if (out.layout != BloomLayout::kAuto && out.type != FilterType::kBloom) {
     return Status::InvalidArgument(
-        "the classic layout applies to Bloom filters only");
+        "a Bloom layout (classic, blocked, split) applies to Bloom filters "
+        "only");
+  }
+  if (out.layout > BloomLayout::kSplitBlock) {
+    return Status::InvalidArgument(
+        "unknown Bloom layout " + std::to_string(static_cast<int>(out.layout)));
   }
   return out;
 }
@@ -111,7 +116,7 @@ FilterParams LinkParams(const FilterSpec& spec, uint64_t capacity, double fpp,
   p.seed = spec.seed;
   p.max_bytes = max_bytes;
   p.k = spec.k;
-  p.classic_layout = spec.classic_layout;
+  p.layout = spec.layout;
   p.fingerprint_bits = spec.fingerprint_bits;
   p.bucket_size = spec.bucket_size;
   p.max_kicks = spec.max_kicks;
@@ -229,7 +234,7 @@ persistence::StoredSpec StoredFromSpec(const FilterSpec& spec) {
   s.type = spec.type;
   s.durability =
       static_cast<uint8_t>(spec.durability.value_or(Durability::kJournal));
-  s.classic_layout = spec.classic_layout;
+  s.layout = spec.layout;
   s.scalable = spec.scalable;
   s.retain_hashes = spec.retain_hashes;
   s.expansion = spec.expansion;
@@ -248,7 +253,7 @@ FilterSpec SpecFromStored(const persistence::StoredSpec& s, uint32_t shards) {
   FilterSpec spec;
   spec.type = s.type;
   spec.durability = static_cast<Durability>(s.durability);
-  spec.classic_layout = s.classic_layout;
+  spec.layout = s.layout;
   spec.scalable = s.scalable;
   spec.retain_hashes = s.retain_hashes;
   spec.expansion = s.expansion;

@@ -9,7 +9,12 @@
 //   the head, four u8:  type (1 bloom, 2 counting, 3 cuckoo)
 //                       durability (0 none, 1 journal, 2 sync)
 //                       flags (bit 0 classic Bloom layout, bit 1 scalable,
-//                              bit 2 retain_hashes: descriptor only)
+//                              bit 2 retain_hashes: descriptor only,
+//                              bit 3 auto Bloom layout, bit 4 split-block
+//                              Bloom layout; at most one of bits 0, 3, 4,
+//                              and none of them: the blocked layout, as
+//                              every Bloom filter stored before bits 3 and
+//                              4 existed)
 //                       expansion
 //     descriptor order: type, durability, flags, expansion
 //     export order:     type, flags, durability, expansion
@@ -45,7 +50,7 @@ namespace shardfilter::persistence {
 struct StoredSpec {
   FilterType type = FilterType::kBloom;
   uint8_t durability = 0;  // engine Durability value
-  bool classic_layout = false;
+  BloomLayout layout = BloomLayout::kAuto;  // Bloom only
   bool scalable = false;
   bool retain_hashes = false;
   uint32_t expansion = 1;
@@ -77,10 +82,14 @@ struct SpecRules {
 inline constexpr uint8_t kSpecFlagClassic = 1;
 inline constexpr uint8_t kSpecFlagScalable = 2;
 inline constexpr uint8_t kSpecFlagRetainHashes = 4;
+inline constexpr uint8_t kSpecFlagAutoLayout = 8;
+inline constexpr uint8_t kSpecFlagSplitLayout = 16;
+inline constexpr uint8_t kSpecLayoutFlags =
+    kSpecFlagClassic | kSpecFlagAutoLayout | kSpecFlagSplitLayout;
 inline constexpr SpecRules kDescriptorSpecRules{
-    kSpecFlagClassic | kSpecFlagScalable | kSpecFlagRetainHashes, false};
+    kSpecLayoutFlags | kSpecFlagScalable | kSpecFlagRetainHashes, false};
 inline constexpr SpecRules kExportSpecRules{
-    kSpecFlagClassic | kSpecFlagScalable, true};
+    kSpecLayoutFlags | kSpecFlagScalable, true};
 inline constexpr uint32_t kMaxStoredExpansion = 16;
 
 inline constexpr size_t kSpecParamsBytes = 48;

@@ -71,10 +71,11 @@ FilterSpec Base(FilterType type, uint64_t capacity, uint32_t shards) {
 
 std::vector<Plan> Plans() {
   std::vector<Plan> p;
-  p.push_back(
-      {"bloom-blocked", Base(FilterType::kBloom, 2000, 2), 800, 100, 0});
+  FilterSpec blocked = Base(FilterType::kBloom, 2000, 2);
+  blocked.layout = BloomLayout::kBlocked;  // as stored before kAuto existed
+  p.push_back({"bloom-blocked", blocked, 800, 100, 0});
   FilterSpec classic = Base(FilterType::kBloom, 1000, 1);
-  classic.classic_layout = true;
+  classic.layout = BloomLayout::kClassic;
   p.push_back({"bloom-classic", classic, 600, 0, 0});
   p.push_back(
       {"counting", Base(FilterType::kCountingBloom, 1000, 2), 600, 100, 50});

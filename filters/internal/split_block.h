@@ -1,0 +1,161 @@
+// Kernels of the split-block Bloom layout (BloomLayout::kSplitBlock): the
+// fewest instructions per one-at-a-time call that a one-miss Bloom probe
+// allows, because at DRAM sizes a loop of independent calls runs only as
+// fast as the CPU overlaps their misses, and every instruction per call
+// shrinks that overlap (docs/performance.md, issue 15).
+//
+// Layout (docs/format-bloom.md): blocks of 256 bits (32 bytes, half a cache
+// line, so one miss), each eight 32-bit lanes; lane i of a block is bits
+// [32 (i & 1), 32 (i & 1) + 32) of the block's 64-bit word i >> 1 (words
+// stored little-endian, so on x86 lane i is the i-th uint32 in memory).
+// From h = XXH3-64 of the key:
+//   block  = FastRange32(h[63:32], blocks)  (as the word-blocked layout)
+//   bit_i  = ((uint32(h) * kSplitSalt[i]) mod 2^32) >> 27, i = 0..7
+// and the key's eight bits are bit_i of lane i: k = 8, one bit per lane.
+// The salts are the odd multipliers of the split block Bloom filter in the
+// Apache Parquet format specification (BloomFilter.md), whose layout this
+// is (Putze, Sanders, Singler 2007: "one bit per word" blocked Bloom).
+//
+// FPR: a block holds Poisson(lambda = n / blocks) keys; with j keys a lane
+// has bit b set with probability 1 - (31/32)^j, independently per lane, so
+//   FPR = sum_j Poisson(j; lambda) (1 - (31/32)^j)^8   (SplitBlockFpr).
+// Bits per item for a target (filters/sizing.h has the table): 10.53 at 1%
+// against 10.18 for the word-blocked layout and 9.57 classic; 16.89 at
+// 0.1% against 15.78. BloomLayout::kAuto takes this layout where it costs
+// at most 5% more memory than the word-blocked one.
+//
+// Cost (callgrind, instructions per one-at-a-time query including the
+// caller's loop, filters of 1e6 keys): AVX2 inline ~14 for the kernel;
+// scalar (portable builds on CPUs without AVX2, TSan builds) ~45.
+//
+// Memory order: as the word-blocked kernels (filters/internal/
+// bloom_kernels.h). Bits are only ever set, each by an atomic fetch_or of a
+// whole aligned 64-bit word; a query reads them with relaxed loads, or, in
+// the AVX2 path, with one aligned 32-byte vector load. x86 performs an
+// aligned vector load as loads of aligned 8-byte parts, each of which sees a
+// value at least as new as any add that happens-before the query
+// (coherence), and a bit once set stays set: so the vector load, like the
+// relaxed loads, never misses an acknowledged add. It is not a C++ atomic
+// access, so TSan builds (which would report it) take the scalar path.
+//
+// Thread-safe: pure functions over atomics.
+#ifndef SHARDFILTER_FILTERS_INTERNAL_SPLIT_BLOCK_H_
+#define SHARDFILTER_FILTERS_INTERNAL_SPLIT_BLOCK_H_
+
+#include <atomic>
+#include <cstdint>
+
+#include "shardfilter/filters/internal/tsan.h"
+
+#if defined(__AVX2__) && !SHARDFILTER_TSAN && defined(__x86_64__)
+#include <immintrin.h>
+#define SHARDFILTER_SPLIT_AVX2_INLINE 1
+#else
+#define SHARDFILTER_SPLIT_AVX2_INLINE 0
+#endif
+
+namespace shardfilter::internal {
+
+inline constexpr uint32_t kSplitBlockBytes = 32;
+inline constexpr uint32_t kSplitBlockWords = 4;  // 64-bit words
+inline constexpr uint32_t kSplitBlockBits = 256;
+inline constexpr uint32_t kSplitLanes = 8;  // = k
+inline constexpr uint32_t kSplitK = 8;
+
+inline constexpr uint32_t kSplitSalt[kSplitLanes] = {
+    0x47b6137bu, 0x44974d91u, 0x8824ad5bu, 0xa2b7289du,
+    0x705495c7u, 0x2df1424bu, 0x9efc4947u, 0x5c6bfb31u};
+
+// Byte offset of h's block: FastRange32(h[63:32], blocks) * 32. blocks <=
+// 2^32, so the product fits in 64 bits.
+inline uint64_t SplitBlockOffset(uint64_t h, uint64_t blocks) {
+  return (((h >> 32) * blocks) >> 32) * kSplitBlockBytes;
+}
+
+// The key's bits in word w (lanes 2w and 2w + 1).
+inline uint64_t SplitWordMask(uint32_t h32, uint32_t w) {
+  const uint32_t lo = (h32 * kSplitSalt[2 * w]) >> 27;
+  const uint32_t hi = (h32 * kSplitSalt[2 * w + 1]) >> 27;
+  return (uint64_t{1} << lo) | (uint64_t{1} << (hi + 32));
+}
+
+// Portable forms: relaxed loads and fetch_or (memory order: above).
+inline bool SplitMayContainScalar(const std::atomic<uint64_t>* block,
+                                  uint32_t h32) {
+  uint64_t missing = 0;
+  for (uint32_t w = 0; w < kSplitBlockWords; ++w) {
+    missing |=
+        SplitWordMask(h32, w) & ~block[w].load(std::memory_order_relaxed);
+  }
+  return missing == 0;
+}
+// Returns true if at least one bit was not set already. A relaxed load
+// first skips the RMW for words that hold the key's bits already.
+inline bool SplitAddScalar(std::atomic<uint64_t>* block, uint32_t h32) {
+  bool added = false;
+  for (uint32_t w = 0; w < kSplitBlockWords; ++w) {
+    const uint64_t m = SplitWordMask(h32, w);
+    if ((block[w].load(std::memory_order_relaxed) & m) != m) {
+      block[w].fetch_or(m, std::memory_order_relaxed);
+      added = true;
+    }
+  }
+  return added;
+}
+
+// Out-of-line forms for code compiled without AVX2 (the portable package):
+// the AVX2 kernel when the CPU has it (checked once, at load), else the
+// scalar one. filters/split_block.cc.
+bool SplitMayContainDispatch(const std::atomic<uint64_t>* block, uint32_t h32);
+bool SplitAddDispatch(std::atomic<uint64_t>* block, uint32_t h32);
+
+#if SHARDFILTER_SPLIT_AVX2_INLINE
+// One bit per 32-bit lane: 1 << ((h32 * salt_i) >> 27).
+inline __m256i SplitMaskAvx2(uint32_t h32) {
+  const __m256i salt = _mm256_setr_epi32(
+      static_cast<int>(kSplitSalt[0]), static_cast<int>(kSplitSalt[1]),
+      static_cast<int>(kSplitSalt[2]), static_cast<int>(kSplitSalt[3]),
+      static_cast<int>(kSplitSalt[4]), static_cast<int>(kSplitSalt[5]),
+      static_cast<int>(kSplitSalt[6]), static_cast<int>(kSplitSalt[7]));
+  const __m256i bit = _mm256_srli_epi32(
+      _mm256_mullo_epi32(_mm256_set1_epi32(static_cast<int>(h32)), salt), 27);
+  return _mm256_sllv_epi32(_mm256_set1_epi32(1), bit);
+}
+#endif
+
+// The kernels callers use: inline AVX2 where the caller is compiled for
+// it, else the dispatching call.
+inline bool SplitMayContain(const std::atomic<uint64_t>* block, uint32_t h32) {
+#if SHARDFILTER_SPLIT_AVX2_INLINE
+  const __m256i have =
+      _mm256_load_si256(reinterpret_cast<const __m256i*>(block));
+  return _mm256_testc_si256(have, SplitMaskAvx2(h32)) != 0;
+#else
+  return SplitMayContainDispatch(block, h32);
+#endif
+}
+
+inline bool SplitAdd(std::atomic<uint64_t>* block, uint32_t h32) {
+#if SHARDFILTER_SPLIT_AVX2_INLINE
+  const __m256i mask = SplitMaskAvx2(h32);
+  const __m256i have =
+      _mm256_load_si256(reinterpret_cast<const __m256i*>(block));
+  if (_mm256_testc_si256(have, mask)) return false;  // every bit is set
+  alignas(32) uint64_t m[kSplitBlockWords];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(m), mask);
+  bool added = false;
+  for (uint32_t w = 0; w < kSplitBlockWords; ++w) {
+    if ((block[w].load(std::memory_order_relaxed) & m[w]) != m[w]) {
+      block[w].fetch_or(m[w], std::memory_order_relaxed);
+      added = true;
+    }
+  }
+  return added;
+#else
+  return SplitAddDispatch(block, h32);
+#endif
+}
+
+}  // namespace shardfilter::internal
+
+#endif  // SHARDFILTER_FILTERS_INTERNAL_SPLIT_BLOCK_H_
