@@ -32,11 +32,16 @@ const char* StatusCodeName(StatusCode code) {
   return "Unknown";
 }
 
+const std::string& Status::EmptyMessage() {
+  static const std::string* const empty = new std::string();
+  return *empty;
+}
+
 std::string Status::ToString() const {
   if (ok()) return "OK";
-  std::string s = StatusCodeName(code_);
+  std::string s = StatusCodeName(rep_->code);
   s += ": ";
-  s += msg_;
+  s += rep_->msg;
   return s;
 }
 
@@ -44,8 +49,8 @@ Status Status::WithContext(std::string_view context) const {
   if (ok()) return *this;
   std::string m(context);
   m += ": ";
-  m += msg_;
-  return Status(code_, std::move(m));
+  m += rep_->msg;
+  return Status(rep_->code, std::move(m));
 }
 
 }  // namespace shardfilter
