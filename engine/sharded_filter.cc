@@ -53,6 +53,12 @@ uint32_t DefaultShardCount(uint64_t capacity) {
 
 namespace {
 std::atomic<uint64_t> next_filter_id{1};
+
+// REQUIRES: link is an F (the spec's type).
+template <typename F>
+bool OneLinkQuery(const Filter& link, uint64_t hash) {
+  return static_cast<const F&>(link).MayContainHashInline(hash);
+}
 }  // namespace
 
 ShardedFilter::ShardedFilter(std::string name, FilterSpec resolved)
@@ -63,7 +69,23 @@ ShardedFilter::ShardedFilter(std::string name, FilterSpec resolved)
       shard_count_(spec_.shards),
       shard_shift_(64 - std::countr_zero(spec_.shards)),
       shards_(std::make_unique<Shard[]>(spec_.shards)),
-      durability_(spec_.durability.value_or(Durability::kNone)) {}
+      fast_(std::make_unique<internal::ShardFastPath[]>(spec_.shards)),
+      durability_(spec_.durability.value_or(Durability::kNone)) {
+  hasher_ = KeyHasher(spec_.seed);
+  for (uint32_t i = 0; i < shard_count_; ++i) shards_[i].fast = &fast_[i];
+  // The type is fixed by the spec (DecodeLinkFilter checks every link's).
+  switch (spec_.type) {
+    case FilterType::kBloom:
+      one_link_query_ = &OneLinkQuery<BloomFilter>;
+      break;
+    case FilterType::kCountingBloom:
+      one_link_query_ = &OneLinkQuery<CountingBloomFilter>;
+      break;
+    case FilterType::kCuckoo:
+      one_link_query_ = &OneLinkQuery<CuckooFilter>;
+      break;
+  }
+}
 
 ShardedFilter::~ShardedFilter() = default;
 
@@ -184,25 +206,15 @@ Status ShardedFilter::RemoveHash(uint64_t hash) {
   return Status::OK();
 }
 
-bool ShardedFilter::MayContainHash(uint64_t hash) const {
+bool ShardedFilter::MayContainHashSlow(
+    uint64_t hash, const internal::ShardFastPath& fast) const {
   if (ShardedFilter* f = Forward()) return f->MayContainHash(hash);
-  const Shard& s = shards_[LocalShardOf(hash)];
+  const Shard& s = shards_[&fast - fast_.get()];
   // A one-link shard (the common case) is asked directly through its
-  // type's inline query: no loop, no virtual call (the type is the spec's;
-  // DecodeLinkFilter checks it). S1: links_visible's acquire publishes the
-  // link.
-  if (s.links_visible() == 1) {
-    const Filter& link = *s.links[0];
-    switch (spec_.type) {
-      case FilterType::kBloom:
-        return static_cast<const BloomFilter&>(link).MayContainHashInline(hash);
-      case FilterType::kCountingBloom:
-        return static_cast<const CountingBloomFilter&>(link)
-            .MayContainHashInline(hash);
-      case FilterType::kCuckoo:
-        return static_cast<const CuckooFilter&>(link).MayContainHashInline(
-            hash);
-    }
+  // type's inline query: no loop, no virtual call. S1: links_visible's
+  // acquire publishes the link.
+  if (s.links_visible() == 1) [[likely]] {
+    return one_link_query_(*s.links[0], hash);
   }
   return internal::ChainMayContain(s, hash);  // S1
 }

@@ -34,7 +34,10 @@
 #include <string_view>
 #include <vector>
 
+#include "shardfilter/engine/detail/shard_fast_path.h"
 #include "shardfilter/filters/filter.h"
+#include "shardfilter/filters/hash.h"
+#include "shardfilter/filters/internal/split_block.h"
 #include "shardfilter/filters/status.h"
 
 namespace shardfilter {
@@ -216,7 +219,7 @@ class ShardedFilter {
   Durability durability() const { return Live().durability_; }
 
   // HashKey(key, seed()).
-  uint64_t Hash(std::string_view key) const { return HashKey(key, spec_.seed); }
+  uint64_t Hash(std::string_view key) const { return hasher_(key); }
   // The shard a hash belongs to: Remix(hash) >> (64 - log2 S).
   uint32_t ShardOf(uint64_t hash) const { return Live().LocalShardOf(hash); }
   // Direct read access to one link of one shard's chain (tests, tools,
@@ -249,11 +252,26 @@ class ShardedFilter {
   // key is definitely absent (nothing changed, nothing journalled).
   Status Remove(std::string_view key) { return RemoveHash(Hash(key)); }
   Status RemoveHash(uint64_t hash);
-  // Lock-free queries.
+  // Lock-free queries. A shard of one split-block Bloom link (the default
+  // layout at ~1%, before any growth) is probed inline here, in the
+  // caller's code (Q1, engine/detail/shard_fast_path.h): at DRAM sizes a
+  // loop of one-at-a-time queries runs as fast as the CPU overlaps their
+  // misses, and a call into the library and its dispatch cost that
+  // overlap. Every other shard takes MayContainHashSlow.
   bool MayContain(std::string_view key) const {
     return MayContainHash(Hash(key));
   }
-  bool MayContainHash(uint64_t hash) const;
+  bool MayContainHash(uint64_t hash) const {
+    const internal::ShardFastPath& p = fast_[LocalShardOf(hash)];
+    // Acquire: pairs with Q1's release; `blocks` was written before it.
+    if (const std::atomic<uint64_t>* t =
+            p.table.load(std::memory_order_acquire)) [[likely]] {
+      return internal::SplitMayContain(
+          t + internal::SplitBlockOffset(hash, p.blocks) / sizeof(uint64_t),
+          static_cast<uint32_t>(hash));
+    }
+    return MayContainHashSlow(hash, p);
+  }
   // Copies held (an upper bound), summed over the shard's links: Bloom
   // 0/1 (whatever the links), counting min counter, cuckoo
   // matching fingerprints.
@@ -324,6 +342,10 @@ class ShardedFilter {
   friend class internal::ShardedFilterAccess;
 
   ShardedFilter(std::string name, FilterSpec resolved);
+  // MayContainHash past the fast path (a forward, a chain, another type);
+  // `fast` is the hash's entry of fast_ (its shard: fast - fast_.get()).
+  bool MayContainHashSlow(uint64_t hash,
+                          const internal::ShardFastPath& fast) const;
   // The filter calls go to: this one, or the migration target it forwards
   // to (acquire pairs with the switch's release: engine/migration.cc).
   ShardedFilter* Forward() const {
@@ -391,9 +413,17 @@ class ShardedFilter {
   const uint64_t id_;
   std::string name_;
   FilterSpec spec_;
+  // HashKey with spec_.seed, its seed's share precomputed (filters/hash.h).
+  KeyHasher hasher_;
+  // A one-link shard's query, for spec_.type: each type's inline path in a
+  // function of its own, so that none pays for another's registers (one
+  // function with the three inlined pushed six registers on every query).
+  bool (*one_link_query_)(const Filter& link, uint64_t hash) = nullptr;
   uint32_t shard_count_ = 1;
   uint32_t shard_shift_ = 64;  // 64 - log2(S); 64 means one shard
   std::unique_ptr<internal::Shard[]> shards_;
+  // Shard i's query fast path (Q1); shards_[i].fast points to entry i.
+  std::unique_ptr<internal::ShardFastPath[]> fast_;
   // What this filter holds of its memory budget (each shard points to it
   // for growth); set before the filter is shared.
   std::shared_ptr<internal::MemoryAccount> account_;

@@ -34,10 +34,12 @@ void RaiseFill(std::atomic<uint64_t>& fill, uint64_t target,
 
 // The distinct keys link `f` holds, as its set bits imply (FilterStats::
 // estimated_cardinality: Swamidass and Baldi's estimate, per block for the
-// blocked layout), plus 1%: an estimate, and fill must not run low (S7).
+// blocked layouts), plus 1%, rounded: an estimate, and fill must not run
+// low (S7). Fill is also what BF.CARD reports (ChainStatistics), so small
+// sets are not rounded up (4 keys: 4, not 5).
 uint64_t KeysImplied(const BloomFilter& f) {
   return static_cast<uint64_t>(
-      std::ceil(f.Stats().estimated_cardinality * 1.01));
+      std::llround(f.Stats().estimated_cardinality * 1.01));
 }
 
 constexpr const char* kMigrating =

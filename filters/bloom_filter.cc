@@ -122,7 +122,8 @@ BloomFilter::BloomFilter(BloomLayout layout, uint32_t k, uint64_t seed,
                        ? internal::kSplitBlockWords
                    : layout == BloomLayout::kBlocked ? internal::kBlockWords
                                                      : 1),
-      blocked_(internal::BlockedOpsFor(k)) {}
+      blocked_(internal::BlockedOpsFor(k)),
+      hasher_(seed) {}
 
 namespace {
 
@@ -288,14 +289,14 @@ void BloomFilter::MayContainHashes(std::span<const uint64_t> hashes,
 
 void BloomFilter::AddKeys(std::span<const std::string_view> keys) {
   internal::BatchOps::Add(*this, keys.size(),
-                          [&](size_t i) { return Hash(keys[i]); });
+                          [&](size_t i) { return hasher_(keys[i]); });
 }
 
 void BloomFilter::MayContainKeys(std::span<const std::string_view> keys,
                                  std::span<uint8_t> out) const {
   internal::BatchOps::Query(
       *this, std::min(keys.size(), out.size()),
-      [&](size_t i) { return Hash(keys[i]); }, out);
+      [&](size_t i) { return hasher_(keys[i]); }, out);
 }
 
 uint64_t BloomFilter::items() const {

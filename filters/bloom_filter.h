@@ -137,14 +137,7 @@ class BloomFilter final : public Filter {
   // ---- Non-virtual fast paths ----------------------------------------------
   // Returns true if the add set at least one new bit.
   bool AddHashInline(uint64_t h) {
-    bool added;
-    if (layout_ == BloomLayout::kSplitBlock) {
-      added = internal::SplitAdd(SplitBlock(h), static_cast<uint32_t>(h));
-    } else if (layout_ == BloomLayout::kBlocked) {
-      added = blocked_.add(Block(h), static_cast<uint32_t>(h));
-    } else {
-      added = internal::ClassicAdd(table_.data(), num_bits_, h, k_);
-    }
+    const bool added = AddHashUncounted(h);
     if (added) CountNewItem(h);
     return added;
   }
@@ -157,9 +150,21 @@ class BloomFilter final : public Filter {
     }
     return internal::ClassicMayContain(table_.data(), num_bits_, h, k_);
   }
-  bool Add(std::string_view key) { return AddHashInline(Hash(key)); }
+  // AddHashInline without the `items` statistic (one atomic add less): for
+  // owners that count adds themselves (the sharded engine's fill, S8), so
+  // Stats().items of such a filter says nothing.
+  bool AddHashUncounted(uint64_t h) {
+    if (layout_ == BloomLayout::kSplitBlock) {
+      return internal::SplitAdd(SplitBlock(h), static_cast<uint32_t>(h));
+    }
+    if (layout_ == BloomLayout::kBlocked) {
+      return blocked_.add(Block(h), static_cast<uint32_t>(h));
+    }
+    return internal::ClassicAdd(table_.data(), num_bits_, h, k_);
+  }
+  bool Add(std::string_view key) { return AddHashInline(hasher_(key)); }
   bool MayContain(std::string_view key) const {
-    return MayContainHashInline(Hash(key));
+    return MayContainHashInline(hasher_(key));
   }
   // Batches: hash a window ahead, prefetch the lines, then probe.
   void AddKeys(std::span<const std::string_view> keys);
@@ -197,6 +202,13 @@ class BloomFilter final : public Filter {
 
   uint32_t k() const { return k_; }
   BloomLayout layout() const { return layout_; }
+  // The split-block layout's table (null for the other layouts) and its
+  // block count: the sharded engine probes such a link inline
+  // (engine/detail/shard_fast_path.h). Valid for the filter's lifetime.
+  const std::atomic<uint64_t>* split_table() const {
+    return layout_ == BloomLayout::kSplitBlock ? table_.data() : nullptr;
+  }
+  uint64_t num_blocks() const { return num_blocks_; }
   uint64_t num_bits() const { return num_bits_; }
   uint64_t num_bytes() const { return num_bits_ / 8; }
 
@@ -246,6 +258,7 @@ class BloomFilter final : public Filter {
   const uint64_t num_blocks_;   // num_bits_ / block bits (blocked layouts)
   const uint32_t block_words_;  // 64-bit words per block: 8, 4 (split), 1
   const internal::BlockedOps blocked_;  // the blocked kernels for k_
+  const KeyHasher hasher_;              // Hash(), seed's share precomputed
   internal::AtomicWordTable table_;
   ItemStripe items_[kItemStripes];
 };

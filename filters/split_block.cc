@@ -27,6 +27,18 @@ __attribute__((target("avx2"))) inline __m256i MaskAvx2(uint32_t h32) {
   return _mm256_sllv_epi32(_mm256_set1_epi32(1), bit);
 }
 
+__attribute__((target("avx2"))) inline void OrAvx2(std::atomic<uint64_t>* block,
+                                                   __m256i mask) {
+  block[0].fetch_or(static_cast<uint64_t>(_mm256_extract_epi64(mask, 0)),
+                    std::memory_order_relaxed);
+  block[1].fetch_or(static_cast<uint64_t>(_mm256_extract_epi64(mask, 1)),
+                    std::memory_order_relaxed);
+  block[2].fetch_or(static_cast<uint64_t>(_mm256_extract_epi64(mask, 2)),
+                    std::memory_order_relaxed);
+  block[3].fetch_or(static_cast<uint64_t>(_mm256_extract_epi64(mask, 3)),
+                    std::memory_order_relaxed);
+}
+
 __attribute__((target("avx2"))) bool MayContainAvx2(
     const std::atomic<uint64_t>* block, uint32_t h32) {
   const __m256i have =
@@ -40,16 +52,8 @@ __attribute__((target("avx2"))) bool AddAvx2(std::atomic<uint64_t>* block,
   const __m256i have =
       _mm256_load_si256(reinterpret_cast<const __m256i*>(block));
   if (_mm256_testc_si256(have, mask)) return false;  // every bit is set
-  alignas(32) uint64_t m[kSplitBlockWords];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(m), mask);
-  bool added = false;
-  for (uint32_t w = 0; w < kSplitBlockWords; ++w) {
-    if ((block[w].load(std::memory_order_relaxed) & m[w]) != m[w]) {
-      block[w].fetch_or(m[w], std::memory_order_relaxed);
-      added = true;
-    }
-  }
-  return added;
+  OrAvx2(block, mask);
+  return true;
 }
 
 // The CPU's answer, asked once while the library loads.

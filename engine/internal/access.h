@@ -137,6 +137,11 @@ class ShardedFilterAccess {
   // REQUIRES: LockAll held. Publishes the target (release pairs with
   // Forward()'s acquire) after the owner is stored.
   static void SetForward(ShardedFilter& f, std::shared_ptr<ShardedFilter> to) {
+    // Q1: no query takes the fast path into this filter's tables once an
+    // op can have gone through the forward.
+    for (uint32_t i = 0; i < f.shard_count_; ++i) {
+      f.fast_[i].table.store(nullptr, std::memory_order_relaxed);
+    }
     f.forward_owner_ = to;
     f.forward_.store(to.get(), std::memory_order_release);
   }

@@ -47,6 +47,10 @@
 //      left) the newest is asked before reserving. So repeated keys never
 //      use capacity nor make the chain grow, and a repeated key's passing
 //      reservation never makes a new key's add see a full link.
+//  Q1. `fast` (the shard's ShardFastPath, engine/detail/shard_fast_path.h)
+//      holds link 0's table only while the shard has that one link, a
+//      split-block Bloom filter, and the filter is not forwarded; growth
+//      clears it before raising `link_count`.
 #ifndef SHARDFILTER_ENGINE_INTERNAL_SHARD_H_
 #define SHARDFILTER_ENGINE_INTERNAL_SHARD_H_
 
@@ -57,6 +61,7 @@
 #include <shared_mutex>  // std::shared_lock
 #include <thread>
 
+#include "shardfilter/engine/detail/shard_fast_path.h"
 #include "shardfilter/engine/internal/shard_mutex.h"
 #include "shardfilter/filters/filter.h"
 
@@ -79,6 +84,9 @@ struct alignas(64) Shard {
   // before growth allocates a link; null: growth is not accounted. Set
   // before the shard is shared, constant afterwards.
   MemoryAccount* account = nullptr;
+  // This shard's entry of the filter's fast-path array (Q1). Set before
+  // the shard is shared; null for shards outside a ShardedFilter.
+  ShardFastPath* fast = nullptr;
   // The table bytes of link `sized_link` once computed (sizing searches
   // over k and is slow next to an add; an add refused by the budget asks
   // again for every key). GUARDED_BY(grow_mu).

@@ -12,6 +12,21 @@ namespace shardfilter::internal {
 
 namespace {
 
+// Q1: the shard's fast path for a chain of `links` links, before that count
+// is published. Only a lone split-block Bloom link gets one; growth (links
+// > 1) clears it and leaves `blocks` alone (a reader may still be using
+// the old pair).
+void SetFastPath(Shard& s, uint32_t links) {
+  if (s.fast == nullptr) return;
+  const std::atomic<uint64_t>* table = nullptr;
+  if (links == 1 && s.links[0]->type() == FilterType::kBloom) {
+    const auto& bloom = static_cast<const BloomFilter&>(*s.links[0]);
+    table = bloom.split_table();
+    if (table != nullptr) s.fast->blocks = bloom.num_blocks();
+  }
+  s.fast->table.store(table, std::memory_order_release);
+}
+
 // S7: takes one unit of a link's fill unless it is at capacity. Relaxed:
 // fill is a counter that orders nothing (links are published by S1's
 // release/acquire on link_count); the CAS alone keeps fill <= capacity.
@@ -85,6 +100,7 @@ Status Grow(const FilterSpec& spec, Shard& s, uint32_t n, Status full) {
   }
   s.fill[n].store(0, std::memory_order_relaxed);
   s.links[n] = std::move(*link);
+  SetFastPath(s, n + 1);  // Q1: before the count is published
   // S1: the release publishes links[n] (and fill[n]) to readers that
   // acquire the new count.
   s.link_count.store(n + 1, std::memory_order_release);
@@ -124,6 +140,7 @@ void InstallChain(Shard& s, LoadedChain chain) {
     s.links[i] = std::move(chain.links[i]);
     s.fill[i].store(chain.fill[i], std::memory_order_relaxed);
   }
+  SetFastPath(s, n);                                 // Q1
   s.link_count.store(n, std::memory_order_release);  // S1
 }
 
@@ -135,7 +152,7 @@ Status ChainAdd(const FilterSpec& spec, Shard& s, uint64_t hash,
   const bool bloom = spec.type == FilterType::kBloom;
   // S8: a Bloom key present in any link is a no-op: it uses no capacity
   // and never grows the chain. The older links are asked first; the
-  // newest answers through its own add (AddHashInline reports whether a
+  // newest answers through its own add (AddHashUncounted reports whether a
   // bit was new), and, when it has no capacity left, before any growth.
   // (Asking every link before the add cost a whole query per add.)
   // Near the newest link's capacity the newest is asked first too: a
@@ -162,7 +179,8 @@ Status ChainAdd(const FilterSpec& spec, Shard& s, uint64_t hash,
     if (Reserve(s.fill[n - 1], newest.capacity())) {
       if (bloom) {
         // The type is fixed by the spec (DecodeLinkFilter checks it).
-        if (!static_cast<BloomFilter&>(newest).AddHashInline(hash)) {
+        // Uncounted: fill is the count (S8; ChainStatistics reports it).
+        if (!static_cast<BloomFilter&>(newest).AddHashUncounted(hash)) {
           Release(s.fill[n - 1]);  // S8: present, or a racing add won
           *outcome = AddOutcome::kAlreadyPresent;
         }
@@ -339,6 +357,14 @@ FilterStats ChainStatistics(const FilterSpec& spec, const Shard& s) {
     }
     filled += f.fill_ratio * static_cast<double>(f.slots);
     pass *= 1 - f.estimated_fpr;
+  }
+  if (spec.type == FilterType::kBloom) {
+    // The links' own counters are not kept (ChainAdd adds uncounted): fill
+    // counts the distinct keys each link took (S8). Relaxed: a figure.
+    t.items = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+      t.items += s.fill[i].load(std::memory_order_relaxed);
+    }
   }
   t.target_fpr = ChainTargetFpp(spec, n);
   t.estimated_fpr = 1 - pass;
