@@ -8,6 +8,8 @@
 #   include/shardfilter/filters/internal/*.h what the filter headers' inline
 #                                            paths include (not API)
 #   include/shardfilter/engine/*.h           sharded filters, Database, ...
+#   include/shardfilter/engine/detail/*.h    what sharded_filter.h's inline
+#                                            query includes (not API)
 # Not installed: persistence/ (internal to the library), engine/internal/,
 # the tools' headers. tests/install/run.sh compiles every installed header on
 # its own against the prefix alone.
@@ -31,14 +33,18 @@ set(SF_PUBLIC_HEADERS_filters_detail filters/detail/xxh3_short.h)
 # their inline query paths.
 set(SF_PUBLIC_HEADERS_filters_internal
   filters/internal/atomic_table.h filters/internal/bloom_kernels.h
+  filters/internal/counting_simd.h
   filters/internal/cuckoo_stripes.h filters/internal/cuckoo_table.h
-  filters/internal/prefetch.h filters/internal/spin.h filters/internal/tsan.h)
+  filters/internal/prefetch.h filters/internal/spin.h
+  filters/internal/split_block.h filters/internal/tsan.h)
 set(SF_PUBLIC_HEADERS_engine
   engine/database.h engine/dedup_store.h engine/export.h
   engine/memory_budget.h engine/migration.h engine/multi_part.h
   engine/sharded_filter.h
   engine/tiered_filter.h)
-foreach(group filters filters_detail filters_internal engine)
+# Included by sharded_filter.h for its inline query path.
+set(SF_PUBLIC_HEADERS_engine_detail engine/detail/shard_fast_path.h)
+foreach(group filters filters_detail filters_internal engine engine_detail)
   string(REPLACE "_" "/" dir ${group})
   install(FILES ${SF_PUBLIC_HEADERS_${group}}
           DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/shardfilter/${dir}

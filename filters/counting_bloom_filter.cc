@@ -25,13 +25,18 @@ CountingBloomFilter::CountingBloomFilter(uint32_t k, uint64_t seed,
                                          uint64_t num_blocks)
     : k_(k),
       seed_(seed),
+      hasher_(seed),
       capacity_(capacity),
       fpp_(fpp),
       num_blocks_(num_blocks),
       // Enough stripes that two writers rarely meet, few enough (64 KiB of
       // locks at most) to stay cache-resident.
       stripe_mask_(std::bit_ceil(std::min(num_blocks, kMaxStripes)) - 1),
-      stripes_(new (std::nothrow) Stripe[stripe_mask_ + 1]) {}
+      stripes_(new (std::nothrow) Stripe[stripe_mask_ + 1]) {
+  for (uint32_t i = 0; i < 8; ++i) {
+    lane_mult_[i] = internal::kProbeMultipliers[i < k ? i : 0];
+  }
+}
 
 namespace {
 

@@ -44,6 +44,7 @@
 #include "shardfilter/filters/filter.h"
 #include "shardfilter/filters/internal/atomic_table.h"
 #include "shardfilter/filters/internal/bloom_kernels.h"
+#include "shardfilter/filters/internal/counting_simd.h"
 #include "shardfilter/filters/internal/spin.h"
 #include "shardfilter/filters/sizing.h"
 #include "shardfilter/filters/status.h"
@@ -140,16 +141,23 @@ class CountingBloomFilter final : public Filter {
                                 static_cast<uint32_t>(h), k_);
   }
   bool MayContainHashInline(uint64_t h) const {
+#if SHARDFILTER_SPLIT_AVX2_INLINE
+    if (k_ <= 8) [[likely]] {
+      return internal::CountersNonZeroAvx2(
+          BlockAt(internal::BlockIndex(h, num_blocks_)), lane_mult_,
+          static_cast<uint32_t>(h));
+    }
+#endif
     return CountHashInline(h) != 0;
   }
 
-  void Add(std::string_view key) { AddHashInline(Hash(key)); }
-  bool Remove(std::string_view key) { return RemoveHashInline(Hash(key)); }
+  void Add(std::string_view key) { AddHashInline(hasher_(key)); }
+  bool Remove(std::string_view key) { return RemoveHashInline(hasher_(key)); }
   bool MayContain(std::string_view key) const {
-    return MayContainHashInline(Hash(key));
+    return MayContainHashInline(hasher_(key));
   }
   uint32_t Count(std::string_view key) const {
-    return CountHashInline(Hash(key));
+    return CountHashInline(hasher_(key));
   }
   void AddKeys(std::span<const std::string_view> keys);
   // REQUIRES: out.size() == keys.size() (only the common prefix is done).
@@ -181,8 +189,12 @@ class CountingBloomFilter final : public Filter {
   friend struct internal::BatchOps;  // Prefetch
   void Prefetch(uint64_t h, bool write) const;
 
+  // The AVX2 query's lane multipliers (internal/counting_simd.h): the
+  // key's k, then lane 0's again.
+  alignas(32) uint32_t lane_mult_[8];
   const uint32_t k_;
   const uint64_t seed_;
+  const KeyHasher hasher_;  // Hash(), the seed's share precomputed
   const uint64_t capacity_;
   const double fpp_;
   const uint64_t num_blocks_;

@@ -1,0 +1,97 @@
+// The AVX2 kernels that builds for the build machine's CPU inline
+// (SHARDFILTER_NATIVE, or a user's -mavx2) answer as the portable ones do:
+// this file is compiled with -mavx2 (tests/CMakeLists.txt), so its inline
+// paths are the AVX2 ones, while the library's are whatever the build
+// chose; the scalar forms are the reference. Skipped on a CPU without AVX2.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "shardfilter/filters/counting_bloom_filter.h"
+#include "shardfilter/filters/internal/bloom_kernels.h"
+#include "shardfilter/filters/internal/split_block.h"
+#include "test_util.h"
+
+namespace shardfilter {
+namespace {
+
+bool CpuHasAvx2() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") != 0;
+}
+
+uint64_t Next(uint64_t* s) {  // SplitMix64
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+#if SHARDFILTER_SPLIT_AVX2_INLINE
+TEST(SimdKernels, SplitBlockQueryAndAddMatchTheScalarForms) {
+  if (!CpuHasAvx2()) GTEST_SKIP() << "no AVX2";
+  alignas(64) std::atomic<uint64_t> a[4], b[4];
+  uint64_t s = 1;
+  for (int round = 0; round < 20000; ++round) {
+    // Blocks from empty to dense (the AND of 0..3 random words).
+    const int density = round % 4;
+    for (int w = 0; w < 4; ++w) {
+      uint64_t v = Next(&s);
+      for (int d = 0; d < density; ++d) v |= Next(&s);
+      a[w].store(v);
+      b[w].store(v);
+    }
+    const auto h32 = static_cast<uint32_t>(Next(&s));
+    ASSERT_EQ(internal::SplitMayContain(a, h32),
+              internal::SplitMayContainScalar(a, h32));
+    ASSERT_EQ(internal::SplitAdd(a, h32), internal::SplitAddScalar(b, h32));
+    for (int w = 0; w < 4; ++w) ASSERT_EQ(a[w].load(), b[w].load()) << w;
+    ASSERT_TRUE(internal::SplitMayContain(a, h32));
+    ASSERT_FALSE(internal::SplitAdd(a, h32));
+  }
+}
+
+// The AVX2 counting query against the scalar minimum, for every k the
+// vector path takes (1..8) and one it leaves to the loop (9), over filters
+// with zeros made by removes.
+TEST(SimdKernels, CountingQueryMatchesTheScalarMinimum) {
+  if (!CpuHasAvx2()) GTEST_SKIP() << "no AVX2";
+  for (uint32_t k = 1; k <= 9; ++k) {
+    SCOPED_TRACE(k);
+    CountingBloomOptions o;
+    o.capacity = 2000;
+    o.fpp = 0.01;
+    o.k = k;
+    auto f = CountingBloomFilter::Create(o);
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    CountingBloomFilter& c = **f;
+    for (uint64_t i = 0; i < 3000; ++i) c.Add(testing::Key(30, i));
+    for (uint64_t i = 0; i < 3000; i += 3) {
+      (void)c.Remove(testing::Key(30, i));
+    }
+    uint64_t s = k;
+    int agree_true = 0;
+    for (int q = 0; q < 50000; ++q) {
+      const uint64_t h = Next(&s);
+      const bool simd = c.MayContainHashInline(h);
+      ASSERT_EQ(simd, c.CountHashInline(h) != 0) << q;
+      agree_true += simd;
+    }
+    for (uint64_t i = 1; i < 3000; i += 3) {
+      ASSERT_TRUE(c.MayContain(testing::Key(30, i))) << i;
+    }
+    EXPECT_GT(agree_true, 0);  // the dense filter answers both ways
+    EXPECT_LT(agree_true, 50000);
+  }
+}
+#else
+TEST(SimdKernels, BuiltWithoutAvx2Inline) {
+  GTEST_SKIP() << "this build does not inline the AVX2 kernels (TSan)";
+}
+#endif
+
+}  // namespace
+}  // namespace shardfilter
