@@ -101,30 +101,27 @@ using namespace shardfilter::bench;  // NOLINT
 // The counted loops: one per scenario, never inlined nor cloned (a
 // constprop clone would escape --toggle-collect), named for
 // --toggle-collect.
+#if defined(__clang__)
+#define SF_COUNTED_LOOP __attribute__((noinline))
+#else
+#define SF_COUNTED_LOOP __attribute__((noinline, noclone))
+#endif
 extern "C" {
-__attribute__((noinline, noclone)) void sf_ic_bloom_query(
-    const BloomFilter& f) {
-  QueryLoop(f);
-}
-__attribute__((noinline, noclone)) void sf_ic_bloom_query_kernel(
-    const BloomFilter& f, const uint64_t* h) {
+SF_COUNTED_LOOP void sf_ic_bloom_query(const BloomFilter& f) { QueryLoop(f); }
+SF_COUNTED_LOOP void sf_ic_bloom_query_kernel(const BloomFilter& f,
+                                              const uint64_t* h) {
   uint64_t hits = 0;
   for (uint64_t i = 0; i < kOps; ++i) hits += f.MayContainHashInline(h[i]);
   g_sink = hits;
 }
-__attribute__((noinline, noclone)) void sf_ic_cuckoo_query(
-    const CuckooFilter& f) {
+SF_COUNTED_LOOP void sf_ic_cuckoo_query(const CuckooFilter& f) { QueryLoop(f); }
+SF_COUNTED_LOOP void sf_ic_counting_query(const CountingBloomFilter& f) {
   QueryLoop(f);
 }
-__attribute__((noinline, noclone)) void sf_ic_counting_query(
-    const CountingBloomFilter& f) {
+SF_COUNTED_LOOP void sf_ic_handle_query(const ShardedFilter& f) {
   QueryLoop(f);
 }
-__attribute__((noinline, noclone)) void sf_ic_handle_query(
-    const ShardedFilter& f) {
-  QueryLoop(f);
-}
-__attribute__((noinline, noclone)) void sf_ic_raw_add(Filter& f) {
+SF_COUNTED_LOOP void sf_ic_raw_add(Filter& f) {
   uint64_t ok = 0;
   for (uint64_t i = 0; i < kOps; ++i) {
     const uint64_t k = PresentKey(i);
@@ -132,7 +129,7 @@ __attribute__((noinline, noclone)) void sf_ic_raw_add(Filter& f) {
   }
   g_sink = ok;
 }
-__attribute__((noinline, noclone)) void sf_ic_handle_add(ShardedFilter& f) {
+SF_COUNTED_LOOP void sf_ic_handle_add(ShardedFilter& f) {
   uint64_t ok = 0;
   for (uint64_t i = 0; i < kOps; ++i) {
     const uint64_t k = PresentKey(i);

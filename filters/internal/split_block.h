@@ -48,8 +48,18 @@
 
 #include "shardfilter/filters/internal/tsan.h"
 
-#if defined(__AVX2__) && !SHARDFILTER_TSAN && defined(__x86_64__)
+// The AVX2 kernels exist on x86-64 outside TSan builds, compiled for AVX2
+// whatever the including file's flags (the portable library calls them once
+// the CPU says it has AVX2: filters/split_block.cc); a caller built for
+// AVX2 has them inline.
+#if defined(__x86_64__) && !SHARDFILTER_TSAN
 #include <immintrin.h>
+#define SHARDFILTER_SPLIT_AVX2 1
+#define SHARDFILTER_TARGET_AVX2 __attribute__((target("avx2")))
+#else
+#define SHARDFILTER_SPLIT_AVX2 0
+#endif
+#if SHARDFILTER_SPLIT_AVX2 && defined(__AVX2__)
 #define SHARDFILTER_SPLIT_AVX2_INLINE 1
 #else
 #define SHARDFILTER_SPLIT_AVX2_INLINE 0
@@ -118,14 +128,11 @@ inline bool SplitAddScalar(std::atomic<uint64_t>* block, uint32_t h32) {
 bool SplitMayContainDispatch(const std::atomic<uint64_t>* block, uint32_t h32);
 bool SplitAddDispatch(std::atomic<uint64_t>* block, uint32_t h32);
 
-#if SHARDFILTER_SPLIT_AVX2_INLINE
+#if SHARDFILTER_SPLIT_AVX2
 // One bit per 32-bit lane: 1 << ((h32 * salt_i) >> 27).
-inline __m256i SplitMaskAvx2(uint32_t h32) {
-  const __m256i salt = _mm256_setr_epi32(
-      static_cast<int>(kSplitSalt[0]), static_cast<int>(kSplitSalt[1]),
-      static_cast<int>(kSplitSalt[2]), static_cast<int>(kSplitSalt[3]),
-      static_cast<int>(kSplitSalt[4]), static_cast<int>(kSplitSalt[5]),
-      static_cast<int>(kSplitSalt[6]), static_cast<int>(kSplitSalt[7]));
+SHARDFILTER_TARGET_AVX2 inline __m256i SplitMaskAvx2(uint32_t h32) {
+  const __m256i salt =
+      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kSplitSalt));
   const __m256i bit = _mm256_srli_epi32(
       _mm256_mullo_epi32(_mm256_set1_epi32(static_cast<int>(h32)), salt), 27);
   return _mm256_sllv_epi32(_mm256_set1_epi32(1), bit);
@@ -134,7 +141,8 @@ inline __m256i SplitMaskAvx2(uint32_t h32) {
 // fetch_or of each 64-bit word of `mask` into the block's words, the words
 // taken from the register (a store and reloads through the stack cost a
 // frame and ~12 instructions more).
-inline void SplitOrAvx2(std::atomic<uint64_t>* block, __m256i mask) {
+SHARDFILTER_TARGET_AVX2 inline void SplitOrAvx2(std::atomic<uint64_t>* block,
+                                                __m256i mask) {
   block[0].fetch_or(static_cast<uint64_t>(_mm256_extract_epi64(mask, 0)),
                     std::memory_order_relaxed);
   block[1].fetch_or(static_cast<uint64_t>(_mm256_extract_epi64(mask, 1)),
@@ -144,15 +152,31 @@ inline void SplitOrAvx2(std::atomic<uint64_t>* block, __m256i mask) {
   block[3].fetch_or(static_cast<uint64_t>(_mm256_extract_epi64(mask, 3)),
                     std::memory_order_relaxed);
 }
+
+SHARDFILTER_TARGET_AVX2 inline bool SplitMayContainAvx2(
+    const std::atomic<uint64_t>* block, uint32_t h32) {
+  const __m256i have =
+      _mm256_load_si256(reinterpret_cast<const __m256i*>(block));
+  return _mm256_testc_si256(have, SplitMaskAvx2(h32)) != 0;
+}
+
+// As SplitAddScalar: one all-set check, then no branch per word.
+SHARDFILTER_TARGET_AVX2 inline bool SplitAddAvx2(std::atomic<uint64_t>* block,
+                                                 uint32_t h32) {
+  const __m256i mask = SplitMaskAvx2(h32);
+  const __m256i have =
+      _mm256_load_si256(reinterpret_cast<const __m256i*>(block));
+  if (_mm256_testc_si256(have, mask)) return false;  // every bit is set
+  SplitOrAvx2(block, mask);
+  return true;
+}
 #endif
 
 // The kernels callers use: inline AVX2 where the caller is compiled for
 // it, else the dispatching call.
 inline bool SplitMayContain(const std::atomic<uint64_t>* block, uint32_t h32) {
 #if SHARDFILTER_SPLIT_AVX2_INLINE
-  const __m256i have =
-      _mm256_load_si256(reinterpret_cast<const __m256i*>(block));
-  return _mm256_testc_si256(have, SplitMaskAvx2(h32)) != 0;
+  return SplitMayContainAvx2(block, h32);
 #else
   return SplitMayContainDispatch(block, h32);
 #endif
@@ -160,13 +184,7 @@ inline bool SplitMayContain(const std::atomic<uint64_t>* block, uint32_t h32) {
 
 inline bool SplitAdd(std::atomic<uint64_t>* block, uint32_t h32) {
 #if SHARDFILTER_SPLIT_AVX2_INLINE
-  const __m256i mask = SplitMaskAvx2(h32);
-  const __m256i have =
-      _mm256_load_si256(reinterpret_cast<const __m256i*>(block));
-  if (_mm256_testc_si256(have, mask)) return false;  // every bit is set
-  // As SplitAddScalar: no branch per word.
-  SplitOrAvx2(block, mask);
-  return true;
+  return SplitAddAvx2(block, h32);
 #else
   return SplitAddDispatch(block, h32);
 #endif
