@@ -78,15 +78,27 @@ echo "   Depends: $depends"
 for d in librocksdb libtbb libxxhash adduser; do
   [[ $depends == *"$d"* ]] || fail "Depends lacks $d"
 done
-# The CLI runs on a baseline x86-64 (no AVX: the packaged build is portable).
-# (Captured first: grep -q leaving early would SIGPIPE objdump, and under
-# pipefail the check would pass without looking.)
-objdump -d --no-show-raw-insn "$build/tools/shardfilter" \
+# The CLI runs on a baseline x86-64 (the packaged build is portable): no
+# AVX-512 anywhere, and AVX registers only in the kernels that are called
+# once CPUID says the CPU has AVX2 (filters/internal/split_block.h: names
+# ending in Avx2). (Captured first: grep -q leaving early would SIGPIPE
+# objdump, and under pipefail the check would pass without looking.)
+objdump -d --no-show-raw-insn -C "$build/tools/shardfilter" \
   "$build"/libshardfilter*.so.*.*.* >"$work/disasm.txt" || fail "objdump"
-if grep -q '%[yz]mm' "$work/disasm.txt"; then
-  fail "packaged binaries use AVX registers (SHARDFILTER_NATIVE leaked?)"
+if grep -q '%zmm' "$work/disasm.txt"; then
+  fail "packaged binaries use AVX-512 registers (SHARDFILTER_NATIVE leaked?)"
 fi
-rm -f "$work/disasm.txt"
+awk '/^[0-9a-f]+ <.*>:$/ { fn = $0; next }
+     /%ymm/ && fn !~ /Avx2\(/ { print fn; exit }' "$work/disasm.txt" \
+  >"$work/avx_outside.txt"
+if [ -s "$work/avx_outside.txt" ]; then
+  fail "AVX registers outside the CPUID-dispatched kernels: $(cat "$work/avx_outside.txt") (SHARDFILTER_NATIVE leaked?)"
+fi
+grep -c '%ymm' "$work/disasm.txt" >"$work/avx_count.txt" || true
+if [ "$(cat "$work/avx_count.txt")" = 0 ]; then
+  fail "no AVX2 kernel in the library (the dispatched split-block kernels are missing)"
+fi
+rm -f "$work/disasm.txt" "$work/avx_outside.txt" "$work/avx_count.txt"
 has_server=0
 has_module=0
 grep -qx /usr/bin/shardfilter-server "$work/contents" && has_server=1
