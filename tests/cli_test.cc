@@ -552,6 +552,10 @@ TEST_F(CliTest, DemoRunsSmall) {
   CliResult r = RunRaw({"demo", "--items", "20000", "--probes", "20000"});
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("cuckoo"), std::string::npos) << r.out;
+  // Every Bloom layout, the default named (split block at 1%).
+  EXPECT_NE(r.out.find("bloom (split, default)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("bloom (blocked)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("bloom (classic)"), std::string::npos) << r.out;
 }
 
 }  // namespace

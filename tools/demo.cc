@@ -39,13 +39,21 @@ Result<std::unique_ptr<Filter>> Up(auto r) {
 
 int RunDemo(const DemoOptions& o, std::ostream& out) {
   std::vector<Row> rows;
-  BloomOptions blocked;
-  blocked.capacity = o.items;
-  blocked.fpp = o.fpp;
-  rows.push_back({"bloom (blocked)", Up(BloomFilter::Create(blocked))});
-  BloomOptions classic = blocked;
-  classic.layout = BloomLayout::kClassic;
-  rows.push_back({"bloom (classic)", Up(BloomFilter::Create(classic))});
+  // Every Bloom layout; the default (kAuto) is named for what it resolved
+  // to at this capacity and rate.
+  BloomOptions bloom;
+  bloom.capacity = o.items;
+  bloom.fpp = o.fpp;
+  const BloomLayout chosen =
+      ResolveBloomLayout(bloom.capacity, bloom.fpp, 0, bloom.max_bytes);
+  for (BloomLayout layout : {BloomLayout::kSplitBlock, BloomLayout::kBlocked,
+                             BloomLayout::kClassic}) {
+    BloomOptions each = bloom;
+    each.layout = layout;
+    rows.push_back({std::string("bloom (") + BloomLayoutName(layout) +
+                        (layout == chosen ? ", default)" : ")"),
+                    Up(BloomFilter::Create(each))});
+  }
   CountingBloomOptions counting;
   counting.capacity = o.items;
   counting.fpp = o.fpp;
@@ -56,7 +64,7 @@ int RunDemo(const DemoOptions& o, std::ostream& out) {
   rows.push_back({"cuckoo", Up(CuckooFilter::Create(cuckoo))});
 
   char line[256];
-  std::snprintf(line, sizeof line, "%-16s %10s %10s %9s %9s %11s %11s %s\n",
+  std::snprintf(line, sizeof line, "%-22s %10s %10s %9s %9s %11s %11s %s\n",
                 "filter", "target", "measured", "bits/key", "log2(1/p)",
                 "add Mops/s", "query Mops/s", "false negatives");
   out << "shardfilter demo: " << o.items << " keys added, " << o.probes
@@ -98,7 +106,7 @@ int RunDemo(const DemoOptions& o, std::ostream& out) {
     const bool ok = false_negatives == 0 && fpr <= o.fpp + margin;
     if (!ok) rc = 1;
     std::snprintf(line, sizeof line,
-                  "%-16s %9.4f%% %9.4f%% %9.2f %9.2f %11.1f %11.1f %llu%s\n",
+                  "%-22s %9.4f%% %9.4f%% %9.2f %9.2f %11.1f %11.1f %llu%s\n",
                   row.name.c_str(), o.fpp * 100, fpr * 100,
                   st.bytes * 8.0 / o.items, std::log2(1 / o.fpp),
                   o.items / add_s / 1e6, o.probes / query_s / 1e6,
