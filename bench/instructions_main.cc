@@ -147,37 +147,27 @@ struct Scenario {
   void (*run)();
 };
 
+// A Bloom filter half full, then the counted query loop: with the hash
+// (sf_ic_bloom_query) or over precomputed hashes (the kernel alone).
+void BloomQuery(std::unique_ptr<BloomFilter> f) {
+  FillHalf(*f);
+  sf_ic_bloom_query(*f);
+}
+void BloomQueryKernel(std::unique_ptr<BloomFilter> f) {
+  FillHalf(*f);
+  std::unique_ptr<uint64_t[]> h(new uint64_t[kOps]);
+  for (uint64_t i = 0; i < kOps; ++i) h[i] = f->Hash(KeyBytes(AbsentKey(i)));
+  sf_ic_bloom_query_kernel(*f, h.get());
+}
+
 const Scenario kScenarios[] = {
-    {"bloom_query", "sf_ic_bloom_query",
-     [] {
-       auto f = MakeBloom();
-       FillHalf(*f);
-       sf_ic_bloom_query(*f);
-     }},
+    {"bloom_query", "sf_ic_bloom_query", [] { BloomQuery(MakeBloom()); }},
     {"bloom_query_kernel", "sf_ic_bloom_query_kernel",
-     [] {
-       auto f = MakeBloom();
-       FillHalf(*f);
-       std::unique_ptr<uint64_t[]> h(new uint64_t[kOps]);
-       for (uint64_t i = 0; i < kOps; ++i)
-         h[i] = f->Hash(KeyBytes(AbsentKey(i)));
-       sf_ic_bloom_query_kernel(*f, h.get());
-     }},
+     [] { BloomQueryKernel(MakeBloom()); }},
     {"blocked_bloom_query", "sf_ic_bloom_query",
-     [] {
-       auto f = MakeBlockedBloom();
-       FillHalf(*f);
-       sf_ic_bloom_query(*f);
-     }},
+     [] { BloomQuery(MakeBlockedBloom()); }},
     {"blocked_bloom_query_kernel", "sf_ic_bloom_query_kernel",
-     [] {
-       auto f = MakeBlockedBloom();
-       FillHalf(*f);
-       std::unique_ptr<uint64_t[]> h(new uint64_t[kOps]);
-       for (uint64_t i = 0; i < kOps; ++i)
-         h[i] = f->Hash(KeyBytes(AbsentKey(i)));
-       sf_ic_bloom_query_kernel(*f, h.get());
-     }},
+     [] { BloomQueryKernel(MakeBlockedBloom()); }},
     {"cuckoo_query", "sf_ic_cuckoo_query",
      [] {
        auto f = MakeCuckoo();
