@@ -1,7 +1,7 @@
-// Bloom, classic Bloom and counting Bloom filters: ns/op for add and for
-// queries of present, absent and mixed (50/50) keys, one at a time and
-// batched (256 keys per call: hash all, prefetch 16 ahead, probe), on 1 and
-// 2 threads sharing one filter, at 1e6 items (in cache) and 5e7 items
+// Bloom (split block, word-blocked, classic) and counting Bloom filters: ns/op
+// for add and for queries of present, absent and mixed (50/50) keys, one at a
+// time and batched (256 keys per call: hash all, prefetch 16 ahead, probe), on
+// 1 and 2 threads sharing one filter, at 1e6 items (in cache) and 5e7 items
 // (DRAM-bound), p = 1%. Hashing of the 8-byte key is in every op.
 //
 //   build/bench/bloom_bench --benchmark_counters_tabular=true
@@ -29,7 +29,8 @@
 namespace shardfilter::bench {
 namespace {
 
-enum Kind { kBlocked = 0, kClassic = 1, kCounting = 2 };
+// kSplit: the split-block layout, the default at 1% (BloomLayout::kAuto).
+enum Kind { kBlocked = 0, kClassic = 1, kCounting = 2, kSplit = 3 };
 enum Mode { kPresent = 0, kAbsent = 1, kMixed = 2 };
 constexpr size_t kBatch = 256;
 constexpr double kFpp = 0.01;
@@ -42,7 +43,9 @@ std::unique_ptr<Filter> MakeFilter(int kind, uint64_t n) {
   BloomOptions o;
   o.capacity = n;
   o.fpp = kFpp;
-  o.layout = kind == kBlocked ? BloomLayout::kBlocked : BloomLayout::kClassic;
+  o.layout = kind == kBlocked ? BloomLayout::kBlocked
+             : kind == kSplit ? BloomLayout::kSplitBlock
+                              : BloomLayout::kClassic;
   return std::move(BloomFilter::Create(o).value());
 }
 
@@ -240,7 +243,7 @@ constexpr int64_t kLarge = 50'000'000;
 
 void QueryArgs(benchmark::internal::Benchmark* b) {
   b->ArgNames({"kind", "items", "mode", "batch"});
-  for (int kind : {kBlocked, kClassic, kCounting}) {
+  for (int kind : {kSplit, kBlocked, kClassic, kCounting}) {
     for (int64_t n : {kSmall, kLarge}) {
       for (int mode : {kPresent, kAbsent, kMixed}) {
         for (int batch : {0, 1}) b->Args({kind, n, mode, batch});
@@ -254,7 +257,7 @@ BENCHMARK(BM_Query)->Apply(QueryArgs);
 
 void RegisterAdds() {
   for (int threads : {1, 2}) {
-    for (int kind : {kBlocked, kClassic, kCounting}) {
+    for (int kind : {kSplit, kBlocked, kClassic, kCounting}) {
       for (int64_t n : {kSmall, kLarge}) {
         for (int batch : {0, 1}) {
           const int64_t total = std::min<int64_t>(n, 4'000'000);

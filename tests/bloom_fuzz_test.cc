@@ -97,36 +97,26 @@ void Fuzz(Make make, uint64_t seed, int cases) {
   EXPECT_GT(accepted, 0);
 }
 
+// Serialize() of a small, full Bloom filter of `layout`: the seed bytes.
+std::string SmallBloom(BloomLayout layout) {
+  auto f = BloomFilter::Create({.capacity = 20, .fpp = 0.05, .layout = layout});
+  for (int i = 0; i < 20; ++i) (*f)->Add(std::to_string(i));
+  return (*f)->Serialize();
+}
+
 TEST(BloomFuzz, BlockedDecoder) {
-  Fuzz<BloomFilter>(
-      [] {
-        auto f = BloomFilter::Create({.capacity = 20, .fpp = 0.05});
-        for (int i = 0; i < 20; ++i) (*f)->Add(std::to_string(i));
-        return (*f)->Serialize();
-      },
-      1, 20'000);
+  Fuzz<BloomFilter>([] { return SmallBloom(BloomLayout::kBlocked); }, 1,
+                    20'000);
 }
 
 TEST(BloomFuzz, SplitBlockDecoder) {
-  Fuzz<BloomFilter>(
-      [] {
-        auto f = BloomFilter::Create(
-            {.capacity = 20, .fpp = 0.05, .layout = BloomLayout::kSplitBlock});
-        for (int i = 0; i < 20; ++i) (*f)->Add(std::to_string(i));
-        return (*f)->Serialize();
-      },
-      4, 20'000);
+  Fuzz<BloomFilter>([] { return SmallBloom(BloomLayout::kSplitBlock); }, 4,
+                    20'000);
 }
 
 TEST(BloomFuzz, ClassicDecoder) {
-  Fuzz<BloomFilter>(
-      [] {
-        auto f = BloomFilter::Create(
-            {.capacity = 20, .fpp = 0.05, .layout = BloomLayout::kClassic});
-        for (int i = 0; i < 20; ++i) (*f)->Add(std::to_string(i));
-        return (*f)->Serialize();
-      },
-      2, 20'000);
+  Fuzz<BloomFilter>([] { return SmallBloom(BloomLayout::kClassic); }, 2,
+                    20'000);
 }
 
 TEST(BloomFuzz, CountingDecoder) {

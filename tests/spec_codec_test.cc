@@ -8,6 +8,7 @@
 
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "shardfilter/engine/database.h"
 #include "shardfilter/engine/export.h"
@@ -150,6 +151,42 @@ TEST(SpecCodecTest, EveryDecoderRefusesTheSameBadHeads) {
   EXPECT_FALSE(
       DecodeSpecHead({1, 1, 0, 0}, kDescriptorSpecRules, "d", &s).ok());
   EXPECT_TRUE(DecodeSpecHead({1, 1, 0, 0}, kExportSpecRules, "e", &s).ok());
+}
+
+// Each Bloom layout has its flag (docs/format-store.md), round-trips in
+// both formats, and a Bloom head without one is the blocked layout, as
+// every descriptor written before the auto and split flags; other types
+// carry no layout flag.
+TEST(SpecCodecTest, BloomLayoutFlagsArePinnedAndRoundTrip) {
+  const std::pair<BloomLayout, uint8_t> layouts[] = {
+      {BloomLayout::kBlocked, 0},
+      {BloomLayout::kClassic, kSpecFlagClassic},
+      {BloomLayout::kAuto, kSpecFlagAutoLayout},
+      {BloomLayout::kSplitBlock, kSpecFlagSplitLayout}};
+  EXPECT_EQ(kSpecFlagAutoLayout, 8);
+  EXPECT_EQ(kSpecFlagSplitLayout, 16);
+  for (const auto& [layout, flag] : layouts) {
+    SCOPED_TRACE(BloomLayoutName(layout));
+    StoredSpec in;
+    in.type = FilterType::kBloom;
+    in.layout = layout;
+    in.expansion = 2;
+    in.capacity = 10;
+    in.fpp = 0.01;
+    for (const SpecRules& rules : {kDescriptorSpecRules, kExportSpecRules}) {
+      const SpecHead h = EncodeSpecHead(in, rules);
+      EXPECT_EQ(h.flags, flag);
+      StoredSpec out;
+      out.capacity = in.capacity;
+      out.fpp = in.fpp;
+      ASSERT_TRUE(DecodeSpecHead(h, rules, "x", &out).ok());
+      EXPECT_EQ(out.layout, layout);
+    }
+  }
+  StoredSpec cuckoo = Sample();
+  cuckoo.layout = BloomLayout::kSplitBlock;  // ignored: not a Bloom filter
+  EXPECT_EQ(
+      EncodeSpecHead(cuckoo, kDescriptorSpecRules).flags & kSpecLayoutFlags, 0);
 }
 
 }  // namespace

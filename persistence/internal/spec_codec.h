@@ -49,7 +49,7 @@ namespace shardfilter::persistence {
 
 struct StoredSpec {
   FilterType type = FilterType::kBloom;
-  uint8_t durability = 0;  // engine Durability value
+  uint8_t durability = 0;                   // engine Durability value
   BloomLayout layout = BloomLayout::kAuto;  // Bloom only
   bool scalable = false;
   bool retain_hashes = false;

@@ -34,8 +34,8 @@ inline std::string SpecText(const FilterSpec& s) {
       FilterTypeName(s.type), static_cast<unsigned long long>(s.capacity),
       s.fpp, s.shards, static_cast<unsigned long long>(s.seed),
       s.durability ? static_cast<int>(*s.durability) : -1,
-      s.layout == BloomLayout::kClassic ? 1 : 0, s.k, s.fingerprint_bits, s.bucket_size,
-      s.max_kicks, static_cast<unsigned long long>(s.max_bytes),
+      s.layout == BloomLayout::kClassic ? 1 : 0, s.k, s.fingerprint_bits,
+      s.bucket_size, s.max_kicks, static_cast<unsigned long long>(s.max_bytes),
       s.scalable ? 1 : 0, s.expansion, s.retain_hashes ? 1 : 0);
   return buf;
 }
