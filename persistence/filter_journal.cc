@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <mutex>
 
+#include "shardfilter/filters/detail/xxh3_short.h"
 #include "shardfilter/filters/internal/coding.h"
 #include "shardfilter/persistence/internal/keys.h"
 
@@ -39,15 +40,23 @@ void StoreU64(char* p, uint64_t v) {
   for (int i = 0; i < 8; ++i) p[i] = static_cast<char>(v >> (8 * i));
 }
 
+// Both checks are XXH3-64 (the format's); the short forms are inline
+// (filters/detail/xxh3_short.h, pinned to xxHash by tests/hash_test.cc):
+// every journalled add computes both.
 uint32_t HeaderCheck(uint32_t len, uint64_t seq) {
-  char b[12];
-  StoreU32(b, len);
-  StoreU64(b + 4, seq);
-  return static_cast<uint32_t>(XXH3_64bits_withSeed(b, sizeof b, kSeed)) | 1u;
+  unsigned char b[12];
+  StoreU32(reinterpret_cast<char*>(b), len);
+  StoreU64(reinterpret_cast<char*>(b) + 4, seq);
+  return static_cast<uint32_t>(detail::Xxh3Len0to16(b, sizeof b, kSeed)) | 1u;
 }
 
 // Over the 16 header bytes and the body (J1: seq, length and body).
 uint64_t CommitWord(const char* p, uint32_t len) {
+  if (16 + len <= 32) {  // a one-key record
+    return detail::Xxh3Len17to32(reinterpret_cast<const unsigned char*>(p),
+                                 16 + len, kSeed) |
+           1u;
+  }
   return XXH3_64bits_withSeed(p, 16 + len, kSeed) | 1u;
 }
 
@@ -308,7 +317,8 @@ std::string SegmentPath(std::string_view store_path, uint64_t epoch,
 
 Result<std::shared_ptr<Segment>> Segment::Create(const std::string& path,
                                                  const SegmentHeader& h,
-                                                 bool written) {
+                                                 bool written,
+                                                 bool prefault_write) {
   SF_RETURN_IF_ERROR(Fault("create", path));
   const std::string head = EncodeSegmentHeader(h);
   if (head.size() > kSegmentHeaderBytes) {
@@ -355,8 +365,13 @@ Result<std::shared_ptr<Segment>> Segment::Create(const std::string& path,
   if (::fdatasync(fd) != 0) return fail("syncing");
   void* p = ::mmap(nullptr, h.file_bytes, PROT_READ | PROT_WRITE,
                    MAP_SHARED | MAP_POPULATE, fd,
-                   0);  // pre-faulted: writers never fault on a new page
+                   0);  // pre-faulted (read-only for a shared file: see Create)
   if (p == MAP_FAILED) return fail("mapping");
+#ifdef MADV_POPULATE_WRITE
+  // Best effort (an older kernel says EINVAL): the writer then takes one
+  // write fault per page, as before.
+  if (prefault_write) (void)::madvise(p, h.file_bytes, MADV_POPULATE_WRITE);
+#endif
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     Status s = Errno("renaming", tmp);
     ::munmap(p, h.file_bytes);

@@ -1,4 +1,5 @@
 #include "shardfilter/filters/hash.h"
+#include "shardfilter/filters/detail/xxh3_short.h"
 
 #include <gtest/gtest.h>
 #include <xxhash.h>
@@ -54,6 +55,29 @@ TEST(HashKey, ShortKernelMatchesXxh3OnRandomBytes) {
     const uint64_t want = XXH3_64bits_withSeed(key.data(), len, seed);
     EXPECT_EQ(HashKey(key, seed), want) << "len " << len << " seed " << seed;
     EXPECT_EQ(KeyHasher(seed)(key), want) << "len " << len << " seed " << seed;
+  }
+}
+
+// The journal's one-key record checks use the 17..32-byte form.
+TEST(HashKey, Len17to32KernelMatchesXxh3) {
+  uint64_t x = 0xD1B54A32D192ED03ULL;
+  auto next = [&x] {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  };
+  std::string bytes;
+  for (int round = 0; round < 2000; ++round) {
+    const size_t len = 17 + next() % 16;
+    bytes.resize(len);
+    for (char& c : bytes) c = static_cast<char>(next());
+    const uint64_t seed = round % 3 == 0 ? 0 : next();
+    EXPECT_EQ(detail::Xxh3Len17to32(
+                  reinterpret_cast<const unsigned char*>(bytes.data()), len,
+                  seed),
+              XXH3_64bits_withSeed(bytes.data(), len, seed))
+        << "len " << len << " seed " << seed;
   }
 }
 

@@ -1,4 +1,4 @@
-// XXH3-64 for inputs of 0..16 bytes, written from the XXH3 specification
+// XXH3-64 for inputs of 0..16 bytes (and 17..32), written from the XXH3 specification
 // (xxHash's doc/xxhash_spec.md: "XXH3 algorithm", short inputs) so that the
 // hot hash of every query stays inline in the user's code without
 // <xxhash.h> or its macros (XXH_INLINE_ALL, XXH_VECTOR, ...) reaching the
@@ -118,6 +118,24 @@ inline uint64_t Xxh3Len0to16(const unsigned char* p, size_t len,
     return Xxh64Avalanche(uint64_t{combined} ^ bitflip);
   }
   return Xxh64Avalanche(seed ^ (kXxh3Secret64_56 ^ kXxh3Secret64_64));
+}
+
+// XXH3-64 of p[0, len) with `seed`, 17 <= len <= 32 (the specification's
+// 17..128 form with its two middle rounds skipped, as they are at this
+// length): the journal's one-key record (filters are not hashed here).
+inline uint64_t Xxh3Len17to32(const unsigned char* p, size_t len,
+                              uint64_t seed) {
+  constexpr uint64_t kPrime64_1 = 0x9E3779B185EBCA87ULL;
+  constexpr uint64_t kSecret64_0 =
+      (uint64_t{kXxh3Secret32_4} << 32) | kXxh3Secret32_0;
+  auto mix16 = [seed](const unsigned char* in, uint64_t s0, uint64_t s1) {
+    return Mul128Fold64(ReadLE64(in) ^ (s0 + seed),
+                        ReadLE64(in + 8) ^ (s1 - seed));
+  };
+  uint64_t acc = len * kPrime64_1;
+  acc += mix16(p, kSecret64_0, kXxh3Secret64_8);
+  acc += mix16(p + len - 16, kXxh3Secret64_16, kXxh3Secret64_24);
+  return Xxh3Avalanche(acc);
 }
 
 }  // namespace shardfilter::detail

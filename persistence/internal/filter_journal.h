@@ -139,10 +139,17 @@ class Segment {
   // disk is an error here, not a SIGBUS later): `written` zero-fills them
   // (durability sync: later fdatasyncs then write data blocks only, no
   // extent changes), else fallocate. Header synced, renamed, directory
-  // synced.
+  // synced. Mapped with its pages faulted in: `prefault_write` faults them
+  // writable too (MADV_POPULATE_WRITE, Linux 5.14+; ignored where
+  // unsupported), so a writer's first store to a page takes no fault
+  // (MAP_POPULATE alone maps a shared file's pages read-only, and the first
+  // store to each then faults into the file system's page_mkwrite). It
+  // dirties every page, so a sync journal, whose first fdatasync would
+  // then write the whole segment, does not ask for it.
   static Result<std::shared_ptr<Segment>> Create(const std::string& path,
                                                  const SegmentHeader& h,
-                                                 bool written);
+                                                 bool written,
+                                                 bool prefault_write = false);
   // Maps an existing segment read-only.
   static Result<std::shared_ptr<Segment>> OpenExisting(const std::string& path);
   ~Segment();
