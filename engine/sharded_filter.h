@@ -382,6 +382,13 @@ class ShardedFilter {
   // Overlaps a batch's cache misses (sharded_batch.cc).
   class BatchPrefetch;
   // Applies one op kind to a batch; shared by the four batch calls.
+  // A batch of at most kSmallBatchItems on a filter without a journal:
+  // the items one at a time through InsertHash / RemoveHash, each one's
+  // block prefetched first. Same results as RunBatch's grouped path.
+  static constexpr size_t kSmallBatchItems = 16;
+  Status RunSmallBatch(bool remove, std::span<const uint64_t> hashes,
+                       std::vector<Status>* per_item,
+                       std::vector<AddOutcome>* outcomes);
   Status RunBatch(bool remove, std::span<const uint64_t> hashes,
                   std::vector<Status>* per_item,
                   std::vector<AddOutcome>* outcomes = nullptr);

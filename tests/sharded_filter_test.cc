@@ -124,6 +124,67 @@ TEST_P(ShardedTypedTest, BatchResultsEqualSingleKeyResults) {
 // by counting (GroupByShard), and prefetched across shard groups: every
 // size from 1 to 31 items on 256 shards must give the single-item answers,
 // per item and in input order, copies of one key included.
+// Batches below and above ShardedFilter::kSmallBatchItems (the small ones
+// run item by item) report the same per-item statuses, outcomes and first
+// failure as the same items added one at a time: a non-scaling filter
+// that fills mid-batch, an item repeated within the batch, and Bloom
+// removes refused item by item.
+TEST(ShardedFilterTest, BatchResultsMatchSingleItemsAcrossTheSmallBatchSize) {
+  for (size_t n : {size_t{6}, size_t{40}}) {
+    for (FilterType type : {FilterType::kBloom, FilterType::kCuckoo,
+                            FilterType::kCountingBloom}) {
+      FilterSpec spec = SpecFor(type, 64, 1);
+      spec.scalable = false;
+      auto single = ShardedFilter::Create(spec);
+      auto batch = ShardedFilter::Create(spec);
+      SF_ASSERT_OK(single.status());
+      SF_ASSERT_OK(batch.status());
+      uint64_t state = 99 + n;
+      // Leave room for 3 more items (a Bloom filter counts distinct keys).
+      const uint64_t room = 3;
+      for (uint64_t i = 0; i + room < (*single)->Stats().total.capacity; ++i) {
+        const uint64_t h = SplitMix64(&state);
+        SF_ASSERT_OK((*single)->AddHash(h));
+        SF_ASSERT_OK((*batch)->AddHash(h));
+      }
+      std::vector<uint64_t> hashes(n);
+      for (uint64_t& h : hashes) h = SplitMix64(&state);
+      hashes[1] = hashes[0];  // repeated within the batch
+      std::vector<Status> want_status;
+      std::vector<AddOutcome> want_outcome;
+      Status want_first;
+      for (uint64_t h : hashes) {
+        Result<AddOutcome> r = (*single)->InsertHash(h);
+        want_status.push_back(r.status());
+        want_outcome.push_back(r.ok() ? *r : AddOutcome::kAdded);
+        if (!r.ok() && want_first.ok()) want_first = r.status();
+      }
+      ASSERT_FALSE(want_first.ok()) << "the batch should fill the filter";
+      std::vector<Status> per_item;
+      std::vector<AddOutcome> outcomes;
+      Status first = (*batch)->AddHashes(hashes, &per_item, &outcomes);
+      EXPECT_EQ(first.code(), want_first.code()) << "n " << n;
+      ASSERT_EQ(per_item.size(), n);
+      ASSERT_EQ(outcomes.size(), n);
+      for (size_t i = 0; i < n; ++i) {
+        EXPECT_EQ(per_item[i].code(), want_status[i].code())
+            << "n " << n << " item " << i << " type " << static_cast<int>(type);
+        if (per_item[i].ok()) {
+          EXPECT_EQ(outcomes[i], want_outcome[i]) << "n " << n << " item " << i;
+          EXPECT_TRUE((*batch)->MayContainHash(hashes[i]));
+        }
+      }
+      EXPECT_TRUE((*single)->Equals(**batch)) << "n " << n;
+      if (type == FilterType::kBloom) {
+        std::vector<Status> removes;
+        EXPECT_TRUE((*batch)->RemoveHashes(hashes, &removes).IsNotSupported());
+        ASSERT_EQ(removes.size(), n);
+        for (const Status& r : removes) EXPECT_TRUE(r.IsNotSupported());
+      }
+    }
+  }
+}
+
 TEST_P(ShardedTypedTest, SmallBatchesOverManyShardsMatchSingleItems) {
   auto single = ShardedFilter::Create(SpecFor(GetParam(), 200'000, 256));
   auto batch = ShardedFilter::Create(SpecFor(GetParam(), 200'000, 256));
