@@ -10,6 +10,17 @@
 # pipeline 1, 16 and 64. The filter is reserved with `capacity` items at 1%
 # (default 1e6: cache-resident on most machines; use 1e8 for a filter far
 # larger than the caches) and pre-filled by the BF.ADD row itself.
+#
+# PREFILL=N first adds N random items to each filter (BF.MADD / CF.INSERT
+# of 10, pipelined), so that every page of the table is resident before the
+# rows run. Without it, a fresh 1e8 filter's untouched pages read as the
+# kernel's one shared zero page: a query of RedisBloom's (k probes spread
+# over the whole table) then hits that page in the L1 cache, which is not
+# what a filter in use costs. The prefill's items are "p<n>", never
+# those of the rows: redis-benchmark's random sequence is the same in
+# every run, so each CF.ADD row adds another copy of the same items, and
+# a cuckoo filter holds at most 2b copies of one item (then `Filter is
+# full`: docs/server.md).
 set -eu
 module=$(realpath "${1:?usage: bench.sh <shardfilter.so> [requests] [capacity]}")
 n=${2:-1000000}
@@ -46,6 +57,14 @@ bench() {  # $1 label, $2 pipeline, rest: command
 rows() {
   redis-cli -p "$port" BF.RESERVE bf 0.01 "$cap" >/dev/null
   redis-cli -p "$port" CF.RESERVE cf "$cap" >/dev/null
+  if [ "${PREFILL:-0}" -gt 0 ]; then
+    fill=$((PREFILL / 10))
+    taskset -c 1 redis-benchmark -p "$port" -c 50 -n "$fill" -P 64 -r 100000000 -q \
+      BF.MADD bf p__rand_int__ p__rand_int__ p__rand_int__ p__rand_int__ p__rand_int__ p__rand_int__ p__rand_int__ p__rand_int__ p__rand_int__ p__rand_int__ >/dev/null 2>&1
+    taskset -c 1 redis-benchmark -p "$port" -c 50 -n "$fill" -P 64 -r 100000000 -q \
+      CF.INSERT cf ITEMS p__rand_int__ p__rand_int__ p__rand_int__ p__rand_int__ p__rand_int__ p__rand_int__ p__rand_int__ p__rand_int__ p__rand_int__ p__rand_int__ >/dev/null 2>&1
+    echo "$1 prefilled: bf $(redis-cli -p "$port" BF.CARD bf) items, cf $(redis-cli -p "$port" CF.INFO cf | sed -n '/Number of items inserted/{n;p}') items"
+  fi
   for p in 1 16 64; do
     bench "$1 BF.ADD" "$p" BF.ADD bf __rand_int__
     bench "$1 BF.EXISTS" "$p" BF.EXISTS bf __rand_int__
@@ -57,7 +76,7 @@ rows() {
   echo "$1 server CPU (user+sys, s): $(ps -o times= -p "$pid")"
 }
 
-echo "requests per row: $n, capacity: $cap"
+echo "requests per row: $n, capacity: $cap, prefill: ${PREFILL:-0}"
 run_server "$module"; rows shardfilter; stop_server
 if [ -n "${REDISBLOOM_SO:-}" ]; then
   run_server "$(realpath "$REDISBLOOM_SO")"; rows redisbloom; stop_server
