@@ -130,6 +130,32 @@ TEST(WordBlockedSizing, MeetsTargetMinimalAndNearTheSpread) {
   EXPECT_NEAR(s->blocks * 512.0 / n, 15.78, 0.01);
 }
 
+// Sizings are remembered (a filter of many shards sizes one capacity many
+// times): a repeat answers the same, and every argument is part of the key
+// (a memory limit that the first call met but the second does not, another
+// k, another rate).
+TEST(WordBlockedSizing, RepeatsAnswerTheSameForEveryArgument) {
+  const uint64_t n = 777'777;
+  auto a = WordBlockedBloomSizing(n, 0.01, 0, kDefaultMaxFilterBytes);
+  auto b = WordBlockedBloomSizing(n, 0.01, 0, kDefaultMaxFilterBytes);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->blocks, b->blocks);
+  EXPECT_EQ(a->k, b->k);
+  EXPECT_EQ(a->expected_fpr, b->expected_fpr);
+  EXPECT_TRUE(WordBlockedBloomSizing(n, 0.01, 0, a->blocks * 64 - 64)
+                  .status()
+                  .IsInvalidArgument());
+  auto k3 = WordBlockedBloomSizing(n, 0.01, 3, kDefaultMaxFilterBytes);
+  ASSERT_TRUE(k3.ok());
+  EXPECT_EQ(k3->k, 3u);
+  auto tighter = WordBlockedBloomSizing(n, 0.001, 0, kDefaultMaxFilterBytes);
+  ASSERT_TRUE(tighter.ok());
+  EXPECT_GT(tighter->blocks, a->blocks);
+  auto again = WordBlockedBloomSizing(n, 0.01, 0, kDefaultMaxFilterBytes);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->blocks, a->blocks);
+}
+
 TEST(WordBlockedSizing, EveryForcedKIsMinimal) {
   const uint64_t n = 100'000;
   for (uint32_t k = 1; k <= 32; ++k) {
