@@ -224,8 +224,11 @@ uint32_t ShardedFilter::CountHash(uint64_t hash) const {
   return internal::ChainCount(shards_[LocalShardOf(hash)], hash);  // S1
 }
 
-ShardedStats ShardedFilter::Stats() const {
-  if (ShardedFilter* f = Forward()) return f->Stats();
+ShardedStats ShardedFilter::Stats() const { return Statistics(true); }
+ShardedStats ShardedFilter::Counts() const { return Statistics(false); }
+
+ShardedStats ShardedFilter::Statistics(bool scan) const {
+  if (ShardedFilter* f = Forward()) return f->Statistics(scan);
   ShardedStats out;
   out.shards.resize(shard_count_);
   FilterStats& t = out.total;
@@ -235,7 +238,7 @@ ShardedStats ShardedFilter::Stats() const {
     const Shard& s = shards_[i];
     ShardStats& ss = out.shards[i];
     ss.shard = i;
-    ss.filter = internal::ChainStatistics(spec_, s);
+    ss.filter = internal::ChainStatistics(spec_, s, scan);
     ss.links = s.links_visible();
     grown_capacity += ss.filter.capacity - s.links[0]->capacity();
     ss.last_sequence = s.last_seq.load(std::memory_order_relaxed);

@@ -307,6 +307,11 @@ class ShardedFilter {
 
   // Per-shard and aggregated figures (approximate while writers run).
   ShardedStats Stats() const;
+  // Stats() without the figures a pass over every table gives
+  // (Filter::Counts(): fill_ratio, estimated_fpr and estimated_cardinality
+  // are 0 for Bloom and counting filters): constant time per shard, for
+  // sizes and counts (BF.INFO, BF.CARD, MEMORY USAGE, INFO memory).
+  ShardedStats Counts() const;
 
   // True when every shard filter Equals the other's (same spec and bits).
   bool Equals(const ShardedFilter& other) const;
@@ -386,6 +391,7 @@ class ShardedFilter {
   // the items one at a time through InsertHash / RemoveHash, each one's
   // block prefetched first. Same results as RunBatch's grouped path.
   static constexpr size_t kSmallBatchItems = 16;
+  ShardedStats Statistics(bool scan) const;
   Status RunSmallBatch(bool remove, std::span<const uint64_t> hashes,
                        std::vector<Status>* per_item,
                        std::vector<AddOutcome>* outcomes);

@@ -402,7 +402,7 @@ uint64_t BloomFilter::MissingFoldedBits(const BloomFilter& source) const {
   return missing;
 }
 
-FilterStats BloomFilter::Stats() const {
+FilterStats BloomFilter::Counts() const {
   FilterStats s;
   s.type = FilterType::kBloom;
   s.capacity = capacity_;
@@ -412,6 +412,11 @@ FilterStats BloomFilter::Stats() const {
   s.k = k_;
   s.items = items();
   s.bits_per_item = static_cast<double>(num_bits_) / capacity_;
+  return s;
+}
+
+FilterStats BloomFilter::Stats() const {
+  FilterStats s = Counts();
   uint64_t set = 0;
   if (layout_ == BloomLayout::kSplitBlock) {
     const BlockedFill fill = MeasureSplitFill(table_.data(), num_blocks_);

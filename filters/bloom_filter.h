@@ -129,6 +129,7 @@ class BloomFilter final : public Filter {
   void MayContainHashes(std::span<const uint64_t> hashes,
                         std::span<uint8_t> out) const override;
   FilterStats Stats() const override;
+  FilterStats Counts() const override;
   std::string Serialize() const override;
   // Same layout, k, seed, capacity, fpp, size and bits. The `items`
   // statistic is not compared.

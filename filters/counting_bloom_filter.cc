@@ -145,7 +145,7 @@ void CountingBloomFilter::MayContainKeys(std::span<const std::string_view> keys,
       [&](size_t i) { return Hash(keys[i]); }, out);
 }
 
-FilterStats CountingBloomFilter::Stats() const {
+FilterStats CountingBloomFilter::Counts() const {
   FilterStats s;
   s.type = FilterType::kCountingBloom;
   s.capacity = capacity_;
@@ -162,6 +162,11 @@ FilterStats CountingBloomFilter::Stats() const {
   s.items = adds - removes;
   s.deletes = removes;
   s.bits_per_item = static_cast<double>(num_bytes()) * 8 / capacity_;
+  return s;
+}
+
+FilterStats CountingBloomFilter::Stats() const {
+  FilterStats s = Counts();
   // Histogram of non-zero counters per block; per block the FPR is
   // (nz_b / 128)^k (k draws with replacement), the filter's is the mean.
   std::array<uint64_t, internal::kCountersPerBlock + 1> hist{};

@@ -103,6 +103,7 @@ class CountingBloomFilter final : public Filter {
   void MayContainHashes(std::span<const uint64_t> hashes,
                         std::span<uint8_t> out) const override;
   FilterStats Stats() const override;
+  FilterStats Counts() const override;
   std::string Serialize() const override;
   // Same k, seed, capacity, fpp, size and counters; statistics (items,
   // deletes) are not compared.

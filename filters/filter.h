@@ -111,6 +111,12 @@ class Filter {
                                 std::span<uint8_t> out) const = 0;
 
   virtual FilterStats Stats() const = 0;
+  // Stats() without the figures only a pass over the whole table gives
+  // (fill_ratio, estimated_fpr and estimated_cardinality are 0 where
+  // Stats() computes them from the table): constant time, for callers that
+  // need sizes and counts (BF.INFO, BF.CARD, MEMORY USAGE, INFO memory)
+  // and must not hold their thread for a scan of a 100 MB table (~0.2 s).
+  virtual FilterStats Counts() const { return Stats(); }
 
   // The self-describing, checksummed encoding (docs/format.md). Exact when
   // no writer runs concurrently; for Bloom filters a concurrent add is

@@ -124,6 +124,35 @@ TEST_P(ShardedTypedTest, BatchResultsEqualSingleKeyResults) {
 // by counting (GroupByShard), and prefetched across shard groups: every
 // size from 1 to 31 items on 256 shards must give the single-item answers,
 // per item and in input order, copies of one key included.
+// Counts() is Stats() without the table scan: every count and size
+// agrees, the scanned figures are left 0 (cuckoo's come from counters).
+TEST_P(ShardedTypedTest, CountsAgreeWithStatsWithoutTheScan) {
+  FilterSpec spec = SpecFor(GetParam(), 20'000, 4);
+  spec.expansion = 2;
+  auto f = ShardedFilter::Create(spec);
+  SF_ASSERT_OK(f.status());
+  uint64_t state = 5;
+  for (int i = 0; i < 50'000; ++i) (*f)->AddHash(SplitMix64(&state)).ok();
+  const ShardedStats full = (*f)->Stats();
+  const ShardedStats counts = (*f)->Counts();
+  EXPECT_EQ(counts.total.capacity, full.total.capacity);
+  EXPECT_EQ(counts.total.bytes, full.total.bytes);
+  EXPECT_EQ(counts.total.slots, full.total.slots);
+  EXPECT_EQ(counts.total.items, full.total.items);
+  EXPECT_EQ(counts.total.deletes, full.total.deletes);
+  EXPECT_EQ(counts.total.k, full.total.k);
+  ASSERT_EQ(counts.shards.size(), full.shards.size());
+  for (size_t i = 0; i < full.shards.size(); ++i) {
+    EXPECT_EQ(counts.shards[i].links, full.shards[i].links);
+    EXPECT_EQ(counts.shards[i].filter.items, full.shards[i].filter.items);
+  }
+  EXPECT_GT(full.total.estimated_fpr, 0.0);
+  if (GetParam() != FilterType::kCuckoo) {
+    EXPECT_EQ(counts.total.estimated_fpr, 0.0);
+    EXPECT_EQ(counts.total.fill_ratio, 0.0);
+  }
+}
+
 // Batches below and above ShardedFilter::kSmallBatchItems (the small ones
 // run item by item) report the same per-item statuses, outcomes and first
 // failure as the same items added one at a time: a non-scaling filter

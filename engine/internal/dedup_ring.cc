@@ -105,7 +105,7 @@ void DedupRing::AppendStats(std::vector<DedupPartitionStats>* out) const {
     p.filters = s.links.load(std::memory_order_acquire);
     p.saturated = s.saturated.load(std::memory_order_relaxed);
     for (uint32_t i = 0; i < p.filters; ++i) {
-      ShardedStats st = s.link[i]->Stats();
+      ShardedStats st = s.link[i]->Counts();  // items and bytes only
       p.filter_items += st.total.items;
       p.filter_bytes += st.total.bytes;
     }

@@ -66,9 +66,9 @@ Status Grow(const FilterSpec& spec, Shard& s, uint32_t n, Status full) {
   }
   uint64_t budget = ShardMaxBytes(spec);
   if (spec.max_bytes != 0) {
-    // The budget covers all links; Stats() is a scan, but growth is rare.
+    // The budget covers all links (Counts(): no scan under the lock).
     uint64_t used = 0;
-    for (uint32_t i = 0; i < n; ++i) used += s.links[i]->Stats().bytes;
+    for (uint32_t i = 0; i < n; ++i) used += s.links[i]->Counts().bytes;
     if (used >= budget) {
       return Status::Full("the shard's links use " + std::to_string(used) +
                           " bytes of its " + std::to_string(budget) +
@@ -340,12 +340,13 @@ Result<LoadedChain> DecodeChainLinks(const FilterSpec& spec,
 
 }  // namespace
 
-FilterStats ChainStatistics(const FilterSpec& spec, const Shard& s) {
+FilterStats ChainStatistics(const FilterSpec& spec, const Shard& s,
+                            bool scan) {
   const uint32_t n = s.links_visible();
   FilterStats t;
   double filled = 0, pass = 1;
   for (uint32_t i = 0; i < n; ++i) {
-    FilterStats f = s.links[i]->Stats();
+    FilterStats f = scan ? s.links[i]->Stats() : s.links[i]->Counts();
     if (i == 0) t = f;  // type, k
     if (i > 0) {
       t.capacity += f.capacity;

@@ -104,7 +104,10 @@ Result<LoadedChain> DecodeChain(const FilterSpec& spec, std::string_view blob,
 // cardinality summed; fill slot-weighted; estimated_fpr the compound
 // 1 - prod(1 - fpr_i); target_fpr the chain's compound target
 // (ChainTargetFpp); k of link 0. Approximate while writers run.
-FilterStats ChainStatistics(const FilterSpec& spec, const Shard& s);
+// scan = false: Filter::Counts() per link (no pass over the tables; the
+// figures computed from them are 0).
+FilterStats ChainStatistics(const FilterSpec& spec, const Shard& s,
+                            bool scan = true);
 
 // Same link count, fills and Filter::Equals links.
 bool ChainEquals(const Shard& a, const Shard& b);

@@ -34,7 +34,7 @@ Status Bad(const std::string& why) {
 uint64_t FilterValue::MemoryBytes() const {
   uint64_t bytes = sizeof(FilterValue) + raw.capacity() + damage.capacity();
   if (filter != nullptr) {
-    const ShardedStats stats = filter->Stats();
+    const ShardedStats stats = filter->Counts();  // no table scan
     bytes += stats.total.bytes;
     // Per shard: its lock, chain bookkeeping and link objects (small
     // against the tables; estimated, not measured).
