@@ -146,6 +146,25 @@ Result<AddOutcome> ShardedFilter::InsertHash(uint64_t hash) {
   SF_RETURN_IF_ERROR(CheckWritable());
   uint32_t index = LocalShardOf(hash);
   Shard& s = shards_[index];
+  // The table's miss starts before the lock's and the fill's locked
+  // instructions, which do not wait for a prefetch (they would wait for a
+  // load or a locked OR of the table): at DRAM sizes one add then costs
+  // about one miss less (bench/persistence_bench BM_DurableAdd: Bloom
+  // 5.6 -> 7.2M adds/s at durability none, 3.4 -> 4.4M/s journalled). A
+  // shard of one split-block link is prefetched inline (Q1's table;
+  // relaxed: a stale table only wastes the hint); others through the
+  // newest link (read lock-free, as a query reads it: S1).
+  {
+    const internal::ShardFastPath& p = fast_[index];
+    if (const std::atomic<uint64_t>* t =
+            p.table.load(std::memory_order_relaxed)) {
+      __builtin_prefetch(
+          t + internal::SplitBlockOffset(hash, p.blocks) / sizeof(uint64_t),
+          1);
+    } else {
+      internal::ChainPrefetch(s, hash, /*for_write=*/true);
+    }
+  }
   auto lock = internal::LockShared(s);  // S2, S5
   if (ShardedFilter* f = Forward()) {   // switched while we waited
     lock.unlock();
@@ -187,6 +206,7 @@ Status ShardedFilter::RemoveHash(uint64_t hash) {
   }
   uint32_t index = LocalShardOf(hash);
   Shard& s = shards_[index];
+  internal::ChainPrefetch(s, hash, /*for_write=*/true);  // as InsertHash
   auto lock = internal::LockShared(s);  // S2, S5
   if (ShardedFilter* f = Forward()) {   // switched while we waited
     lock.unlock();
