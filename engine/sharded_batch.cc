@@ -469,9 +469,18 @@ void ShardedFilter::MayContainHashes(std::span<const uint64_t> hashes,
   if (ShardedFilter* f = Forward()) return f->MayContainHashes(hashes, out);
   if (hashes.size() <= kSmallBatchItems) {
     // As RunSmallBatch: prefetch every item's block, then one at a time
-    // (MayContainHash: the inline probe where a shard has one link).
+    // (MayContainHash: the inline probe where a shard has one link; the
+    // prefetch inline there too, Q1's table, else through the newest link).
     for (uint64_t h : hashes) {
-      internal::ChainPrefetch(shards_[LocalShardOf(h)], h, false);
+      const uint32_t index = LocalShardOf(h);
+      const internal::ShardFastPath& p = fast_[index];
+      if (const std::atomic<uint64_t>* t =
+              p.table.load(std::memory_order_relaxed)) {
+        __builtin_prefetch(
+            t + internal::SplitBlockOffset(h, p.blocks) / sizeof(uint64_t));
+      } else {
+        internal::ChainPrefetch(shards_[index], h, false);
+      }
     }
     for (size_t i = 0; i < hashes.size(); ++i) {
       out[i] = MayContainHash(hashes[i]);
