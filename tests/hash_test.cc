@@ -1,11 +1,12 @@
 #include "shardfilter/filters/hash.h"
-#include "shardfilter/filters/detail/xxh3_short.h"
 
 #include <gtest/gtest.h>
 #include <xxhash.h>
 
 #include <set>
 #include <string>
+
+#include "shardfilter/filters/detail/xxh3_short.h"
 
 namespace shardfilter {
 namespace {
@@ -35,32 +36,10 @@ TEST(HashKey, ShortKeyPathMatchesXxh3) {
   }
 }
 
-// filters/detail/xxh3_short.h is our own XXH3 short-input kernel: it must
-// agree with xxHash on every byte value (bytes >= 0x80 included: the 1..3
-// byte path reads single bytes) and on seeds with high bits set.
-TEST(HashKey, ShortKernelMatchesXxh3OnRandomBytes) {
-  uint64_t x = 0x9E3779B97F4A7C15ULL;
-  auto next = [&x] {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return x;
-  };
-  std::string key;
-  for (int round = 0; round < 2000; ++round) {
-    const size_t len = next() % 17;
-    key.resize(len);
-    for (char& c : key) c = static_cast<char>(next());
-    const uint64_t seed = round % 3 == 0 ? 0 : next();
-    const uint64_t want = XXH3_64bits_withSeed(key.data(), len, seed);
-    EXPECT_EQ(HashKey(key, seed), want) << "len " << len << " seed " << seed;
-    EXPECT_EQ(KeyHasher(seed)(key), want) << "len " << len << " seed " << seed;
-  }
-}
-
-// The journal's one-key record checks use the 17..32-byte form.
-TEST(HashKey, Len17to32KernelMatchesXxh3) {
-  uint64_t x = 0xD1B54A32D192ED03ULL;
+// 2000 random (bytes, seed) cases with lengths in [min_len, min_len +
+// spread), a third of them with seed 0, for comparing a kernel with xxHash.
+template <class Check>
+void ForRandomInputs(uint64_t x, size_t min_len, size_t spread, Check check) {
   auto next = [&x] {
     x ^= x << 13;
     x ^= x >> 7;
@@ -69,16 +48,38 @@ TEST(HashKey, Len17to32KernelMatchesXxh3) {
   };
   std::string bytes;
   for (int round = 0; round < 2000; ++round) {
-    const size_t len = 17 + next() % 16;
-    bytes.resize(len);
+    bytes.resize(min_len + next() % spread);
     for (char& c : bytes) c = static_cast<char>(next());
-    const uint64_t seed = round % 3 == 0 ? 0 : next();
-    EXPECT_EQ(detail::Xxh3Len17to32(
-                  reinterpret_cast<const unsigned char*>(bytes.data()), len,
-                  seed),
-              XXH3_64bits_withSeed(bytes.data(), len, seed))
-        << "len " << len << " seed " << seed;
+    check(bytes, round % 3 == 0 ? 0 : next());
   }
+}
+
+// filters/detail/xxh3_short.h is our own XXH3 short-input kernel: it must
+// agree with xxHash on every byte value (bytes >= 0x80 included: the 1..3
+// byte path reads single bytes) and on seeds with high bits set.
+TEST(HashKey, ShortKernelMatchesXxh3OnRandomBytes) {
+  ForRandomInputs(0x9E3779B97F4A7C15ULL, 0, 17,
+                  [](const std::string& key, uint64_t seed) {
+                    const uint64_t want =
+                        XXH3_64bits_withSeed(key.data(), key.size(), seed);
+                    EXPECT_EQ(HashKey(key, seed), want)
+                        << "len " << key.size() << " seed " << seed;
+                    EXPECT_EQ(KeyHasher(seed)(key), want)
+                        << "len " << key.size() << " seed " << seed;
+                  });
+}
+
+// The journal's one-key record checks use the 17..32-byte form.
+TEST(HashKey, Len17to32KernelMatchesXxh3) {
+  ForRandomInputs(
+      0xD1B54A32D192ED03ULL, 17, 16,
+      [](const std::string& bytes, uint64_t seed) {
+        EXPECT_EQ(detail::Xxh3Len17to32(
+                      reinterpret_cast<const unsigned char*>(bytes.data()),
+                      bytes.size(), seed),
+                  XXH3_64bits_withSeed(bytes.data(), bytes.size(), seed))
+            << "len " << bytes.size() << " seed " << seed;
+      });
 }
 
 // KeyHasher precomputes part of the 4..8-byte kernel: same values as
