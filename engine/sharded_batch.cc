@@ -196,10 +196,7 @@ Status ShardedFilter::RunSmallBatch(bool remove,
                                     std::vector<AddOutcome>* outcomes) {
   if (per_item != nullptr) per_item->assign(hashes.size(), Status::OK());
   if (outcomes != nullptr) outcomes->assign(hashes.size(), AddOutcome::kAdded);
-  // Lock-free reads of the chains, as a query's (S1): only a hint.
-  for (uint64_t h : hashes) {
-    internal::ChainPrefetch(shards_[LocalShardOf(h)], h, /*for_write=*/true);
-  }
+  for (uint64_t h : hashes) PrefetchShard(LocalShardOf(h), h, true);
   Status first;
   for (size_t i = 0; i < hashes.size(); ++i) {
     Status st;
@@ -469,19 +466,8 @@ void ShardedFilter::MayContainHashes(std::span<const uint64_t> hashes,
   if (ShardedFilter* f = Forward()) return f->MayContainHashes(hashes, out);
   if (hashes.size() <= kSmallBatchItems) {
     // As RunSmallBatch: prefetch every item's block, then one at a time
-    // (MayContainHash: the inline probe where a shard has one link; the
-    // prefetch inline there too, Q1's table, else through the newest link).
-    for (uint64_t h : hashes) {
-      const uint32_t index = LocalShardOf(h);
-      const internal::ShardFastPath& p = fast_[index];
-      if (const std::atomic<uint64_t>* t =
-              p.table.load(std::memory_order_relaxed)) {
-        __builtin_prefetch(
-            t + internal::SplitBlockOffset(h, p.blocks) / sizeof(uint64_t));
-      } else {
-        internal::ChainPrefetch(shards_[index], h, false);
-      }
-    }
+    // (MayContainHash: the inline probe where a shard has one link).
+    for (uint64_t h : hashes) PrefetchShard(LocalShardOf(h), h, false);
     for (size_t i = 0; i < hashes.size(); ++i) {
       out[i] = MayContainHash(hashes[i]);
     }

@@ -386,15 +386,21 @@ class ShardedFilter {
                     std::vector<uint32_t>* links) const;
   // Overlaps a batch's cache misses (sharded_batch.cc).
   class BatchPrefetch;
-  // Applies one op kind to a batch; shared by the four batch calls.
+  // Stats() (scan) or Counts().
+  ShardedStats Statistics(bool scan) const;
+  // Starts the miss of what an op on `hash` in shard `index` will touch,
+  // before any lock: a shard of one split-block link inline (Q1's table;
+  // relaxed: a stale table only wastes the hint), others through the
+  // newest link (read lock-free, as a query reads it: S1).
+  void PrefetchShard(uint32_t index, uint64_t hash, bool for_write) const;
   // A batch of at most kSmallBatchItems on a filter without a journal:
   // the items one at a time through InsertHash / RemoveHash, each one's
   // block prefetched first. Same results as RunBatch's grouped path.
   static constexpr size_t kSmallBatchItems = 16;
-  ShardedStats Statistics(bool scan) const;
   Status RunSmallBatch(bool remove, std::span<const uint64_t> hashes,
                        std::vector<Status>* per_item,
                        std::vector<AddOutcome>* outcomes);
+  // Applies one op kind to a batch; shared by the four batch calls.
   Status RunBatch(bool remove, std::span<const uint64_t> hashes,
                   std::vector<Status>* per_item,
                   std::vector<AddOutcome>* outcomes = nullptr);

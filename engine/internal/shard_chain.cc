@@ -340,8 +340,7 @@ Result<LoadedChain> DecodeChainLinks(const FilterSpec& spec,
 
 }  // namespace
 
-FilterStats ChainStatistics(const FilterSpec& spec, const Shard& s,
-                            bool scan) {
+FilterStats ChainStatistics(const FilterSpec& spec, const Shard& s, bool scan) {
   const uint32_t n = s.links_visible();
   FilterStats t;
   double filled = 0, pass = 1;

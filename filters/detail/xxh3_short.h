@@ -1,6 +1,6 @@
-// XXH3-64 for inputs of 0..16 bytes (and 17..32), written from the XXH3 specification
-// (xxHash's doc/xxhash_spec.md: "XXH3 algorithm", short inputs) so that the
-// hot hash of every query stays inline in the user's code without
+// XXH3-64 for inputs of 0..16 bytes (and 17..32), written from the XXH3
+// specification (xxHash's doc/xxhash_spec.md: "XXH3 algorithm", short inputs)
+// so that the hot hash of every query stays inline in the user's code without
 // <xxhash.h> or its macros (XXH_INLINE_ALL, XXH_VECTOR, ...) reaching the
 // user's translation units. Longer inputs go to xxHash itself, out of line
 // (filters/hash.cc).
