@@ -441,7 +441,8 @@ void ShardedFilter::RunMappedSlice(bool remove, std::span<const uint64_t> slice,
       }
     }
     for (Rec& r : recs[j]) {
-      persistence::CommitRecord(r.slot, r.hashes.empty() ? 0 : op, r.hashes);
+      persistence::CommitRecord(r.slot, r.seq, r.hashes.empty() ? 0 : op,
+                                r.hashes);
     }
   });
   for (size_t j = 0; j < involved.size(); ++j) {  // L2: ascending shards

@@ -72,9 +72,9 @@ Result<AddOutcome> ShardedFilter::JournalledInsert(uint32_t index, Shard& s,
     if (applied.ok()) {
       // A Bloom key already present is journalled too (AddOutcome).
       s.dirty.store(true, std::memory_order_relaxed);
-      persistence::CommitRecord(slot, OpByte(JournalOp::kAdd), {&hash, 1});
+      persistence::CommitRecord(slot, seq, OpByte(JournalOp::kAdd), {&hash, 1});
     } else {
-      persistence::CommitRecord(slot, 0, {});
+      persistence::CommitRecord(slot, seq, 0, {});
     }
     Status done = log.Complete(index, seq, seq);  // L2, L3
     if (!done.ok()) {
@@ -127,7 +127,8 @@ Status ShardedFilter::JournalledRemove(uint32_t index, Shard& s,
   }
   s.dirty.store(true, std::memory_order_relaxed);
   if (log.mmap()) {
-    persistence::CommitRecord(slot, OpByte(JournalOp::kRemove), {&hash, 1});
+    persistence::CommitRecord(slot, seq, OpByte(JournalOp::kRemove),
+                              {&hash, 1});
     Status done = log.Complete(index, seq, seq);
     if (!done.ok()) {
       persistence::UncommitRecord(slot);  // L4

@@ -60,6 +60,22 @@ uint64_t CommitWord(const char* p, uint32_t len) {
   return XXH3_64bits_withSeed(p, 16 + len, kSeed) | 1u;
 }
 
+// A short record (J4): tag bits and check.
+constexpr uint64_t kShortBit = 1, kShortCommitted = 2;
+constexpr uint64_t kShortReserved = kShortBit;
+
+uint64_t ShortTag(uint64_t seq, uint8_t op, uint64_t hash) {
+  unsigned char b[16];
+  StoreU64(reinterpret_cast<char*>(b), seq);
+  StoreU64(reinterpret_cast<char*>(b) + 8, hash);
+  const uint64_t check = detail::Xxh3Len0to16(b, sizeof b, kSeed + op);
+  return (check << 32) | (uint64_t{op} << 2) | kShortCommitted | kShortBit;
+}
+
+std::atomic<uint64_t>* TagSlot(char* p) {
+  return reinterpret_cast<std::atomic<uint64_t>*>(p);
+}
+
 std::atomic<uint64_t>* CommitSlot(char* p, uint32_t len) {
   // 8-aligned (records are), so the atomic view is well formed.
   return reinterpret_cast<std::atomic<uint64_t>*>(p + 16 + len);
@@ -163,10 +179,10 @@ Result<SegmentHeader> DecodeSegmentHeader(std::string_view bytes,
       check != XXH3_64bits_withSeed(bytes.data(), covered, kSeed)) {
     return bad("header checksum mismatch");
   }
-  if (h.version != kFilterJournalVersion) {
+  if (h.version != 1 && h.version != 2) {
     return Status::NotSupported(what + ": version " +
                                 std::to_string(h.version) +
-                                " (this build reads 1)");
+                                " (this build reads 1 and 2)");
   }
   if (h.file_bytes <= kSegmentHeaderBytes || h.file_bytes % 4096 != 0) {
     return bad("bad size");
@@ -176,20 +192,51 @@ Result<SegmentHeader> DecodeSegmentHeader(std::string_view bytes,
   return h;
 }
 
-Status DecodeSegmentRecords(std::string_view records, bool later_boot,
-                            const std::string& what,
+Status DecodeSegmentRecords(std::string_view records, uint32_t version,
+                            bool later_boot, const std::string& what,
                             std::vector<FilterJournalRecord>* out,
                             uint64_t* uncommitted, uint64_t* base) {
   if (base != nullptr) *base = 0;
   const char* data = records.data();
   const size_t cap = records.size() & ~size_t{7};
   size_t at = 0;
+  uint64_t next_seq = 0;  // J4: the seq of a short record here; 0: none yet
   auto damage = [&](const char* why) {
     return Status::Corruption(what + ": record at byte " +
                               std::to_string(kSegmentHeaderBytes + at) + " " +
                               why);
   };
   while (at + 16 <= cap) {
+    const uint64_t tag = LoadLE(data + at, 8);
+    if ((tag & kShortBit) != 0 && version >= 2) {
+      // J4: a short record, whose seq follows the previous record's.
+      const uint64_t hash = LoadLE(data + at + 8, 8);
+      const uint8_t op = static_cast<uint8_t>((tag >> 2) & 3);
+      if (next_seq == 0) {
+        if (later_boot) return Status::OK();
+        return damage("is short but first in its segment");
+      }
+      if (tag == kShortReserved) {
+        // Reserved, never committed (or un-committed, whose hash may
+        // remain): not acknowledged (J1).
+        if (later_boot) return Status::OK();
+        if (uncommitted != nullptr) ++*uncommitted;
+      } else if ((tag & kShortCommitted) == 0 || op > 2 ||
+                 (tag & 0xFFFFFFF0u) != 0 || (op == 0 && hash != 0) ||
+                 tag != ShortTag(next_seq, op, hash)) {
+        if (later_boot) return Status::OK();
+        return damage("fails its checksum");
+      } else {
+        FilterJournalRecord rec;
+        rec.seq = next_seq;
+        rec.op = op;
+        if (op != 0) rec.hashes.push_back(hash);
+        out->push_back(std::move(rec));
+      }
+      ++next_seq;
+      at += kShortRecordBytes;
+      continue;
+    }
     const uint32_t len = static_cast<uint32_t>(LoadLE(data + at, 4));
     const uint32_t hcheck = static_cast<uint32_t>(LoadLE(data + at + 4, 4));
     const uint64_t seq = LoadLE(data + at + 8, 8);
@@ -212,6 +259,7 @@ Status DecodeSegmentRecords(std::string_view records, bool later_boot,
       return damage("has a damaged header");
     }
     if (base != nullptr && *base == 0) *base = seq;  // J2
+    next_seq = seq + 1;                              // J4
     const char* p = data + at;
     const uint64_t commit = LoadLE(p + 16 + len, 8);
     const size_t next = at + 16 + len + 8;
@@ -247,13 +295,29 @@ Status DecodeSegmentRecords(std::string_view records, bool later_boot,
   return Status::OK();
 }
 
+size_t ReserveRecord(char* p, uint64_t seq, size_t hashes, bool first) {
+  if (hashes <= 1 && !first) {  // J4
+    StoreU64(p, kShortReserved);
+    return kShortRecordBytes;
+  }
+  PutRecordHeader(p, seq, static_cast<uint32_t>(8 + 8 * hashes));
+  return FilterJournalRecordBytes(hashes);
+}
+
 void PutRecordHeader(char* p, uint64_t seq, uint32_t body_len) {
   StoreU32(p, body_len);
   StoreU32(p + 4, HeaderCheck(body_len, seq));
   StoreU64(p + 8, seq);
 }
 
-void CommitRecord(char* p, uint8_t op, std::span<const uint64_t> hashes) {
+void CommitRecord(char* p, uint64_t seq, uint8_t op,
+                  std::span<const uint64_t> hashes) {
+  if ((static_cast<uint8_t>(p[0]) & kShortBit) != 0) {  // J4
+    const uint64_t hash = hashes.empty() ? 0 : hashes[0];
+    StoreU64(p + 8, hash);
+    TagSlot(p)->store(ShortTag(seq, op, hash), std::memory_order_release);
+    return;
+  }
   const uint32_t len = static_cast<uint32_t>(LoadLE(p, 4));
   char* body = p + 16;
   body[0] = static_cast<char>(op);
@@ -267,6 +331,10 @@ void CommitRecord(char* p, uint8_t op, std::span<const uint64_t> hashes) {
 }
 
 void UncommitRecord(char* p) {
+  if ((static_cast<uint8_t>(p[0]) & kShortBit) != 0) {  // J4: reserved again
+    TagSlot(p)->store(kShortReserved, std::memory_order_release);
+    return;
+  }
   const uint32_t len = static_cast<uint32_t>(LoadLE(p, 4));
   CommitSlot(p, len)->store(0, std::memory_order_release);
 }
@@ -363,15 +431,24 @@ Result<std::shared_ptr<Segment>> Segment::Create(const std::string& path,
     if (off == 0) std::memset(chunk.data(), 0, head.size());
   }
   if (::fdatasync(fd) != 0) return fail("syncing");
+  // Pre-faulted: writable pages when asked (MADV_POPULATE_WRITE), else
+  // MAP_POPULATE's (read-only for a shared file: see Create). Not both: a
+  // read fault of every page, then a write fault of each again, cost the
+  // thread making segments twice the page faults.
+  bool populated = false;
   void* p = ::mmap(nullptr, h.file_bytes, PROT_READ | PROT_WRITE,
-                   MAP_SHARED | MAP_POPULATE, fd,
-                   0);  // pre-faulted (read-only for a shared file: see Create)
+                   MAP_SHARED | (prefault_write ? 0 : MAP_POPULATE), fd, 0);
   if (p == MAP_FAILED) return fail("mapping");
 #ifdef MADV_POPULATE_WRITE
-  // Best effort (an older kernel says EINVAL): the writer then takes one
-  // write fault per page, as before.
-  if (prefault_write) (void)::madvise(p, h.file_bytes, MADV_POPULATE_WRITE);
+  if (prefault_write) {
+    populated = ::madvise(p, h.file_bytes, MADV_POPULATE_WRITE) == 0;
+  }
 #endif
+  if (prefault_write && !populated) {
+    // An older kernel (EINVAL): read-faulted as before, the writer takes
+    // one write fault per page.
+    (void)::madvise(p, h.file_bytes, MADV_WILLNEED);
+  }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     Status s = Errno("renaming", tmp);
     ::munmap(p, h.file_bytes);

@@ -210,9 +210,9 @@ char* FilterLog::Reserve(uint32_t shard, uint64_t seq, size_t hashes) {
   // not hold its locked instructions (which drain the store buffer) for a
   // miss. Past the segment's end the hint is dropped (no fault).
   __builtin_prefetch(p + 256, 1);
-  persistence::PutRecordHeader(p, seq,
-                               static_cast<uint32_t>(8 + 8 * hashes));  // J1
-  L.tail += persistence::FilterJournalRecordBytes(hashes);
+  // J1, J4: a one-key record after the segment's first is short.
+  L.tail += persistence::ReserveRecord(
+      p, seq, hashes, L.tail == persistence::kSegmentHeaderBytes);
   L.active->max_seq.store(seq, std::memory_order_relaxed);
   return p;
 }

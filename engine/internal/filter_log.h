@@ -116,8 +116,9 @@ class FilterLog {
   // (creating the epoch, or switching to the next segment: the spare one a
   // background thread made ahead, else a new one).
   Status EnsureSpace(uint32_t shard, size_t hashes);
-  // Writes the record header for `seq` (REQUIRES: EnsureSpace for at least
-  // this many hashes since the last Reserve) and returns its slot.
+  // Writes the record's reservation for `seq` (J1; a one-key record after
+  // the segment's first is short, J4) and returns its slot. REQUIRES:
+  // EnsureSpace for at least this many hashes since the last Reserve.
   char* Reserve(uint32_t shard, uint64_t seq, size_t hashes);
 
   // --- After the records are committed (or written to RocksDB) ---

@@ -129,8 +129,8 @@ Status LoadSegments(const std::vector<std::string>& paths, uint32_t shard,
           what + ": file is " + std::to_string(seg->size()) +
           " bytes, its header says " + std::to_string(h.file_bytes));
     } else {
-      decoded = persistence::DecodeSegmentRecords(seg->records(), later_boot,
-                                                  what, &recs, nullptr, &base);
+      decoded = persistence::DecodeSegmentRecords(
+          seg->records(), h.version, later_boot, what, &recs, nullptr, &base);
     }
     if (!decoded.ok() && !tolerate_damage) return decoded;
     out->segs.push_back(std::move(seg));
@@ -311,8 +311,8 @@ Status ScanFilterJournal(const persistence::Store& store, std::string_view name,
         const auto& h = (*seg)->header();
         const bool later = h.boot_id != boot;
         s = persistence::DecodeSegmentRecords(
-            (*seg)->records(), later, DescribeName(name) + " journal " + path,
-            &recs);
+            (*seg)->records(), h.version, later,
+            DescribeName(name) + " journal " + path, &recs);
         if (s.ok() && !later && (*seg)->size() != h.file_bytes) {
           s = Status::Corruption(DescribeName(name) + " journal " + path +
                                  ": shorter than its header says");

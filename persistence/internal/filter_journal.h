@@ -15,13 +15,24 @@
 //               u64 epoch | u64 segment number | u64 file bytes | u32 boot id
 //               length | boot id | u32 name length | filter name | u64 XXH3 of
 //               the bytes before
-//   [4096, ..)  records, back to back, 8-byte aligned, then zeros:
+//   [4096, ..)  records, back to back, 8-byte aligned, then zeros. Two
+//   kinds, told apart by bit 0 of the record's first byte:
+//   long (bit 0 clear; every record of a version 1 segment):
 //     +0  u32 body length L (a multiple of 8, >= 8)
 //     +4  u32 header check: low 32 bits of XXH3(L | seq), bit 0 forced to 1
 //     +8  u64 seq
 //     +16 body: u8 op (0 none, 1 add, 2 remove) | 3 zero bytes |
 //               u32 count n | n x u64 hash | zeros up to L
 //     +16+L u64 commit word: XXH3(L | seq | body), bit 0 forced to 1
+//   short (bit 0 set; version 2 only): one op of at most one hash, 16 bytes
+//     (a journalled single-key add was 40; bytes per op are what the page
+//     cache and the disk pay for, docs/performance.md):
+//     +0  u64 tag: bit 0 = 1 | bit 1 committed | bits 2-3 op | bits 4-31
+//                  zero | bits 32-63 check: low 32 bits of
+//                  XXH3(seq | hash) seeded by the format's seed + op
+//     +8  u64 hash (0 for op 0)
+//     Its seq is the previous record's + 1 (J4). Reserved, not committed:
+//     tag 1, hash 0.
 //
 // Invariants (filter_log.h keeps them at run time):
 //  J1. The 16-byte record header is written while the writer holds the
@@ -44,6 +55,13 @@
 //      check, or non-zero bytes after the end are damage (Corruption). In a
 //      later boot (a power loss may have written pages back in any order)
 //      the segment ends quietly at the first record that is not whole.
+//  J4. A segment's records have consecutive seqs (J1: seq and slot are
+//      handed out together, one seq per record, and a writer's active
+//      segment is always one it made, never a recovered one), so a short
+//      record stores no seq; a segment's first record is always long (it
+//      carries the base, J2). A short record's tag is written twice: as
+//      reserved (1) under the reservation, then, after the hash, committed
+//      (release), so a kill leaves it reserved or whole.
 //
 // Thread safety: the decoders are pure functions; a Segment's writes are
 // coordinated by its owner (filter_log.h).
@@ -64,14 +82,18 @@
 
 namespace shardfilter::persistence {
 
-inline constexpr uint32_t kFilterJournalVersion = 1;
+// Written: 2 (short records). Read: 1 and 2.
+inline constexpr uint32_t kFilterJournalVersion = 2;
 inline constexpr size_t kSegmentHeaderBytes = 4096;
 inline constexpr size_t kRecordOverhead = 16 + 8 + 8;  // header, op, commit
 
 // Bytes a record of n hashes takes.
+// Bytes a long record of n hashes takes: the most any record of n hashes
+// takes (what a writer makes room for).
 inline size_t FilterJournalRecordBytes(size_t n) {
   return kRecordOverhead + 8 * n;
 }
+inline constexpr size_t kShortRecordBytes = 16;
 
 struct SegmentHeader {
   uint32_t version = kFilterJournalVersion;
@@ -96,26 +118,33 @@ std::string EncodeSegmentHeader(const SegmentHeader& h);
 Result<SegmentHeader> DecodeSegmentHeader(std::string_view bytes,
                                           const std::string& what);
 
-// Reads the records area of a segment (the bytes after its header).
+// Reads the records area of a segment (the bytes after its header) of
+// format `version` (its header's: short records only in 2).
 // `later_boot`: J3's quiet end. Uncommitted records are skipped (their seq
 // is absent: a gap); *uncommitted (optional) counts them; *base (optional)
 // receives the seq of the first record header (J2), 0 when there is none.
 // Corruption naming `what` and the offset for damage.
-Status DecodeSegmentRecords(std::string_view records, bool later_boot,
-                            const std::string& what,
+Status DecodeSegmentRecords(std::string_view records, uint32_t version,
+                            bool later_boot, const std::string& what,
                             std::vector<FilterJournalRecord>* out,
                             uint64_t* uncommitted = nullptr,
                             uint64_t* base = nullptr);
 
 // --- Writing (records area offsets are from the file's start) ---
 
-// Writes the record header at p (J1). REQUIRES: p 8-aligned, the record
-// area zero.
+// Writes the reservation of the record for `seq` at p (J1), a short one
+// (J4) when it holds at most one hash and is not its segment's first
+// (`first`), else the long header; returns the bytes it takes. REQUIRES: p
+// 8-aligned, the record area zero, the segment of version 2.
+size_t ReserveRecord(char* p, uint64_t seq, size_t hashes, bool first);
+// Writes a long record's header at p (J1). REQUIRES: as above.
 void PutRecordHeader(char* p, uint64_t seq, uint32_t body_len);
-// Copies the body and stores the commit word last (release).
-void CommitRecord(char* p, uint8_t op, std::span<const uint64_t> hashes);
-// Zeroes the commit word: the record reads as never committed (an op that
-// was not acknowledged because its sync failed).
+// Copies the body (at most the hashes reserved; a short record: at most
+// one) and stores the commit word (tag) last (release).
+void CommitRecord(char* p, uint64_t seq, uint8_t op,
+                  std::span<const uint64_t> hashes);
+// The record reads as reserved, never committed (an op that was not
+// acknowledged because its sync failed).
 void UncommitRecord(char* p);
 
 // The default column family's key naming a filter's journal epoch:

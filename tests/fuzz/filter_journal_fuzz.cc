@@ -3,8 +3,10 @@
 // read as within the writing boot and as after a reboot. Any input must decode
 // or fail with a Status, never crash, hang or read out of bounds.
 //
-// Input: byte 0 bit 0 selects the boot rule; the rest is a records area
-// (and, when it starts with the segment magic, a whole segment file).
+// Input: byte 0 bit 0 selects the boot rule, bit 1 the format version of a
+// bare records area (1 or 2: short records); the rest is a records area
+// (and, when it starts with the segment magic, a whole segment file, read
+// as its header's version).
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -16,18 +18,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace shardfilter::persistence;
   if (size == 0) return 0;
   const bool later_boot = (data[0] & 1) != 0;
+  const uint32_t version = (data[0] & 2) != 0 ? 2 : 1;
   std::string_view bytes(reinterpret_cast<const char*>(data) + 1, size - 1);
   std::vector<FilterJournalRecord> out;
   uint64_t uncommitted = 0;
   if (bytes.substr(0, 8) == "SFFJSEG1") {
     auto h = DecodeSegmentHeader(bytes, "fuzz");
     if (h.ok() && bytes.size() > kSegmentHeaderBytes) {
-      (void)DecodeSegmentRecords(bytes.substr(kSegmentHeaderBytes), later_boot,
-                                 "fuzz", &out, &uncommitted);
+      (void)DecodeSegmentRecords(bytes.substr(kSegmentHeaderBytes), h->version,
+                                 later_boot, "fuzz", &out, &uncommitted);
     }
     return 0;
   }
-  (void)DecodeSegmentRecords(bytes, later_boot, "fuzz", &out, &uncommitted);
+  (void)DecodeSegmentRecords(bytes, version, later_boot, "fuzz", &out,
+                             &uncommitted);
   for (const FilterJournalRecord& r : out) {
     if (r.op > 2 || (r.op == 0) != r.hashes.empty()) __builtin_trap();
   }
