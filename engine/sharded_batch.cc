@@ -390,7 +390,7 @@ void ShardedFilter::RunMappedSlice(bool remove, std::span<const uint64_t> slice,
     Shard& sh = shards_[shard];
     const uint32_t begin = group_begin[j], end = group_begin[j + 1];
     {
-      std::unique_lock<std::mutex> order_lock;
+      std::unique_lock<internal::ShortMutex> order_lock;
       if (ordered) order_lock = std::unique_lock(sh.order_mu);  // S3, L1
       for (uint32_t c = begin; c < end; c += internal::kMaxRecordHashes) {
         const uint32_t stop = std::min<uint32_t>(

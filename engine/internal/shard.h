@@ -78,7 +78,7 @@ struct alignas(64) Shard {
   std::atomic<uint32_t> link_count{0};       // S1
   std::atomic<uint64_t> fill[kMaxLinks];     // S7 (zero: C++20)
   ShardMutex mu;                             // S2, S4, S5
-  std::mutex order_mu;                       // S3
+  ShortMutex order_mu;                       // S3 (shard_mutex.h)
   std::mutex grow_mu;                        // S6
   // The filter's memory account (engine/internal/memory_account.h), charged
   // before growth allocates a link; null: growth is not accounted. Set
