@@ -257,6 +257,10 @@ bool CuckooFilter::MayContainHash(uint64_t hash) const {
   return MayContainHashInline(hash);
 }
 
+bool CuckooFilter::MayContainHashOtherLayout(uint64_t hash) const {
+  return MayContainHashOtherLayoutInline(hash);
+}
+
 Status CuckooFilter::InsertSlow(uint64_t h, bool unique, bool tried_fast) {
   const Position p = Locate(h);
   using Layout = internal::CuckooTable::Layout;
