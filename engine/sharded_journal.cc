@@ -46,6 +46,7 @@ Result<AddOutcome> ShardedFilter::JournalledInsert(uint32_t index, Shard& s,
   uint64_t seq = 0;
   if (log.mmap()) {
     char* slot = nullptr;
+    uint64_t prepared = 0;  // a short record's tag (Bloom)
     Status applied;
     if (NeedsOrder(spec_.type)) {
       std::lock_guard order(s.order_mu);  // S3, L1
@@ -61,6 +62,11 @@ Result<AddOutcome> ShardedFilter::JournalledInsert(uint32_t index, Shard& s,
         seq = s.last_seq.fetch_add(1, std::memory_order_relaxed) + 1;
         slot = log.Reserve(index, seq, 1);
       }
+      // The commit's check is computed now, while the table's line
+      // (prefetched before the shard lock) is on its way; after the add it
+      // followed the miss.
+      prepared =
+          persistence::PrepareCommit(slot, seq, OpByte(JournalOp::kAdd), hash);
       // Bloom adds commute: applied outside the reservation. A failed add
       // (Full) still commits its slot, as "no op", so seqs stay contiguous.
       applied = internal::ChainAdd(spec_, s, hash, &outcome);
@@ -72,7 +78,13 @@ Result<AddOutcome> ShardedFilter::JournalledInsert(uint32_t index, Shard& s,
     if (applied.ok()) {
       // A Bloom key already present is journalled too (AddOutcome).
       s.dirty.store(true, std::memory_order_relaxed);
-      persistence::CommitRecord(slot, seq, OpByte(JournalOp::kAdd), {&hash, 1});
+      if (prepared != 0) {
+        persistence::CommitPrepared(slot, seq, OpByte(JournalOp::kAdd), hash,
+                                    prepared);
+      } else {
+        persistence::CommitRecord(slot, seq, OpByte(JournalOp::kAdd),
+                                  {&hash, 1});
+      }
     } else {
       persistence::CommitRecord(slot, seq, 0, {});
     }

@@ -330,6 +330,25 @@ void CommitRecord(char* p, uint64_t seq, uint8_t op,
   CommitSlot(p, len)->store(CommitWord(p, len), std::memory_order_release);
 }
 
+uint64_t PrepareCommit(const char* p, uint64_t seq, uint8_t op, uint64_t hash) {
+  if ((static_cast<uint8_t>(p[0]) & kShortBit) == 0) return 0;
+  return ShortTag(seq, op, op == 0 ? 0 : hash);
+}
+
+void CommitPrepared(char* p, uint64_t seq, uint8_t op, uint64_t hash,
+                    uint64_t prepared) {
+  if (prepared == 0) {
+    if (op == 0) {
+      CommitRecord(p, seq, 0, {});
+    } else {
+      CommitRecord(p, seq, op, {&hash, 1});
+    }
+    return;
+  }
+  StoreU64(p + 8, op == 0 ? 0 : hash);  // J4: the hash, then the tag
+  TagSlot(p)->store(prepared, std::memory_order_release);
+}
+
 void UncommitRecord(char* p) {
   if ((static_cast<uint8_t>(p[0]) & kShortBit) != 0) {  // J4: reserved again
     TagSlot(p)->store(kShortReserved, std::memory_order_release);

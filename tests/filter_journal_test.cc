@@ -234,6 +234,28 @@ TEST(FilterJournalTest, OneKeyRecordsAreShortAndCheckedLikeLongOnes) {
       StatusCode::kCorruption);
 }
 
+// The two-step commit (a journalled Bloom add computes the check while the
+// table's line is on its way) writes the same bytes as CommitRecord, for
+// short and long slots and for a no op.
+TEST(FilterJournalTest, PreparedCommitWritesWhatCommitRecordWrites) {
+  for (const bool first : {true, false}) {
+    for (const uint8_t op : {uint8_t{0}, uint8_t{1}}) {
+      std::string a(256, '\0'), b(256, '\0');
+      const uint64_t seq = 41, hash = 0xfeedface12345678;
+      persistence::ReserveRecord(a.data(), seq, 1, first);
+      persistence::ReserveRecord(b.data(), seq, 1, first);
+      persistence::CommitRecord(a.data(), seq, op,
+                                op == 0 ? std::span<const uint64_t>()
+                                        : std::span<const uint64_t>(&hash, 1));
+      const uint64_t prepared =
+          persistence::PrepareCommit(b.data(), seq, op, hash);
+      EXPECT_EQ(prepared == 0, first);  // long slots are committed whole
+      persistence::CommitPrepared(b.data(), seq, op, hash, prepared);
+      EXPECT_EQ(a, b) << "first " << first << " op " << int{op};
+    }
+  }
+}
+
 // Through the engine: journalled single-key adds write short records after
 // each segment's first (40 bytes each before format 2), and a store whose
 // segments are format 1 (all records long) still opens with every op.

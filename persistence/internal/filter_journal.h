@@ -143,6 +143,14 @@ void PutRecordHeader(char* p, uint64_t seq, uint32_t body_len);
 // one) and stores the commit word (tag) last (release).
 void CommitRecord(char* p, uint64_t seq, uint8_t op,
                   std::span<const uint64_t> hashes);
+// A one-key commit in two steps, so that a caller can compute the check
+// while it waits for something else (a journalled Bloom add: the table's
+// line, prefetched before the shard lock): PrepareCommit returns what
+// CommitPrepared stores for this seq, op and hash (0 for a long record,
+// which CommitPrepared commits as CommitRecord does).
+uint64_t PrepareCommit(const char* p, uint64_t seq, uint8_t op, uint64_t hash);
+void CommitPrepared(char* p, uint64_t seq, uint8_t op, uint64_t hash,
+                    uint64_t prepared);
 // The record reads as reserved, never committed (an op that was not
 // acknowledged because its sync failed).
 void UncommitRecord(char* p);
