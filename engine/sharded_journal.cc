@@ -2,12 +2,14 @@
 // steps is what engine/internal/filter_log.h L1-L4 and Shard S2/S3 need:
 //
 //   memory-mapped journal (filters that do not retain hashes):
-//     reserve journal space (counting / cuckoo: under order_mu, before
-//     applying; Bloom: seq and slot under the shard's reservation lock,
-//     before applying) -> apply -> take the seq and the record slot together
-//     (L1) -> release order_mu -> copy the record, commit word last (J1) ->
-//     wait until every lower seq of the shard is committed, move the
-//     watermark (L2) -> sync: share an fdatasync (L3) -> acknowledge.
+//     reserve journal space, take the seq and the record slot together (L1:
+//     counting / cuckoo under order_mu, which also covers the apply; Bloom
+//     under the shard's reservation lock) -> compute the record's check
+//     (PrepareCommit: while the table's line, prefetched before the shard
+//     lock, is on its way) -> apply (a failed op's slot becomes a no op) ->
+//     release order_mu -> copy the record, commit word last (J1) -> wait
+//     until every lower seq of the shard is committed, move the watermark
+//     (L2) -> sync: share an fdatasync (L3) -> acknowledge.
 //   RocksDB journal family (filters that retain hashes: the retained
 //     set is written in the same WriteBatch):
 //     apply and take the seq (under order_mu for ordered types) -> write the
@@ -46,15 +48,21 @@ Result<AddOutcome> ShardedFilter::JournalledInsert(uint32_t index, Shard& s,
   uint64_t seq = 0;
   if (log.mmap()) {
     char* slot = nullptr;
-    uint64_t prepared = 0;  // a short record's tag (Bloom)
+    uint64_t prepared = 0;  // a short record's tag
     Status applied;
     if (NeedsOrder(spec_.type)) {
       std::lock_guard order(s.order_mu);  // S3, L1
       SF_RETURN_IF_ERROR(log.EnsureSpace(index, 1));
-      SF_RETURN_IF_ERROR(internal::ChainAdd(spec_, s, hash, &outcome));
+      // Seq and slot before the apply, both under order_mu (so seq order
+      // is still apply order, S3), and the commit's check computed while
+      // the table's line is on its way, as for Bloom below. A failed add
+      // commits its slot as a no op.
       seq = s.last_seq.fetch_add(1, std::memory_order_relaxed) + 1;
       slot = log.Reserve(index, seq, 1);
-      RecordForMigration(index, hash, false);
+      prepared =
+          persistence::PrepareCommit(slot, seq, OpByte(JournalOp::kAdd), hash);
+      applied = internal::ChainAdd(spec_, s, hash, &outcome);
+      if (applied.ok()) RecordForMigration(index, hash, false);
     } else {
       {
         std::lock_guard reserve(log.reserve_mu(index));  // L1
@@ -78,13 +86,8 @@ Result<AddOutcome> ShardedFilter::JournalledInsert(uint32_t index, Shard& s,
     if (applied.ok()) {
       // A Bloom key already present is journalled too (AddOutcome).
       s.dirty.store(true, std::memory_order_relaxed);
-      if (prepared != 0) {
-        persistence::CommitPrepared(slot, seq, OpByte(JournalOp::kAdd), hash,
-                                    prepared);
-      } else {
-        persistence::CommitRecord(slot, seq, OpByte(JournalOp::kAdd),
-                                  {&hash, 1});
-      }
+      persistence::CommitPrepared(slot, seq, OpByte(JournalOp::kAdd), hash,
+                                  prepared);
     } else {
       persistence::CommitRecord(slot, seq, 0, {});
     }
@@ -127,28 +130,43 @@ Status ShardedFilter::JournalledRemove(uint32_t index, Shard& s,
   SF_RETURN_IF_ERROR(log.failure());  // L4
   uint64_t seq = 0;
   char* slot = nullptr;
+  uint64_t prepared = 0;  // a short record's tag
+  Status applied;
   {
     std::lock_guard order(s.order_mu);  // S3, L1
     if (log.mmap()) {
+      // As JournalledInsert: seq, slot and check before the apply.
       SF_RETURN_IF_ERROR(log.EnsureSpace(index, 1));
+      seq = s.last_seq.fetch_add(1, std::memory_order_relaxed) + 1;
+      slot = log.Reserve(index, seq, 1);
+      prepared = persistence::PrepareCommit(slot, seq,
+                                            OpByte(JournalOp::kRemove), hash);
+      applied = internal::ChainRemove(s, hash);
+      if (applied.ok()) RecordForMigration(index, hash, true);
+    } else {
+      SF_RETURN_IF_ERROR(internal::ChainRemove(s, hash));
+      seq = s.last_seq.fetch_add(1, std::memory_order_relaxed) + 1;
+      RecordForMigration(index, hash, true);
     }
-    SF_RETURN_IF_ERROR(internal::ChainRemove(s, hash));
-    seq = s.last_seq.fetch_add(1, std::memory_order_relaxed) + 1;
-    if (log.mmap()) slot = log.Reserve(index, seq, 1);
-    RecordForMigration(index, hash, true);
   }
-  s.dirty.store(true, std::memory_order_relaxed);
   if (log.mmap()) {
-    persistence::CommitRecord(slot, seq, OpByte(JournalOp::kRemove),
-                              {&hash, 1});
+    if (applied.ok()) {
+      s.dirty.store(true, std::memory_order_relaxed);
+      persistence::CommitPrepared(slot, seq, OpByte(JournalOp::kRemove), hash,
+                                  prepared);
+    } else {
+      persistence::CommitRecord(slot, seq, 0, {});  // a no op (NotFound)
+    }
     Status done = log.Complete(index, seq, seq);
     if (!done.ok()) {
       persistence::UncommitRecord(slot);  // L4
       return done;
     }
+    if (!applied.ok()) return applied;
     journal_->Count(1);
     return done;
   }
+  s.dirty.store(true, std::memory_order_relaxed);
   JournalBatch batch;
   batch.Add(name_, index, seq, JournalOp::kRemove, {&hash, 1});
   if (spec_.retain_hashes) {
