@@ -12,6 +12,7 @@
 #define SHARDFILTER_ENGINE_INTERNAL_JOURNAL_SINK_H_
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -41,21 +42,48 @@ class JournalSink {
   // An op (or batch) journalled elsewhere (the memory-mapped journal).
   void Count(uint64_t ops) { Counted(ops); }
   persistence::Store* store() const { return store_; }
-  uint64_t writes() const { return writes_.load(std::memory_order_relaxed); }
-  uint64_t ops() const { return ops_.load(std::memory_order_relaxed); }
+  uint64_t writes() const { return Sum(&Slot::writes); }
+  uint64_t ops() const { return Sum(&Slot::ops); }
 
  protected:
+  // Striped by thread: every journalled op of every filter of the
+  // Database counts here, and one shared pair of counters passed its cache
+  // line between two writer threads on every op (a perf profile of two
+  // threads adding to a journalled Bloom filter: 22% of all samples on the
+  // two locked adds).
   void Counted(uint64_t ops) {
-    writes_.fetch_add(1, std::memory_order_relaxed);
-    ops_.fetch_add(ops, std::memory_order_relaxed);
+    Slot& s = slots_[ThreadSlot()];
+    s.writes.fetch_add(1, std::memory_order_relaxed);
+    s.ops.fetch_add(ops, std::memory_order_relaxed);
   }
 
  private:
+  static constexpr size_t kSlots = 16;
+  struct alignas(64) Slot {
+    std::atomic<uint64_t> writes{0};
+    std::atomic<uint64_t> ops{0};
+  };
+  // This thread's slot: threads take slots round robin, once.
+  static size_t ThreadSlot() {
+    thread_local const size_t slot = NextSlot();
+    return slot;
+  }
+  static size_t NextSlot() {
+    static std::atomic<size_t> next{0};
+    return next.fetch_add(1, std::memory_order_relaxed) % kSlots;
+  }
+  uint64_t Sum(std::atomic<uint64_t> Slot::*field) const {
+    uint64_t total = 0;
+    for (const Slot& s : slots_) {
+      total += (s.*field).load(std::memory_order_relaxed);
+    }
+    return total;
+  }
+
   persistence::Store* store_;  // not owned; outlives the sink
   bool rocksdb_only_ = false;
   uint64_t mapped_min_bytes_ = 0;
-  std::atomic<uint64_t> writes_{0};
-  std::atomic<uint64_t> ops_{0};
+  Slot slots_[kSlots];
 };
 
 // The Database's sink: Store::WriteJournal (engine/internal/journal_sink.cc).
