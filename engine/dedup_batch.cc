@@ -46,10 +46,9 @@ Status Lookup(DedupCore& core, uint64_t cur,
   }
   found->assign(keys.size(), std::nullopt);
   if (stored != nullptr) stored->assign(keys.size(), std::nullopt);
-  core.counters.avoided.fetch_add(keys.size() - ask.size(),
-                                  std::memory_order_relaxed);
+  core.counters.avoided.Add(keys.size() - ask.size());
   if (ask.empty()) return Status::OK();
-  core.counters.reads.fetch_add(ask.size(), std::memory_order_relaxed);
+  core.counters.reads.Add(ask.size());
   std::vector<std::optional<DedupEntry>> got(ask.size());
   SF_RETURN_IF_ERROR(core.MultiGet(ask, &got));
   uint64_t fp = 0;
@@ -61,7 +60,7 @@ Status Lookup(DedupCore& core, uint64_t cur,
       ++fp;
     }
   }
-  core.counters.false_positives.fetch_add(fp, std::memory_order_relaxed);
+  core.counters.false_positives.Add(fp);
   return Status::OK();
 }
 
@@ -100,9 +99,9 @@ Status DedupCore::InsertBatch(std::span<const std::string_view> keys,
   for (size_t i = 0; i < keys.size(); ++i) {
     if ((*out)[i]) ring->Add(cur, hashes[i]);  // X1: after the write
   }
-  counters.inserts.fetch_add(keys.size(), std::memory_order_relaxed);
-  counters.new_keys.fetch_add(n_new, std::memory_order_relaxed);
-  counters.duplicates.fetch_add(keys.size() - n_new, std::memory_order_relaxed);
+  counters.inserts.Add(keys.size());
+  counters.new_keys.Add(n_new);
+  counters.duplicates.Add(keys.size() - n_new);
   return Status::OK();
 }
 
@@ -120,7 +119,7 @@ Status DedupCore::ContainsBatch(std::span<const std::string_view> keys,
   SF_RETURN_IF_ERROR(Lookup(*this, cur, keys, maybe, &found, nullptr));
   out->assign(keys.size(), 0);
   for (size_t i = 0; i < keys.size(); ++i) (*out)[i] = found[i] ? 1 : 0;
-  counters.lookups.fetch_add(keys.size(), std::memory_order_relaxed);
+  counters.lookups.Add(keys.size());
   return Status::OK();
 }
 
@@ -152,8 +151,8 @@ Status DedupCore::RemoveBatch(std::span<const std::string_view> keys,
   for (size_t i = 0; i < keys.size(); ++i) {
     if ((*out)[i]) ring->Remove(found[i]->bucket, hashes[i]);
   }
-  counters.removes.fetch_add(keys.size(), std::memory_order_relaxed);
-  counters.removed.fetch_add(n, std::memory_order_relaxed);
+  counters.removes.Add(keys.size());
+  counters.removed.Add(n);
   return Status::OK();
 }
 

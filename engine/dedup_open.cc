@@ -294,16 +294,17 @@ DedupStats DedupStore::Stats() const {
   auto get = [](const std::atomic<uint64_t>& a) {
     return a.load(std::memory_order_relaxed);
   };
+  auto sum = [](const internal::StripedCounter& c) { return c.Load(); };
   DedupStats s;
-  s.inserts = get(c.inserts);
-  s.new_keys = get(c.new_keys);
-  s.duplicates = get(c.duplicates);
-  s.removes = get(c.removes);
-  s.removed = get(c.removed);
-  s.lookups = get(c.lookups);
-  s.rocksdb_reads = get(c.reads);
-  s.reads_avoided = get(c.avoided);
-  s.filter_false_positives = get(c.false_positives);
+  s.inserts = sum(c.inserts);
+  s.new_keys = sum(c.new_keys);
+  s.duplicates = sum(c.duplicates);
+  s.removes = sum(c.removes);
+  s.removed = sum(c.removed);
+  s.lookups = sum(c.lookups);
+  s.rocksdb_reads = sum(c.reads);
+  s.reads_avoided = sum(c.avoided);
+  s.filter_false_positives = sum(c.false_positives);
   uint64_t absent = s.filter_false_positives + s.reads_avoided;
   s.observed_fpr = absent ? double(s.filter_false_positives) / absent : 0;
   s.expired_keys = get(c.expired_keys);

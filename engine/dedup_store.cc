@@ -194,18 +194,18 @@ Result<bool> DedupCore::InsertIfAbsent(std::string_view key) {
   std::shared_lock ring_lock(ring_mu);  // X2
   const uint64_t cur = current.load(std::memory_order_relaxed);
   std::lock_guard stripe(stripes[StripeOf(h)].mu);  // X1
-  counters.inserts.fetch_add(1, std::memory_order_relaxed);
+  counters.inserts.Add(1);
   std::optional<DedupEntry> old;
   if (ring->MayContain(h)) {
-    counters.reads.fetch_add(1, std::memory_order_relaxed);
+    counters.reads.Add(1);
     SF_ASSIGN_OR_RETURN(old, Get(key));
     if (old && Live(old->bucket, cur)) {
-      counters.duplicates.fetch_add(1, std::memory_order_relaxed);
+      counters.duplicates.Add(1);
       return false;
     }
-    counters.false_positives.fetch_add(1, std::memory_order_relaxed);
+    counters.false_positives.Add(1);
   } else {
-    counters.avoided.fetch_add(1, std::memory_order_relaxed);
+    counters.avoided.Add(1);
   }
   std::vector<DedupOp> ops;
   if (old && ttl()) ops.push_back(Op(DedupOp::kDelete, key, *old, true));
@@ -213,7 +213,7 @@ Result<bool> DedupCore::InsertIfAbsent(std::string_view key) {
       Op(DedupOp::kPut, key, EntryFor(ttl() ? Now() : 0, cur), ttl()));
   SF_RETURN_IF_ERROR(Commit(ops));
   ring->Add(cur, h);  // X1: after the write
-  counters.new_keys.fetch_add(1, std::memory_order_relaxed);
+  counters.new_keys.Add(1);
   return true;
 }
 
@@ -224,15 +224,15 @@ Result<bool> DedupCore::Contains(std::string_view key) {
   const uint64_t h = Hash(key);
   std::shared_lock ring_lock(ring_mu);
   const uint64_t cur = current.load(std::memory_order_relaxed);
-  counters.lookups.fetch_add(1, std::memory_order_relaxed);
+  counters.lookups.Add(1);
   if (!ring->MayContain(h)) {
-    counters.avoided.fetch_add(1, std::memory_order_relaxed);
+    counters.avoided.Add(1);
     return false;
   }
-  counters.reads.fetch_add(1, std::memory_order_relaxed);
+  counters.reads.Add(1);
   SF_ASSIGN_OR_RETURN(std::optional<DedupEntry> e, Get(key));
   if (e && Live(e->bucket, cur)) return true;
-  counters.false_positives.fetch_add(1, std::memory_order_relaxed);
+  counters.false_positives.Add(1);
   return false;
 }
 
@@ -244,20 +244,20 @@ Result<bool> DedupCore::Remove(std::string_view key) {
   std::shared_lock ring_lock(ring_mu);
   const uint64_t cur = current.load(std::memory_order_relaxed);
   std::lock_guard stripe(stripes[StripeOf(h)].mu);
-  counters.removes.fetch_add(1, std::memory_order_relaxed);
+  counters.removes.Add(1);
   if (!ring->MayContain(h)) {
-    counters.avoided.fetch_add(1, std::memory_order_relaxed);
+    counters.avoided.Add(1);
     return false;
   }
-  counters.reads.fetch_add(1, std::memory_order_relaxed);
+  counters.reads.Add(1);
   SF_ASSIGN_OR_RETURN(std::optional<DedupEntry> e, Get(key));
   if (!e || !Live(e->bucket, cur)) {  // never added: the filter is untouched
-    counters.false_positives.fetch_add(1, std::memory_order_relaxed);
+    counters.false_positives.Add(1);
     return false;
   }
   SF_RETURN_IF_ERROR(Commit({Op(DedupOp::kDelete, key, *e, ttl())}));
   ring->Remove(e->bucket, h);
-  counters.removed.fetch_add(1, std::memory_order_relaxed);
+  counters.removed.Add(1);
   return true;
 }
 

@@ -38,6 +38,7 @@
 
 #include "shardfilter/engine/dedup_store.h"
 #include "shardfilter/engine/internal/dedup_ring.h"
+#include "shardfilter/engine/internal/striped_counter.h"
 #include "shardfilter/persistence/internal/dedup_journal.h"
 #include "shardfilter/persistence/internal/dedup_table.h"
 
@@ -48,9 +49,11 @@ struct alignas(64) DedupStripe {
 };
 
 struct DedupCounters {
-  std::atomic<uint64_t> inserts{0}, new_keys{0}, duplicates{0};
-  std::atomic<uint64_t> removes{0}, removed{0}, lookups{0};
-  std::atomic<uint64_t> reads{0}, avoided{0}, false_positives{0};
+  // Bumped by every op of every thread: striped (striped_counter.h).
+  StripedCounter inserts, new_keys, duplicates;
+  StripedCounter removes, removed, lookups;
+  StripedCounter reads, avoided, false_positives;
+  // Bumped by expiry and open only.
   std::atomic<uint64_t> expired_keys{0}, expired_partitions{0};
   std::atomic<uint64_t> loaded_keys{0}, open_ms{0};
 };

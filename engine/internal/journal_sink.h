@@ -1,6 +1,7 @@
 // Where a ShardedFilter owned by a Database sends its journal entries: the
 // Store, plus the Database's counters. Thread-safe (Store is; counters are
-// relaxed atomics: they are statistics, nothing is ordered by them).
+// striped by thread, striped_counter.h: statistics, nothing is ordered by
+// them).
 //
 // Write is virtual and its one implementation (StoreJournalSink, in
 // journal_sink.cc) lives with the Database, so that the in-memory engine
@@ -12,10 +13,10 @@
 #define SHARDFILTER_ENGINE_INTERNAL_JOURNAL_SINK_H_
 
 #include <atomic>
-#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
+#include "shardfilter/engine/internal/striped_counter.h"
 #include "shardfilter/persistence/internal/store.h"
 
 namespace shardfilter::internal {
@@ -42,48 +43,23 @@ class JournalSink {
   // An op (or batch) journalled elsewhere (the memory-mapped journal).
   void Count(uint64_t ops) { Counted(ops); }
   persistence::Store* store() const { return store_; }
-  uint64_t writes() const { return Sum(&Slot::writes); }
-  uint64_t ops() const { return Sum(&Slot::ops); }
+  uint64_t writes() const { return writes_.Load(); }
+  uint64_t ops() const { return ops_.Load(); }
 
  protected:
-  // Striped by thread: every journalled op of every filter of the
-  // Database counts here, and one shared pair of counters passed its cache
-  // line between two writer threads on every op (a perf profile of two
-  // threads adding to a journalled Bloom filter: 22% of all samples on the
-  // two locked adds).
+  // Striped by thread (striped_counter.h): every journalled op of every
+  // filter of the Database counts here.
   void Counted(uint64_t ops) {
-    Slot& s = slots_[ThreadSlot()];
-    s.writes.fetch_add(1, std::memory_order_relaxed);
-    s.ops.fetch_add(ops, std::memory_order_relaxed);
+    writes_.Add(1);
+    ops_.Add(ops);
   }
 
  private:
-  static constexpr size_t kSlots = 16;
-  struct alignas(64) Slot {
-    std::atomic<uint64_t> writes{0};
-    std::atomic<uint64_t> ops{0};
-  };
-  // This thread's slot: threads take slots round robin, once.
-  static size_t ThreadSlot() {
-    thread_local const size_t slot = NextSlot();
-    return slot;
-  }
-  static size_t NextSlot() {
-    static std::atomic<size_t> next{0};
-    return next.fetch_add(1, std::memory_order_relaxed) % kSlots;
-  }
-  uint64_t Sum(std::atomic<uint64_t> Slot::*field) const {
-    uint64_t total = 0;
-    for (const Slot& s : slots_) {
-      total += (s.*field).load(std::memory_order_relaxed);
-    }
-    return total;
-  }
-
   persistence::Store* store_;  // not owned; outlives the sink
   bool rocksdb_only_ = false;
   uint64_t mapped_min_bytes_ = 0;
-  Slot slots_[kSlots];
+  StripedCounter writes_;
+  StripedCounter ops_;
 };
 
 // The Database's sink: Store::WriteJournal (engine/internal/journal_sink.cc).
