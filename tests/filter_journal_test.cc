@@ -751,12 +751,14 @@ TEST(FilterJournalTest, SegmentsRotateAndCheckpointsRetireThem) {
       SF_ASSERT_OK(f->AddHashes(batch));
       SF_ASSERT_OK(want->AddHashes(batch));
     };
-    round(20'000);  // ~400 KiB of records per shard: several segments
+    // ~300 KiB of records per shard (single-key ops are 16-byte records,
+    // batches one long record per shard): several 64 KiB segments each.
+    round(60'000);
     EXPECT_GT(Segments(dir.db()).size(), 4u);
     SF_ASSERT_OK(db->CheckpointAll().status());
     // The active one per shard, and the spares made ahead.
     EXPECT_LE(Segments(dir.db()).size(), 4u);
-    round(20'000);
+    round(60'000);
     (void)db;
   }
   auto db = MustOpen(NoCheckpoint(dir.db()));
