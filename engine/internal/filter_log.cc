@@ -150,6 +150,10 @@ Status FilterLog::EnsureSpace(uint32_t shard, size_t hashes) {
   if (seg == nullptr) {
     SF_ASSIGN_OR_RETURN(seg, MakeSegment(shard, bytes));
   }
+  if (L.active != nullptr) {
+    // Final before the next segment makes it not the newest (Retire).
+    L.active->max_seq.store(L.active_max_seq, std::memory_order_relaxed);
+  }
   {
     std::lock_guard lock(L.mu);
     L.segments.push_back(seg);
@@ -213,7 +217,7 @@ char* FilterLog::Reserve(uint32_t shard, uint64_t seq, size_t hashes) {
   // J1, J4: a one-key record after the segment's first is short.
   L.tail += persistence::ReserveRecord(
       p, seq, hashes, L.tail == persistence::kSegmentHeaderBytes);
-  L.active->max_seq.store(seq, std::memory_order_relaxed);
+  L.active_max_seq = seq;
   return p;
 }
 

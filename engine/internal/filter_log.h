@@ -144,15 +144,22 @@ class FilterLog {
 
  private:
   struct alignas(64) LogShard {
-    SpinLock reserve_mu;                           // L1 (Bloom)
+    // The first line holds what every op of the shard writes: two writer
+    // threads spread over all shards, so each written line is a transfer
+    // between their cores about half the time (shard.h's layout note).
+    SpinLock reserve_mu;              // L1 (Bloom)
+    std::atomic<uint64_t> copied{0};  // L2
+    uint64_t tail = 0;                // L1: next slot offset
+    // L1: the highest seq reserved in `active`; stored into its
+    // Segment::max_seq when it stops being active (Retire reads only
+    // segments that are not the newest), so an op writes no Segment line.
+    uint64_t active_max_seq = 0;
     std::shared_ptr<persistence::Segment> active;  // L1
-    uint64_t tail = 0;                             // L1: next slot offset
     std::atomic<uint64_t> next_number{1};
     // Made ahead by the spare thread (GUARDED_BY(spare_mu_)).
     std::shared_ptr<persistence::Segment> spare;
     bool spare_wanted = false;
-    std::atomic<uint64_t> copied{0};  // L2
-    std::mutex mu;                    // segments, sync state
+    std::mutex mu;  // segments, sync state
     std::vector<std::shared_ptr<persistence::Segment>>
         segments;                // GUARDED_BY(mu)
     std::condition_variable cv;  // L3

@@ -74,12 +74,29 @@ class MemoryAccount;
 inline constexpr uint32_t kMaxLinks = 32;
 
 struct alignas(64) Shard {
-  std::unique_ptr<Filter> links[kMaxLinks];  // S1
-  std::atomic<uint32_t> link_count{0};       // S1
-  std::atomic<uint64_t> fill[kMaxLinks];     // S7 (zero: C++20)
-  ShardMutex mu;                             // S2, S4, S5
-  ShortMutex order_mu;                       // S3 (shard_mutex.h)
-  std::mutex grow_mu;                        // S6
+  // Layout: what every mutation writes shares the first cache line (the
+  // lock word, the order lock, the sequence, the dirty flag and the first
+  // links' fill). Two threads adding to one filter spread over all its
+  // shards, so a shard's written lines were last written by the other
+  // core about half the time, and each such line is a transfer between
+  // cores (three lines per add before). The read-mostly fields follow on
+  // lines of their own, so that queries do not miss on them either.
+  ShardMutex mu;                   // S2, S4, S5
+  ShortMutex order_mu;             // S3 (shard_mutex.h)
+  std::atomic<bool> dirty{false};  // see below
+  // Last journal sequence assigned (0 = none). Incremented under `mu`
+  // shared (and `order_mu` for ordered types), read under `mu` exclusive by
+  // checkpoints: the lock gives the ordering, so relaxed RMWs suffice.
+  std::atomic<uint64_t> last_seq{0};
+  std::atomic<uint64_t> fill[kMaxLinks];  // S7 (zero: C++20)
+
+  static_assert(sizeof(ShardMutex) + sizeof(ShortMutex) + 4 + 8 + 8 <= 64,
+                "the lock, sequence, dirty flag and link 0's fill share the "
+                "shard's first line");
+
+  alignas(64) std::unique_ptr<Filter> links[kMaxLinks];  // S1
+  std::atomic<uint32_t> link_count{0};                   // S1
+  std::mutex grow_mu;                                    // S6
   // The filter's memory account (engine/internal/memory_account.h), charged
   // before growth allocates a link; null: growth is not accounted. Set
   // before the shard is shared, constant afterwards.
@@ -98,15 +115,11 @@ struct alignas(64) Shard {
     return link_count.load(std::memory_order_acquire);
   }
 
-  // Last journal sequence assigned (0 = none). Incremented under `mu`
-  // shared (and `order_mu` for ordered types), read under `mu` exclusive by
-  // checkpoints: the lock gives the ordering, so relaxed RMWs suffice.
-  std::atomic<uint64_t> last_seq{0};
-  // Set by every successful mutation under `mu` shared, cleared by a
-  // checkpoint under `mu` exclusive (restored if the checkpoint fails).
-  // Relaxed: `mu` orders the two; a checkpoint that reads it without the
-  // lock and sees a stale false only postpones that shard to the next one.
-  std::atomic<bool> dirty{false};
+  // `dirty` (first line): set by every successful mutation under `mu`
+  // shared, cleared by a checkpoint under `mu` exclusive (restored if the
+  // checkpoint fails). Relaxed: `mu` orders the two; a checkpoint that
+  // reads it without the lock and sees a stale false only postpones that
+  // shard to the next one.
 
   // The committed checkpoint, for Stats(): written by the checkpointer
   // (under the filter's checkpoint mutex), read by anyone; relaxed because

@@ -207,7 +207,9 @@ class Segment {
   // fdatasync (and the test fault hook, SetJournalFaultForTesting).
   Status Sync();
 
-  // Highest seq reserved in (or, for a loaded segment, replayed from) it.
+  // Highest seq reserved in it, set by its writer when it stops being the
+  // active segment (filter_log.h keeps the active one's in its LogShard);
+  // for a loaded segment, the highest replayed from it.
   std::atomic<uint64_t> max_seq{0};
 
  private:
