@@ -258,7 +258,15 @@ bool CuckooFilter::MayContainHash(uint64_t hash) const {
 }
 
 bool CuckooFilter::MayContainHashOtherLayout(uint64_t hash) const {
-  return MayContainHashOtherLayoutInline(hash);
+  using Layout = internal::CuckooTable::Layout;
+  switch (table_.layout()) {
+    case Layout::k4x8:
+      return Query<4, 8>(hash);
+    case Layout::k4x16:
+      return Query<4, 16>(hash);
+    default:
+      return Query<0, 0>(hash);
+  }
 }
 
 Status CuckooFilter::InsertSlow(uint64_t h, bool unique, bool tried_fast) {

@@ -220,7 +220,6 @@ class alignas(64) CuckooFilter final : public Filter {
   inline bool MayContainHashInline(uint64_t hash) const;
   // Every layout but the default (k4x12), out of line.
   bool MayContainHashOtherLayout(uint64_t hash) const;
-  inline bool MayContainHashOtherLayoutInline(uint64_t hash) const;
   uint32_t Count(std::string_view key) const { return CountHash(hasher_(key)); }
   // Batch forms over keys: hash a chunk, then prefetch both buckets of the
   // key a window ahead. Same contracts as AddHashes / MayContainHashes.
@@ -336,18 +335,6 @@ inline bool CuckooFilter::MayContainHashInline(uint64_t hash) const {
     return Query<4, 12>(hash);
   }
   return MayContainHashOtherLayout(hash);
-}
-
-inline bool CuckooFilter::MayContainHashOtherLayoutInline(uint64_t hash) const {
-  using Layout = internal::CuckooTable::Layout;
-  switch (table_.layout()) {
-    case Layout::k4x8:
-      return Query<4, 8>(hash);
-    case Layout::k4x16:
-      return Query<4, 16>(hash);
-    default:
-      return Query<0, 0>(hash);
-  }
 }
 
 // Invariants 5-6: validated optimistic read, no lock, no shared write.

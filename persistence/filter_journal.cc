@@ -221,9 +221,10 @@ Status DecodeSegmentRecords(std::string_view records, uint32_t version,
         // remain): not acknowledged (J1).
         if (later_boot) return Status::OK();
         if (uncommitted != nullptr) ++*uncommitted;
-      } else if ((tag & kShortCommitted) == 0 || op > 2 ||
-                 (tag & 0xFFFFFFF0u) != 0 || (op == 0 && hash != 0) ||
+      } else if (op > 2 || (op == 0 && hash != 0) ||
                  tag != ShortTag(next_seq, op, hash)) {
+        // (ShortTag sets the committed bit and zeroes bits 4-31: a tag
+        // without them fails the comparison.)
         if (later_boot) return Status::OK();
         return damage("fails its checksum");
       } else {
@@ -464,8 +465,8 @@ Result<std::shared_ptr<Segment>> Segment::Create(const std::string& path,
   }
 #endif
   if (prefault_write && !populated) {
-    // An older kernel (EINVAL): read-faulted as before, the writer takes
-    // one write fault per page.
+    // An older kernel (EINVAL): the pages are read ahead into the page
+    // cache, and the writer takes one fault per page.
     (void)::madvise(p, h.file_bytes, MADV_WILLNEED);
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {

@@ -13,9 +13,9 @@
 //                  reader), wait until the bit clears, retry.
 //   unlock_shared: fetch_sub(1), release; the last reader out while the
 //                  writer bit is set wakes the writer.
-//   lock:          writers take writer_mu_ (a ShortMutex: one at a time), set
-//   the bit
-//                  (acquire), then wait until no reader is inside.
+//   lock:          writers take writer_mu_ (a ShortMutex: one at a time),
+//                  set the bit (acquire), then wait until no reader is
+//                  inside.
 //   unlock:        clear the bit (release), wake waiting readers, release
 //                  writer_mu_.
 //
