@@ -13,6 +13,21 @@
 #include "shardfilter/filters/internal/coding.h"
 
 namespace shardfilter {
+
+namespace internal {
+
+bool CountersNonZeroDispatch(const std::atomic<uint64_t>* block,
+                             const uint32_t* mult, uint32_t h32, uint32_t k) {
+#if SHARDFILTER_SPLIT_AVX2
+  if (kCpuHasAvx2) return CountersNonZeroAvx2(block, mult, h32);
+#else
+  (void)mult;
+#endif
+  return CounterMin(block, h32, k) != 0;
+}
+
+}  // namespace internal
+
 namespace {
 
 constexpr uint8_t kCountingFormatVersion = 1;

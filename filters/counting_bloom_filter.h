@@ -148,6 +148,12 @@ class CountingBloomFilter final : public Filter {
           BlockAt(internal::BlockIndex(h, num_blocks_)), lane_mult_,
           static_cast<uint32_t>(h));
     }
+#elif SHARDFILTER_SPLIT_AVX2
+    if (k_ <= 8) [[likely]] {
+      return internal::CountersNonZeroDispatch(
+          BlockAt(internal::BlockIndex(h, num_blocks_)), lane_mult_,
+          static_cast<uint32_t>(h), k_);
+    }
 #endif
     return CountHashInline(h) != 0;
   }

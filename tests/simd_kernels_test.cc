@@ -87,7 +87,48 @@ TEST(SimdKernels, CountingQueryMatchesTheScalarMinimum) {
     EXPECT_LT(agree_true, 50000);
   }
 }
-#else
+#endif
+
+#if SHARDFILTER_SPLIT_AVX2
+// The out-of-line forms a portable build calls (the package's library):
+// the CPU check ran at load, and the dispatched counting query answers as
+// the scalar minimum does for every k it takes (1..8), on blocks from
+// empty to saturated; the split-block dispatch as its scalar form.
+TEST(SimdKernels, DispatchedKernelsMatchTheScalarForms) {
+  EXPECT_EQ(internal::kCpuHasAvx2, CpuHasAvx2());
+  alignas(64) std::atomic<uint64_t> block[8];
+  alignas(32) uint32_t mult[8];
+  uint64_t s = 7;
+  for (uint32_t k = 1; k <= 8; ++k) {
+    SCOPED_TRACE(k);
+    for (uint32_t i = 0; i < 8; ++i) {
+      mult[i] = internal::kProbeMultipliers[i < k ? i : 0];
+    }
+    int non_zero = 0;
+    for (int round = 0; round < 20000; ++round) {
+      // Nibbles zero with probability 1/2, 1/4, 1/8 or 1/16 by round.
+      const int density = round % 4;
+      for (auto& w : block) {
+        uint64_t v = Next(&s);
+        for (int d = 0; d < density; ++d) v |= Next(&s);
+        w.store(v);
+      }
+      const auto h32 = static_cast<uint32_t>(Next(&s));
+      const bool want = internal::CounterMin(block, h32, k) != 0;
+      ASSERT_EQ(internal::CountersNonZeroDispatch(block, mult, h32, k), want)
+          << round;
+      non_zero += want;
+      ASSERT_EQ(internal::SplitMayContainDispatch(block, h32),
+                internal::SplitMayContainScalar(block, h32))
+          << round;
+    }
+    EXPECT_GT(non_zero, 0);  // both answers occur
+    EXPECT_LT(non_zero, 20000);
+  }
+}
+#endif
+
+#if !SHARDFILTER_SPLIT_AVX2_INLINE
 TEST(SimdKernels, BuiltWithoutAvx2Inline) {
   GTEST_SKIP() << "this build does not inline the AVX2 kernels (TSan)";
 }

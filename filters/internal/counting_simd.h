@@ -19,6 +19,12 @@
 // happens-before the query is seen (coherence). Not a C++ atomic access:
 // TSan builds take the scalar path.
 //
+// A caller compiled for AVX2 has the kernel inline; the portable build's
+// callers (the package) make one call, CountersNonZeroDispatch, which runs
+// it once the CPU says it has AVX2 (filters/split_block.cc asks once, at
+// load) and the scalar loop otherwise: callgrind, portable build, the same
+// query: 146 instructions with the scalar loop, 74 with the call.
+//
 // Thread-safe: pure functions over atomics.
 #ifndef SHARDFILTER_FILTERS_INTERNAL_COUNTING_SIMD_H_
 #define SHARDFILTER_FILTERS_INTERNAL_COUNTING_SIMD_H_
@@ -30,11 +36,11 @@
 
 namespace shardfilter::internal {
 
-#if SHARDFILTER_SPLIT_AVX2_INLINE
+#if SHARDFILTER_SPLIT_AVX2
 // `mult`: the key's eight lane multipliers (kProbeMultipliers[i] for i < k,
 // kProbeMultipliers[0] beyond), 32-byte aligned. REQUIRES: k <= 8.
-inline bool CountersNonZeroAvx2(const std::atomic<uint64_t>* block,
-                                const uint32_t* mult, uint32_t h32) {
+SHARDFILTER_TARGET_AVX2 inline bool CountersNonZeroAvx2(
+    const std::atomic<uint64_t>* block, const uint32_t* mult, uint32_t h32) {
   const __m256i m = _mm256_load_si256(reinterpret_cast<const __m256i*>(mult));
   const __m256i c = _mm256_srli_epi32(
       _mm256_mullo_epi32(_mm256_set1_epi32(static_cast<int>(h32)), m), 25);
@@ -55,6 +61,12 @@ inline bool CountersNonZeroAvx2(const std::atomic<uint64_t>* block,
   return _mm256_testz_si256(zero, zero) != 0;
 }
 #endif
+
+// Out of line, for callers compiled without AVX2: the AVX2 kernel when the
+// CPU has it, else whether CounterMin (bloom_kernels.h) of the key's k
+// counters is non-zero. REQUIRES: k <= 8; `mult` as above.
+bool CountersNonZeroDispatch(const std::atomic<uint64_t>* block,
+                             const uint32_t* mult, uint32_t h32, uint32_t k);
 
 }  // namespace shardfilter::internal
 

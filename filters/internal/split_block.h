@@ -122,6 +122,12 @@ inline bool SplitAddScalar(std::atomic<uint64_t>* block, uint32_t h32) {
   return true;
 }
 
+// Whether the AVX2 kernels may run: the CPU's answer, asked once while the
+// library loads (false before that, so a filter used by another library's
+// static initializer takes the scalar kernels, which give the same answers;
+// false in builds without the kernels).
+extern const bool kCpuHasAvx2;
+
 // Out-of-line forms for code compiled without AVX2 (the portable package):
 // the AVX2 kernel when the CPU has it (checked once, at load), else the
 // scalar one. filters/split_block.cc.
