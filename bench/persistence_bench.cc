@@ -49,6 +49,7 @@ struct Fixture {
     if (fill) {
       std::vector<uint64_t> batch(1 << 16);
       for (uint64_t i = 0; i < spec.capacity / 2; i += batch.size()) {
+        batch.resize(std::min<uint64_t>(batch.size(), spec.capacity / 2 - i));
         for (size_t j = 0; j < batch.size(); ++j) batch[j] = PresentKey(i + j);
         Check(filter->AddHashes(batch));
       }
