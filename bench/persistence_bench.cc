@@ -246,10 +246,12 @@ BENCHMARK(BM_DurableAdd)
 // syncs as leader and followers (a sync covers every record stored before
 // it started; records_per_sync says how many it covered). Which scales
 // better with threads is the device's property. On the 2-core development
-// VM (virtio disk, ext4), three runs: a file each, 1 -> 2 threads 7.3-8.7k
-// -> 11.0-12.2k ops/s (1.41-1.55x); one shared file 6.7-8.0k -> 9.0-9.5k
-// (1.19-1.36x, 1.27-1.36 records a sync): so the journal keeps per-shard
-// files (docs/performance.md, session 15).
+// VM (virtio disk, ext4), three runs, ops/s for 1 / 2 / 4 threads: a file
+// each 9.1-10.7k / 13.7-15.4k / 19.8-22.7k; one shared file 9.1-10.2k /
+// 10.4-12.7k / 17.3-20.3k (1.16-1.28 and 2.1-2.2 records a sync): the
+// device completes concurrent flushes of different files nearly in
+// parallel, so sharing one file's syncs never won here, and the journal
+// keeps per-shard files (docs/performance.md, session 15).
 struct SyncFloorFile {
   int fd = -1;
   char* map = nullptr;
@@ -341,6 +343,7 @@ BENCHMARK(BM_SyncFloor)
     ->Arg(1)
     ->Threads(1)
     ->Threads(2)
+    ->Threads(4)
     ->UseRealTime();
 
 // The same on a small filter (1e5 items, 1 shard: ~120 KB), which
