@@ -15,16 +15,40 @@
 namespace shardfilter {
 
 namespace internal {
+namespace {
 
-bool CountersNonZeroDispatch(const std::atomic<uint64_t>* block,
-                             const uint32_t* mult, uint32_t h32, uint32_t k) {
-#if SHARDFILTER_SPLIT_AVX2
-  if (kCpuHasAvx2) return CountersNonZeroAvx2(block, mult, h32);
-#else
-  (void)mult;
-#endif
+bool CountersNonZeroScalarKernel(const std::atomic<uint64_t>* block,
+                                 const uint32_t* /*mult*/, uint32_t h32,
+                                 uint32_t k) {
   return CounterMin(block, h32, k) != 0;
 }
+
+#if SHARDFILTER_SPLIT_AVX2
+SHARDFILTER_TARGET_AVX2 bool CountersNonZeroAvx2Kernel(
+    const std::atomic<uint64_t>* block, const uint32_t* mult, uint32_t h32,
+    uint32_t /*k*/) {
+  return CountersNonZeroAvx2(block, mult, h32);
+}
+#endif
+
+}  // namespace
+
+// The scalar kernel from the start, the AVX2 one once the CPU says it has
+// AVX2 (counting_simd.h).
+constinit std::atomic<CountersNonZeroKernel> g_counters_non_zero_kernel{
+    &CountersNonZeroScalarKernel};
+
+namespace {
+#if SHARDFILTER_SPLIT_AVX2
+[[maybe_unused]] const bool kCountingKernelChosen = [] {
+  if (CpuHasAvx2()) {
+    g_counters_non_zero_kernel.store(&CountersNonZeroAvx2Kernel,
+                                     std::memory_order_relaxed);
+  }
+  return true;
+}();
+#endif
+}  // namespace
 
 }  // namespace internal
 

@@ -1,43 +1,66 @@
-// The out-of-line split-block kernels for callers compiled without AVX2
-// (filters/internal/split_block.h): its AVX2 kernels when the CPU has AVX2,
-// else the scalar ones; and the CPU check every such dispatch uses.
+// The split-block kernels for callers compiled without AVX2
+// (filters/internal/split_block.h): the kernel pointers, pointing at the
+// scalar kernels from the start (constant initialization) and at the AVX2
+// ones once the CPU says it has AVX2 (dynamic initialization, while the
+// library loads); and the CPU check every such choice uses.
 #include "shardfilter/filters/internal/split_block.h"
 
 #include <atomic>
 #include <cstdint>
 
 namespace shardfilter::internal {
+
+bool CpuHasAvx2() {
+#if SHARDFILTER_SPLIT_AVX2
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") != 0;
+  }();
+  return has;
+#else
+  return false;
+#endif
+}
+
 namespace {
 
+bool SplitQueryScalarKernel(const std::atomic<uint64_t>* block, uint32_t h32) {
+  return SplitMayContainScalar(block, h32);
+}
+bool SplitAddScalarKernel(std::atomic<uint64_t>* block, uint32_t h32) {
+  return SplitAddScalar(block, h32);
+}
+
 #if SHARDFILTER_SPLIT_AVX2
-// The CPU's answer, asked once while the library loads (false before that:
-// the scalar kernels, which give the same answers).
-bool AskCpuForAvx2() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") != 0;
+SHARDFILTER_TARGET_AVX2 bool SplitQueryAvx2Kernel(
+    const std::atomic<uint64_t>* block, uint32_t h32) {
+  return SplitMayContainAvx2(block, h32);
+}
+SHARDFILTER_TARGET_AVX2 bool SplitAddAvx2Kernel(std::atomic<uint64_t>* block,
+                                                uint32_t h32) {
+  return SplitAddAvx2(block, h32);
 }
 #endif
 
 }  // namespace
 
+constinit std::atomic<SplitQueryKernel> g_split_query_kernel{
+    &SplitQueryScalarKernel};
+constinit std::atomic<SplitAddKernel> g_split_add_kernel{&SplitAddScalarKernel};
+
+namespace {
+
 #if SHARDFILTER_SPLIT_AVX2
-const bool kCpuHasAvx2 = AskCpuForAvx2();
-#else
-const bool kCpuHasAvx2 = false;
+[[maybe_unused]] const bool kSplitKernelsChosen = [] {
+  if (CpuHasAvx2()) {
+    g_split_query_kernel.store(&SplitQueryAvx2Kernel,
+                               std::memory_order_relaxed);
+    g_split_add_kernel.store(&SplitAddAvx2Kernel, std::memory_order_relaxed);
+  }
+  return true;
+}();
 #endif
 
-bool SplitMayContainDispatch(const std::atomic<uint64_t>* block, uint32_t h32) {
-#if SHARDFILTER_SPLIT_AVX2
-  if (kCpuHasAvx2) return SplitMayContainAvx2(block, h32);
-#endif
-  return SplitMayContainScalar(block, h32);
-}
-
-bool SplitAddDispatch(std::atomic<uint64_t>* block, uint32_t h32) {
-#if SHARDFILTER_SPLIT_AVX2
-  if (kCpuHasAvx2) return SplitAddAvx2(block, h32);
-#endif
-  return SplitAddScalar(block, h32);
-}
+}  // namespace
 
 }  // namespace shardfilter::internal

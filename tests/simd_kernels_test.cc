@@ -95,7 +95,7 @@ TEST(SimdKernels, CountingQueryMatchesTheScalarMinimum) {
 // the scalar minimum does for every k it takes (1..8), on blocks from
 // empty to saturated; the split-block dispatch as its scalar form.
 TEST(SimdKernels, DispatchedKernelsMatchTheScalarForms) {
-  EXPECT_EQ(internal::kCpuHasAvx2, CpuHasAvx2());
+  EXPECT_EQ(internal::CpuHasAvx2(), CpuHasAvx2());
   alignas(64) std::atomic<uint64_t> block[8];
   alignas(32) uint32_t mult[8];
   uint64_t s = 7;

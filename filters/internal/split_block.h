@@ -27,7 +27,7 @@
 // Cost (callgrind, instructions per one-at-a-time query including the
 // caller's loop, a filter of 1e6 keys at 1%): AVX2 inline 16 for the
 // kernel, 38 with XXH3 of an 8-byte key (the word-blocked layout: 65 and
-// 98); a portable build's one call to the AVX2 kernel 33 and 58.
+// 98); a portable build's one indirect call to the AVX2 kernel 31 and 56.
 //
 // Memory order: as the word-blocked kernels (filters/internal/
 // bloom_kernels.h). Bits are only ever set, each by an atomic fetch_or of a
@@ -122,17 +122,28 @@ inline bool SplitAddScalar(std::atomic<uint64_t>* block, uint32_t h32) {
   return true;
 }
 
-// Whether the AVX2 kernels may run: the CPU's answer, asked once while the
-// library loads (false before that, so a filter used by another library's
-// static initializer takes the scalar kernels, which give the same answers;
-// false in builds without the kernels).
-extern const bool kCpuHasAvx2;
+// Whether the AVX2 kernels may run: the CPU's answer, asked on the first
+// call (a function-local static: right in any order of static
+// initialization); false in builds without the kernels.
+bool CpuHasAvx2();
 
-// Out-of-line forms for code compiled without AVX2 (the portable package):
-// the AVX2 kernel when the CPU has it (checked once, at load), else the
-// scalar one. filters/split_block.cc.
-bool SplitMayContainDispatch(const std::atomic<uint64_t>* block, uint32_t h32);
-bool SplitAddDispatch(std::atomic<uint64_t>* block, uint32_t h32);
+// The forms for code compiled without AVX2 (the portable package): one
+// indirect call to the kernel chosen while the library loads (the AVX2
+// one when the CPU has AVX2, else the scalar one; the scalar one until
+// then, which gives the same answers). A per-call check of the CPU flag
+// cost three instructions more (a flag load, a compare and a jump to the
+// kernel). filters/split_block.cc.
+using SplitQueryKernel = bool (*)(const std::atomic<uint64_t>*, uint32_t);
+using SplitAddKernel = bool (*)(std::atomic<uint64_t>*, uint32_t);
+extern std::atomic<SplitQueryKernel> g_split_query_kernel;
+extern std::atomic<SplitAddKernel> g_split_add_kernel;
+inline bool SplitMayContainDispatch(const std::atomic<uint64_t>* block,
+                                    uint32_t h32) {
+  return g_split_query_kernel.load(std::memory_order_relaxed)(block, h32);
+}
+inline bool SplitAddDispatch(std::atomic<uint64_t>* block, uint32_t h32) {
+  return g_split_add_kernel.load(std::memory_order_relaxed)(block, h32);
+}
 
 #if SHARDFILTER_SPLIT_AVX2
 // One bit per 32-bit lane: 1 << ((h32 * salt_i) >> 27).
