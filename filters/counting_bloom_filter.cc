@@ -17,14 +17,14 @@ namespace shardfilter {
 namespace internal {
 namespace {
 
-bool CountersNonZeroScalarKernel(const std::atomic<uint64_t>* block,
+bool CountersNonZeroKernelScalar(const std::atomic<uint64_t>* block,
                                  const uint32_t* /*mult*/, uint32_t h32,
                                  uint32_t k) {
   return CounterMin(block, h32, k) != 0;
 }
 
 #if SHARDFILTER_SPLIT_AVX2
-SHARDFILTER_TARGET_AVX2 bool CountersNonZeroAvx2Kernel(
+SHARDFILTER_TARGET_AVX2 bool CountersNonZeroKernelAvx2(
     const std::atomic<uint64_t>* block, const uint32_t* mult, uint32_t h32,
     uint32_t /*k*/) {
   return CountersNonZeroAvx2(block, mult, h32);
@@ -36,13 +36,13 @@ SHARDFILTER_TARGET_AVX2 bool CountersNonZeroAvx2Kernel(
 // The scalar kernel from the start, the AVX2 one once the CPU says it has
 // AVX2 (counting_simd.h).
 constinit std::atomic<CountersNonZeroKernel> g_counters_non_zero_kernel{
-    &CountersNonZeroScalarKernel};
+    &CountersNonZeroKernelScalar};
 
 namespace {
 #if SHARDFILTER_SPLIT_AVX2
 [[maybe_unused]] const bool kCountingKernelChosen = [] {
   if (CpuHasAvx2()) {
-    g_counters_non_zero_kernel.store(&CountersNonZeroAvx2Kernel,
+    g_counters_non_zero_kernel.store(&CountersNonZeroKernelAvx2,
                                      std::memory_order_relaxed);
   }
   return true;

@@ -24,19 +24,21 @@ bool CpuHasAvx2() {
 
 namespace {
 
-bool SplitQueryScalarKernel(const std::atomic<uint64_t>* block, uint32_t h32) {
+bool SplitQueryKernelScalar(const std::atomic<uint64_t>* block, uint32_t h32) {
   return SplitMayContainScalar(block, h32);
 }
-bool SplitAddScalarKernel(std::atomic<uint64_t>* block, uint32_t h32) {
+bool SplitAddKernelScalar(std::atomic<uint64_t>* block, uint32_t h32) {
   return SplitAddScalar(block, h32);
 }
 
 #if SHARDFILTER_SPLIT_AVX2
-SHARDFILTER_TARGET_AVX2 bool SplitQueryAvx2Kernel(
+// Named ...Avx2: the package test allows AVX registers only in functions so
+// named (tests/package/run.sh).
+SHARDFILTER_TARGET_AVX2 bool SplitQueryKernelAvx2(
     const std::atomic<uint64_t>* block, uint32_t h32) {
   return SplitMayContainAvx2(block, h32);
 }
-SHARDFILTER_TARGET_AVX2 bool SplitAddAvx2Kernel(std::atomic<uint64_t>* block,
+SHARDFILTER_TARGET_AVX2 bool SplitAddKernelAvx2(std::atomic<uint64_t>* block,
                                                 uint32_t h32) {
   return SplitAddAvx2(block, h32);
 }
@@ -45,17 +47,17 @@ SHARDFILTER_TARGET_AVX2 bool SplitAddAvx2Kernel(std::atomic<uint64_t>* block,
 }  // namespace
 
 constinit std::atomic<SplitQueryKernel> g_split_query_kernel{
-    &SplitQueryScalarKernel};
-constinit std::atomic<SplitAddKernel> g_split_add_kernel{&SplitAddScalarKernel};
+    &SplitQueryKernelScalar};
+constinit std::atomic<SplitAddKernel> g_split_add_kernel{&SplitAddKernelScalar};
 
 namespace {
 
 #if SHARDFILTER_SPLIT_AVX2
 [[maybe_unused]] const bool kSplitKernelsChosen = [] {
   if (CpuHasAvx2()) {
-    g_split_query_kernel.store(&SplitQueryAvx2Kernel,
+    g_split_query_kernel.store(&SplitQueryKernelAvx2,
                                std::memory_order_relaxed);
-    g_split_add_kernel.store(&SplitAddAvx2Kernel, std::memory_order_relaxed);
+    g_split_add_kernel.store(&SplitAddKernelAvx2, std::memory_order_relaxed);
   }
   return true;
 }();
