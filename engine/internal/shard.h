@@ -95,8 +95,12 @@ struct alignas(64) Shard {
                 "shard's first line");
 
   alignas(64) std::unique_ptr<Filter> links[kMaxLinks];  // S1
-  std::atomic<uint32_t> link_count{0};                   // S1
-  std::mutex grow_mu;                                    // S6
+  // links[i]->capacity(), written with links[i] (S1: before `link_count`
+  // is raised above i, constant afterwards), so that an add reads the
+  // newest link's capacity without two virtual calls.
+  uint64_t capacity[kMaxLinks] = {};
+  std::atomic<uint32_t> link_count{0};  // S1
+  std::mutex grow_mu;                   // S6
   // The filter's memory account (engine/internal/memory_account.h), charged
   // before growth allocates a link; null: growth is not accounted. Set
   // before the shard is shared, constant afterwards.

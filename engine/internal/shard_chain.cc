@@ -99,6 +99,7 @@ Status Grow(const FilterSpec& spec, Shard& s, uint32_t n, Status full) {
     return cannot_grow(link.status());
   }
   s.fill[n].store(0, std::memory_order_relaxed);
+  s.capacity[n] = (*link)->capacity();
   s.links[n] = std::move(*link);
   SetFastPath(s, n + 1);  // Q1: before the count is published
   // S1: the release publishes links[n] (and fill[n]) to readers that
@@ -137,6 +138,7 @@ Status TooManyCopies(const Filter& link, uint32_t held) {
 void InstallChain(Shard& s, LoadedChain chain) {
   const uint32_t n = static_cast<uint32_t>(chain.links.size());
   for (uint32_t i = 0; i < n; ++i) {
+    s.capacity[i] = chain.links[i]->capacity();
     s.links[i] = std::move(chain.links[i]);
     s.fill[i].store(chain.fill[i], std::memory_order_relaxed);
   }
@@ -164,7 +166,7 @@ Status ChainAdd(const FilterSpec& spec, Shard& s, uint64_t hash,
     const uint32_t n = s.links_visible();
     const bool near_full =
         s.fill[n - 1].load(std::memory_order_relaxed) + kBloomReserveSlack >=
-        s.links[n - 1]->capacity();
+        s.capacity[n - 1];
     for (uint32_t i = near_full ? n : n - 1; i-- > 0;) {
       if (s.links[i]->MayContainHash(hash)) {
         *outcome = AddOutcome::kAlreadyPresent;
@@ -176,7 +178,7 @@ Status ChainAdd(const FilterSpec& spec, Shard& s, uint64_t hash,
     const uint32_t n = s.links_visible();
     Filter& newest = *s.links[n - 1];
     Status full;
-    if (Reserve(s.fill[n - 1], newest.capacity())) {
+    if (Reserve(s.fill[n - 1], s.capacity[n - 1])) {
       if (bloom) {
         // The type is fixed by the spec (DecodeLinkFilter checks it).
         // Uncounted: fill is the count (S8; ChainStatistics reports it).
