@@ -3,12 +3,12 @@
 // so that writers of neighbouring shards never share one.
 //
 // Invariants (numbered; the code cites them):
-//  S1. The chain only grows: links[i] is written once, before `link_count`
-//      is raised above i with a release store, and is neither replaced nor
-//      freed while the filter lives. Queries load `link_count` (acquire) and
-//      use links[0 .. count) with no lock (Filter implementations are
-//      concurrent); the acquire pairs with the growth's release, so a reader
-//      that sees count n sees link n-1 fully constructed.
+//  S1. The chain only grows: links[i] (and capacity[i]) is written once,
+//      before `link_count` is raised above i with a release store, and is
+//      neither replaced nor freed while the filter lives. Queries load
+//      `link_count` (acquire) and use links[0 .. count) with no lock (Filter
+//      implementations are concurrent); the acquire pairs with the growth's
+//      release, so a reader that sees count n sees link n-1 fully constructed.
 //  S2. Every mutation holds `mu` shared from before it changes the chain
 //      until after its journal entry is written (or found unnecessary).
 //      A checkpoint holds `mu` exclusive while it calls Serialize() and

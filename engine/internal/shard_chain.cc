@@ -102,8 +102,8 @@ Status Grow(const FilterSpec& spec, Shard& s, uint32_t n, Status full) {
   s.capacity[n] = (*link)->capacity();
   s.links[n] = std::move(*link);
   SetFastPath(s, n + 1);  // Q1: before the count is published
-  // S1: the release publishes links[n] (and fill[n]) to readers that
-  // acquire the new count.
+  // S1: the release publishes links[n] (and fill[n], capacity[n]) to
+  // readers that acquire the new count.
   s.link_count.store(n + 1, std::memory_order_release);
   return Status::OK();
 }
