@@ -207,6 +207,7 @@ const Scenario kScenarios[] = {
       sf_ic_handle_add(*f);                       \
     }                                             \
   }
+    SF_HANDLE_ADD("bloom_1", FilterType::kBloom, 1),
     SF_HANDLE_ADD("bloom_16", FilterType::kBloom, 16),
     SF_HANDLE_ADD("counting_16", FilterType::kCountingBloom, 16),
     SF_HANDLE_ADD("cuckoo_1", FilterType::kCuckoo, 1),

@@ -305,9 +305,10 @@ Status ShardedFilter::RunBatch(bool remove, std::span<const uint64_t> hashes,
           prefetch.Ahead(k, end);
           uint32_t idx = g.order[k];
           AddOutcome outcome = AddOutcome::kAdded;
-          Status st = remove
-                          ? internal::ChainRemove(sh, slice[idx])
-                          : internal::ChainAdd(spec_, sh, slice[idx], &outcome);
+          Status st =
+              remove ? internal::ChainRemove(sh, slice[idx])
+                     : internal::ChainAddAt(spec_, sh, fast_[g.involved[j]],
+                                            slice[idx], &outcome);
           // Each item has its own slot: no two groups write one.
           if (outcomes != nullptr) (*outcomes)[base + idx] = outcome;
           if (st.ok()) {
@@ -418,9 +419,9 @@ void ShardedFilter::RunMappedSlice(bool remove, std::span<const uint64_t> slice,
           prefetch.Ahead(k, end);
           const uint32_t idx = order[k];
           AddOutcome outcome = AddOutcome::kAdded;
-          Status st = remove
-                          ? internal::ChainRemove(sh, slice[idx])
-                          : internal::ChainAdd(spec_, sh, slice[idx], &outcome);
+          Status st = remove ? internal::ChainRemove(sh, slice[idx])
+                             : internal::ChainAddAt(spec_, sh, fast_[shard],
+                                                    slice[idx], &outcome);
           if (outcomes != nullptr) (*outcomes)[base + idx] = outcome;
           if (st.ok()) {
             rec.hashes.push_back(slice[idx]);

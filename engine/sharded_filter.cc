@@ -195,7 +195,8 @@ Result<AddOutcome> ShardedFilter::InsertHash(uint64_t hash) {
     s.last_seq.fetch_add(1, std::memory_order_relaxed);
     RecordForMigration(index, hash, false);
   } else {
-    SF_RETURN_IF_ERROR(internal::ChainAdd(spec_, s, hash, &outcome));
+    SF_RETURN_IF_ERROR(
+        internal::ChainAddAt(spec_, s, fast_[index], hash, &outcome));
     s.last_seq.fetch_add(1, std::memory_order_relaxed);
     RecordForMigration(index, hash, false,
                        outcome == AddOutcome::kAlreadyPresent);

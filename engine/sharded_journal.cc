@@ -77,7 +77,7 @@ Result<AddOutcome> ShardedFilter::JournalledInsert(uint32_t index, Shard& s,
           persistence::PrepareCommit(slot, seq, OpByte(JournalOp::kAdd), hash);
       // Bloom adds commute: applied outside the reservation. A failed add
       // (Full) still commits its slot, as "no op", so seqs stay contiguous.
-      applied = internal::ChainAdd(spec_, s, hash, &outcome);
+      applied = internal::ChainAddAt(spec_, s, fast_[index], hash, &outcome);
       if (applied.ok()) {
         RecordForMigration(index, hash, false,
                            outcome == AddOutcome::kAlreadyPresent);
@@ -106,7 +106,8 @@ Result<AddOutcome> ShardedFilter::JournalledInsert(uint32_t index, Shard& s,
     seq = s.last_seq.fetch_add(1, std::memory_order_relaxed) + 1;
     RecordForMigration(index, hash, false);
   } else {
-    SF_RETURN_IF_ERROR(internal::ChainAdd(spec_, s, hash, &outcome));
+    SF_RETURN_IF_ERROR(
+        internal::ChainAddAt(spec_, s, fast_[index], hash, &outcome));
     seq = s.last_seq.fetch_add(1, std::memory_order_relaxed) + 1;
     RecordForMigration(index, hash, false,
                        outcome == AddOutcome::kAlreadyPresent);

@@ -209,6 +209,9 @@ class BloomFilter final : public Filter {
   const std::atomic<uint64_t>* split_table() const {
     return layout_ == BloomLayout::kSplitBlock ? table_.data() : nullptr;
   }
+  std::atomic<uint64_t>* split_table() {
+    return layout_ == BloomLayout::kSplitBlock ? table_.data() : nullptr;
+  }
   uint64_t num_blocks() const { return num_blocks_; }
   uint64_t num_bits() const { return num_bits_; }
   uint64_t num_bytes() const { return num_bits_ / 8; }

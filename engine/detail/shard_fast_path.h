@@ -1,7 +1,8 @@
-// The query fast path of a ShardedFilter's shard: what an inline
-// MayContain (engine/sharded_filter.h) needs to probe a shard without
-// reaching into Shard (engine/internal/shard.h), which the public header
-// cannot see. One entry per shard, in an array of its own.
+// The fast path of a ShardedFilter's shard: what an inline MayContain
+// (engine/sharded_filter.h) needs to probe a shard without reaching into
+// Shard (engine/internal/shard.h), which the public header cannot see, and
+// what the single-key add's inline path reads. One entry per shard, in an
+// array of its own.
 //
 // Installed (engine/sharded_filter.h includes it), not API: names here may
 // change in any release.
@@ -32,7 +33,9 @@
 namespace shardfilter::internal {
 
 struct ShardFastPath {
-  std::atomic<const std::atomic<uint64_t>*> table{nullptr};  // Q1
+  // Mutable: a single-key Bloom add sets its bits through it too
+  // (engine/internal/shard_chain.h, ChainAddOneSplitLink).
+  std::atomic<std::atomic<uint64_t>*> table{nullptr};  // Q1
   uint64_t blocks = 0;  // written before `table`'s release store
 };
 

@@ -18,9 +18,9 @@ namespace {
 // the old pair).
 void SetFastPath(Shard& s, uint32_t links) {
   if (s.fast == nullptr) return;
-  const std::atomic<uint64_t>* table = nullptr;
+  std::atomic<uint64_t>* table = nullptr;
   if (links == 1 && s.links[0]->type() == FilterType::kBloom) {
-    const auto& bloom = static_cast<const BloomFilter&>(*s.links[0]);
+    auto& bloom = static_cast<BloomFilter&>(*s.links[0]);
     table = bloom.split_table();
     if (table != nullptr) s.fast->blocks = bloom.num_blocks();
   }
@@ -39,10 +39,6 @@ bool Reserve(std::atomic<uint64_t>& fill, uint64_t capacity) {
   }
   return false;
 }
-
-// ChainAdd (S8): how close to the newest Bloom link's capacity its adds
-// ask it before reserving.
-constexpr uint64_t kBloomReserveSlack = 4096;
 
 // Gives a unit back, never below 0 (a remove of a colliding key may succeed
 // in a link whose own adds were all removed).
