@@ -132,12 +132,12 @@ Status CheckFold(const FilterSpec& source, const FilterSpec& target,
   want.durability = target.durability;
   want.max_bytes = target.max_bytes;
   if (want.shards != target.shards || want.seed != target.seed ||
-      want.fpp != target.fpp || want.k != target.k ||
-      want.scalable != target.scalable || want.expansion != target.expansion ||
-      target.retain_hashes) {
+      want.router != target.router || want.fpp != target.fpp ||
+      want.k != target.k || want.scalable != target.scalable ||
+      want.expansion != target.expansion || target.retain_hashes) {
     return Status::InvalidArgument(
-        "a fold keeps shards, seed, fpp, k and growth and only divides the "
-        "capacity (FoldedSpec)");
+        "a fold keeps shards, shard router, seed, fpp, k and growth and only "
+        "divides the capacity (FoldedSpec)");
   }
   return Status::OK();
 }

@@ -68,6 +68,7 @@ ShardedFilter::ShardedFilter(std::string name, FilterSpec resolved)
       spec_(std::move(resolved)),
       shard_count_(spec_.shards),
       shard_shift_(64 - std::countr_zero(spec_.shards)),
+      remix_router_(spec_.router == ShardRouter::kRemix),
       shards_(std::make_unique<Shard[]>(spec_.shards)),
       fast_(std::make_unique<internal::ShardFastPath[]>(spec_.shards)),
       durability_(spec_.durability.value_or(Durability::kNone)) {

@@ -78,12 +78,19 @@ Status ShardedFilter::CheckUnion(const ShardedFilter& other,
   }
   links->assign(shard_count_, 0);
   if (&other == this) return Status::OK();
-  if (shard_count_ != other.shard_count_ || spec_.seed != other.spec_.seed) {
+  if (shard_count_ != other.shard_count_ || spec_.seed != other.spec_.seed ||
+      (shard_count_ > 1 && spec_.router != other.spec_.router)) {
+    auto router = [](const FilterSpec& s) {
+      return std::string(s.router == ShardRouter::kRemix ? "the remix"
+                                                         : "the multiply");
+    };
     return Status::InvalidArgument(
         "the filters differ in shape: " + std::to_string(shard_count_) +
-        " shards and seed " + std::to_string(spec_.seed) + " here, " +
-        std::to_string(other.shard_count_) + " and " +
-        std::to_string(other.spec_.seed) + " in the source");
+        " shards, seed " + std::to_string(spec_.seed) + " and " +
+        router(spec_) + " shard router here, " +
+        std::to_string(other.shard_count_) + ", " +
+        std::to_string(other.spec_.seed) + " and " + router(other.spec_) +
+        " in the source");
   }
   for (uint32_t i = 0; i < shard_count_; ++i) {
     const internal::Shard& mine = shards_[i];

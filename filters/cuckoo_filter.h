@@ -8,9 +8,9 @@
 //   i1 = FastRange64(h with its low 16 bits cleared, n)
 //   i2 = (H(fp) - i1) mod n,  H(fp) = FastRange64(fp * odd constant, n)
 // Fingerprint and bucket come from disjoint bits of h; the engine's shard
-// router uses Remix(h), independent of both. i -> (H(fp) - i) mod n is an
-// involution for every n, so the bucket count need not be a power of two
-// and memory follows the capacity: 12-bit fingerprints, b = 4, sized for
+// routers leave both uniform within a shard (ShardRouter). i -> (H(fp) - i) mod
+// n is an involution for every n, so the bucket count need not be a power of
+// two and memory follows the capacity: 12-bit fingerprints, b = 4, sized for
 // 94% load -> 12.77 bits per item, FPR 0.18% at capacity (sizing.h).
 //
 // Thread safety: every method may be called concurrently with any other.

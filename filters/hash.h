@@ -85,9 +85,11 @@ class KeyHasher {
 
 // A bijective 64-bit mixer (the splitmix64 / murmur3 finalizer constants).
 // Used to derive bits that are statistically independent of the bits a
-// filter takes from the raw hash: e.g. the shard router uses
-// Remix(h) so that the shard number and the in-shard block index never
-// depend on the same hash bits (which would leave blocks unused).
+// filter takes from the raw hash: e.g. the sharded engine's Remix shard
+// router (filters stored before its multiply router, ShardRouter in
+// engine/sharded_filter.h) so that the shard number and the in-shard block
+// index never depend on the same hash bits (which would leave blocks
+// unused).
 inline constexpr uint64_t Remix(uint64_t h) {
   h ^= h >> 33;
   h *= 0xff51afd7ed558ccdULL;

@@ -30,7 +30,8 @@ SpecHead EncodeSpecHead(const StoredSpec& s, const SpecRules& rules) {
   }
   h.flags =
       static_cast<uint8_t>(layout | (s.scalable ? kSpecFlagScalable : 0) |
-                           (s.retain_hashes ? kSpecFlagRetainHashes : 0)) &
+                           (s.retain_hashes ? kSpecFlagRetainHashes : 0) |
+                           (s.multiply_router ? kSpecFlagMultiplyRouter : 0)) &
       rules.allowed_flags;
   h.expansion = static_cast<uint8_t>(s.expansion);
   return h;
@@ -113,6 +114,7 @@ Status DecodeSpecHead(const SpecHead& head, const SpecRules& rules,
   }
   s->scalable = (head.flags & kSpecFlagScalable) != 0;
   s->retain_hashes = (head.flags & kSpecFlagRetainHashes) != 0;
+  s->multiply_router = (head.flags & kSpecFlagMultiplyRouter) != 0;
   s->expansion = head.expansion;
   return Status::OK();
 }

@@ -115,9 +115,9 @@ TEST(ExpansionDescriptorTest, ScalableAndExpansionRoundTripStrictly) {
                     .IsCorruption())
         << int{e};
   }
-  // Flags bits 0-4 are classic, scalable, retain_hashes, auto and split
-  // layouts; the rest unknown.
-  EXPECT_TRUE(persistence::DecodeDescriptor(reframe(v, 2, 32), "f")
+  // Flags bits 0-5 are classic, scalable, retain_hashes, auto and split
+  // layouts, and the multiply shard router; the rest unknown.
+  EXPECT_TRUE(persistence::DecodeDescriptor(reframe(v, 2, 64), "f")
                   .status()
                   .IsCorruption());
   auto retained = persistence::DecodeDescriptor(reframe(v, 2, 4), "f");

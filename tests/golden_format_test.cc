@@ -133,6 +133,10 @@ class GoldenFormatTest : public ::testing::Test {
       auto f = db.Get(name);
       ASSERT_TRUE(f.ok()) << f.status().ToString();
       EXPECT_EQ(SpecText((*f)->spec()), spec);
+      // Written before the shard router was stored: the Remix router,
+      // which CheckKeys then confirms (a key asked in another shard than
+      // the one it was added to would be a false negative).
+      EXPECT_EQ((*f)->spec().router, ShardRouter::kRemix);
       ExpectItems(**f, m_.items.at(name));
       CheckKeys(**f, m_.keys.at(name));
     }
@@ -249,6 +253,7 @@ TEST_F(GoldenFormatTest, ExportFilesImport) {
       spec.replace(at, 8, "retain=0");
     }
     EXPECT_EQ(SpecText((*f)->spec()), spec);
+    EXPECT_EQ((*f)->spec().router, ShardRouter::kRemix);  // as in the store
     ExpectItems(**f, m_.items.at(name));
     CheckKeys(**f, m_.keys.at(name));
     // The export was taken at the state the store recovers to.

@@ -121,7 +121,8 @@ TEST(SpecCodecTest, EveryDecoderRefusesTheSameBadHeads) {
       {"type 0", {0, 1, 0, 2}, 0.01, 10},
       {"type 4", {4, 1, 0, 2}, 0.01, 10},
       {"durability 3", {1, 3, 0, 2}, 0.01, 10},
-      {"flag bit 5", {1, 1, 32, 2}, 0.01, 10},
+      {"flag bit 6", {1, 1, 64, 2}, 0.01, 10},
+      {"flag bit 7", {1, 1, 128, 2}, 0.01, 10},
       {"classic and auto layouts", {1, 1, 9, 2}, 0.01, 10},
       {"auto and split layouts", {1, 1, 24, 2}, 0.01, 10},
       {"a Bloom layout on a cuckoo filter", {3, 1, 16, 2}, 0.01, 10},
@@ -187,6 +188,27 @@ TEST(SpecCodecTest, BloomLayoutFlagsArePinnedAndRoundTrip) {
   cuckoo.layout = BloomLayout::kSplitBlock;  // ignored: not a Bloom filter
   EXPECT_EQ(
       EncodeSpecHead(cuckoo, kDescriptorSpecRules).flags & kSpecLayoutFlags, 0);
+}
+
+// Bit 5, the multiply shard router: carried by both formats (an export
+// must land its shards where the router sends their keys); absent, as in
+// everything written before it, it means the Remix router.
+TEST(SpecCodecTest, RouterFlagIsPinnedAndRoundTrips) {
+  EXPECT_EQ(kSpecFlagMultiplyRouter, 32);
+  for (const SpecRules& rules : {kDescriptorSpecRules, kExportSpecRules}) {
+    for (bool multiply : {false, true}) {
+      StoredSpec in = Sample();
+      in.retain_hashes = false;
+      in.multiply_router = multiply;
+      const SpecHead h = EncodeSpecHead(in, rules);
+      EXPECT_EQ((h.flags & kSpecFlagMultiplyRouter) != 0, multiply);
+      StoredSpec out;
+      out.capacity = in.capacity;
+      out.fpp = in.fpp;
+      ASSERT_TRUE(DecodeSpecHead(h, rules, "x", &out).ok());
+      EXPECT_EQ(out.multiply_router, multiply);
+    }
+  }
 }
 
 }  // namespace

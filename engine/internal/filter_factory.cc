@@ -58,6 +58,11 @@ Result<FilterSpec> ResolveSpec(const FilterSpec& spec,
     return Status::InvalidArgument(
         "unknown Bloom layout " + std::to_string(static_cast<int>(out.layout)));
   }
+  if (out.router != ShardRouter::kMultiply &&
+      out.router != ShardRouter::kRemix) {
+    return Status::InvalidArgument(
+        "unknown shard router " + std::to_string(static_cast<int>(out.router)));
+  }
   return out;
 }
 
@@ -237,6 +242,7 @@ persistence::StoredSpec StoredFromSpec(const FilterSpec& spec) {
   s.layout = spec.layout;
   s.scalable = spec.scalable;
   s.retain_hashes = spec.retain_hashes;
+  s.multiply_router = spec.router == ShardRouter::kMultiply;
   s.expansion = spec.expansion;
   s.capacity = spec.capacity;
   s.fpp = spec.fpp;
@@ -256,6 +262,8 @@ FilterSpec SpecFromStored(const persistence::StoredSpec& s, uint32_t shards) {
   spec.layout = s.layout;
   spec.scalable = s.scalable;
   spec.retain_hashes = s.retain_hashes;
+  spec.router =
+      s.multiply_router ? ShardRouter::kMultiply : ShardRouter::kRemix;
   spec.expansion = s.expansion;
   spec.capacity = s.capacity;
   spec.fpp = s.fpp;

@@ -11,8 +11,8 @@
 //             p_i = top 7 bits of (h32 * C^(i+1)) mod 2^32, C = 0x9e3779b9
 //             (odd, golden ratio). Positions are drawn with replacement, as
 //             the sizing models (filters/sizing.h) assume.
-// The sharded engine picks shards from Remix(h), so neither field is
-// correlated with the shard number.
+// The sharded engine's shard routers (ShardRouter, engine/sharded_filter.h)
+// leave both fields uniform within each shard.
 //
 // Classic layout: k positions over the whole array by double hashing,
 //   x_0 = h, delta = (rotl(h, 32) * 0x9e3779b97f4a7c15) | 1,

@@ -14,7 +14,9 @@
 //                              Bloom layout; at most one of bits 0, 3, 4,
 //                              and none of them: the blocked layout, as
 //                              every Bloom filter stored before bits 3 and
-//                              4 existed)
+//                              4 existed; bit 5 the multiply shard router,
+//                              clear: Remix, as every filter stored before
+//                              bit 5 existed, engine ShardRouter)
 //                       expansion
 //     descriptor order: type, durability, flags, expansion
 //     export order:     type, flags, durability, expansion
@@ -53,6 +55,9 @@ struct StoredSpec {
   BloomLayout layout = BloomLayout::kAuto;  // Bloom only
   bool scalable = false;
   bool retain_hashes = false;
+  // ShardRouter::kMultiply (flag bit 5); false: kRemix, what data written
+  // before the bit existed means.
+  bool multiply_router = false;
   uint32_t expansion = 1;
   uint64_t capacity = 0;
   double fpp = 0;
@@ -84,12 +89,15 @@ inline constexpr uint8_t kSpecFlagScalable = 2;
 inline constexpr uint8_t kSpecFlagRetainHashes = 4;
 inline constexpr uint8_t kSpecFlagAutoLayout = 8;
 inline constexpr uint8_t kSpecFlagSplitLayout = 16;
+inline constexpr uint8_t kSpecFlagMultiplyRouter = 32;
 inline constexpr uint8_t kSpecLayoutFlags =
     kSpecFlagClassic | kSpecFlagAutoLayout | kSpecFlagSplitLayout;
 inline constexpr SpecRules kDescriptorSpecRules{
-    kSpecLayoutFlags | kSpecFlagScalable | kSpecFlagRetainHashes, false};
+    kSpecLayoutFlags | kSpecFlagScalable | kSpecFlagRetainHashes |
+        kSpecFlagMultiplyRouter,
+    false};
 inline constexpr SpecRules kExportSpecRules{
-    kSpecLayoutFlags | kSpecFlagScalable, true};
+    kSpecLayoutFlags | kSpecFlagScalable | kSpecFlagMultiplyRouter, true};
 inline constexpr uint32_t kMaxStoredExpansion = 16;
 
 inline constexpr size_t kSpecParamsBytes = 48;
