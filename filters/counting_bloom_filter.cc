@@ -123,14 +123,33 @@ Status CountingBloomFilter::AddHash(uint64_t hash) {
   return Status::OK();
 }
 
+// One pass over the key's counters (every counting add of the engine comes
+// here): each position computed once, for the increment's mask and for the
+// minimum, read from the words the increment rewrites. Filter's REQUIRES
+// (no other writer) makes the minimum read before the stripe lock the one
+// under it. (CountHashInline then AddHashInline computed the positions
+// twice: callgrind handle_add_counting_16 612 -> 552 instructions.)
 Status CountingBloomFilter::AddHashCapped(uint64_t hash, uint32_t max_copies,
                                           uint32_t* held) {
-  *held = CountHashInline(hash);
-  if (*held >= max_copies) {
-    return Status::Full("the item already holds " + std::to_string(*held) +
+  const uint32_t h32 = static_cast<uint32_t>(hash);
+  const uint64_t b = internal::BlockIndex(hash, num_blocks_);
+  std::atomic<uint64_t>* const block = BlockAt(b);
+  uint64_t masks[internal::kBlockWords] = {};
+  uint32_t min = internal::kCounterMax;
+  for (uint32_t i = 0; i < k_; ++i) {
+    const uint32_t c = internal::BlockCounterPos(h32, i);
+    const unsigned shift = 4 * (c & 15);
+    masks[c >> 4] |= uint64_t{1} << shift;
+    const auto v = static_cast<uint32_t>(
+        (block[c >> 4].load(std::memory_order_relaxed) >> shift) & 15);
+    min = v < min ? v : min;
+  }
+  *held = min;
+  if (min >= max_copies) [[unlikely]] {
+    return Status::Full("the item already holds " + std::to_string(min) +
                         " copies");
   }
-  AddHashInline(hash);
+  AddMasks(b, masks);
   return Status::OK();
 }
 

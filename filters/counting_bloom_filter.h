@@ -113,14 +113,7 @@ class CountingBloomFilter final : public Filter {
   void AddHashInline(uint64_t h) {
     uint64_t masks[internal::kBlockWords];
     internal::CounterMasks(static_cast<uint32_t>(h), k_, masks);
-    const uint64_t b = internal::BlockIndex(h, num_blocks_);
-    Stripe& s = stripes_[b & stripe_mask_];
-    s.lock.lock();
-    internal::CounterIncrementLocked(BlockAt(b), masks);
-    // Guarded by s.lock; atomic only so that Stats() may read it unlocked.
-    s.adds.store(s.adds.load(std::memory_order_relaxed) + 1,
-                 std::memory_order_relaxed);
-    s.lock.unlock();
+    AddMasks(internal::BlockIndex(h, num_blocks_), masks);
   }
   // False (nothing changed) when the key is definitely absent.
   bool RemoveHashInline(uint64_t h) {
@@ -192,6 +185,17 @@ class CountingBloomFilter final : public Filter {
 
   std::atomic<uint64_t>* BlockAt(uint64_t b) const {
     return table_.data() + b * internal::kBlockWords;
+  }
+  // Adds one to the counters `masks` selects in block b (CounterMasks),
+  // under the block's stripe lock.
+  void AddMasks(uint64_t b, const uint64_t (&masks)[internal::kBlockWords]) {
+    Stripe& s = stripes_[b & stripe_mask_];
+    s.lock.lock();
+    internal::CounterIncrementLocked(BlockAt(b), masks);
+    // Guarded by s.lock; atomic only so that Stats() may read it unlocked.
+    s.adds.store(s.adds.load(std::memory_order_relaxed) + 1,
+                 std::memory_order_relaxed);
+    s.lock.unlock();
   }
   friend struct internal::BatchOps;  // Prefetch
   void Prefetch(uint64_t h, bool write) const;
