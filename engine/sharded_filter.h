@@ -293,6 +293,10 @@ class ShardedFilter {
           t + internal::SplitBlockOffset(hash, p.blocks) / sizeof(uint64_t),
           static_cast<uint32_t>(hash));
     }
+    // Any other one-link shard (Q1's `link`): its type's inline query.
+    if (const Filter* link = p.link.load(std::memory_order_acquire)) {
+      return one_link_query_(*link, hash);
+    }
     return MayContainHashSlow(hash, p);
   }
   // Copies held (an upper bound), summed over the shard's links: Bloom

@@ -342,5 +342,29 @@ TEST(ShardedFilterTest, OneAtATimeQueriesSeeEveryLinkAfterGrowth) {
   }
 }
 
+// The same for the one-link query of every other type (Q1's `link`): it
+// asks link 0 alone, so it must be closed by the growth that appends link
+// 1, or keys added there would be reported absent.
+TEST_P(ShardedTypedTest, OneLinkQueriesSeeEveryLinkAfterGrowth) {
+  for (uint32_t shards : {1u, 16u}) {
+    SCOPED_TRACE(shards);
+    const int n = 1000 * static_cast<int>(shards);  // 1000 per shard
+    auto f = ShardedFilter::Create(SpecFor(GetParam(), n, shards));
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    for (int i = 0; i < n / 2; ++i)
+      ASSERT_OK((*f)->Add("k" + std::to_string(i)));
+    for (int i = 0; i < n / 2; ++i) {
+      ASSERT_TRUE((*f)->MayContain("k" + std::to_string(i))) << i;
+    }
+    for (int i = n / 2; i < 6 * n; ++i) {
+      ASSERT_OK((*f)->Add("k" + std::to_string(i)));
+    }
+    for (uint32_t s = 0; s < shards; ++s) EXPECT_GT((*f)->shard_links(s), 1u);
+    for (int i = 0; i < 6 * n; ++i) {
+      ASSERT_TRUE((*f)->MayContain("k" + std::to_string(i))) << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace shardfilter

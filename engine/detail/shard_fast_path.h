@@ -21,6 +21,8 @@
 //      publication, hence after the clear, so a query that happens after
 //      such an op's acknowledgement loads null (write-read coherence) and
 //      takes the full path: the fast path never misses an acknowledged key.
+//      `link` follows the same rule for a shard of one link of any type or
+//      layout (link 0 itself): set with `table`, cleared with it.
 //
 // Thread-safe: written by the shard's owner under the rules above; read by
 // any thread.
@@ -30,12 +32,19 @@
 #include <atomic>
 #include <cstdint>
 
+namespace shardfilter {
+class Filter;
+}  // namespace shardfilter
+
 namespace shardfilter::internal {
 
 struct ShardFastPath {
   // Mutable: a single-key Bloom add sets its bits through it too
   // (engine/internal/shard_chain.h, ChainAddOneSplitLink).
   std::atomic<std::atomic<uint64_t>*> table{nullptr};  // Q1
+  // A one-link shard's link 0, whatever its type (Q1): queries ask it
+  // through the filter's one-link query without the slow path's call.
+  std::atomic<const Filter*> link{nullptr};
   uint64_t blocks = 0;  // written before `table`'s release store
 };
 

@@ -13,9 +13,9 @@ namespace shardfilter::internal {
 namespace {
 
 // Q1: the shard's fast path for a chain of `links` links, before that count
-// is published. Only a lone split-block Bloom link gets one; growth (links
-// > 1) clears it and leaves `blocks` alone (a reader may still be using
-// the old pair).
+// is published. A lone link gets `link`, a lone split-block Bloom link
+// `table` too; growth (links > 1) clears both and leaves `blocks` alone (a
+// reader may still be using the old pair).
 void SetFastPath(Shard& s, uint32_t links) {
   if (s.fast == nullptr) return;
   std::atomic<uint64_t>* table = nullptr;
@@ -24,6 +24,8 @@ void SetFastPath(Shard& s, uint32_t links) {
     table = bloom.split_table();
     if (table != nullptr) s.fast->blocks = bloom.num_blocks();
   }
+  s.fast->link.store(links == 1 ? s.links[0].get() : nullptr,
+                     std::memory_order_release);
   s.fast->table.store(table, std::memory_order_release);
 }
 
