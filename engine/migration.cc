@@ -132,12 +132,12 @@ Status CheckFold(const FilterSpec& source, const FilterSpec& target,
   want.durability = target.durability;
   want.max_bytes = target.max_bytes;
   if (want.shards != target.shards || want.seed != target.seed ||
-      want.router != target.router || want.fpp != target.fpp ||
-      want.k != target.k || want.scalable != target.scalable ||
-      want.expansion != target.expansion || target.retain_hashes) {
+      want.fpp != target.fpp || want.k != target.k ||
+      want.scalable != target.scalable || want.expansion != target.expansion ||
+      target.retain_hashes) {
     return Status::InvalidArgument(
-        "a fold keeps shards, shard router, seed, fpp, k and growth and only "
-        "divides the capacity (FoldedSpec)");
+        "a fold keeps shards, seed, fpp, k and growth and only divides the "
+        "capacity (FoldedSpec)");
   }
   return Status::OK();
 }
@@ -196,6 +196,11 @@ Status Database::StartMigration(std::string_view name, const FilterSpec& spec,
   if (source == MigrationSource::kFold && !fold.ok()) {
     return fold.WithContext(who + "fold");
   }
+  // A fold keeps every key in its shard, so it keeps the source's shard
+  // router, whatever the request says (the server's SF.MIGRATE builds a
+  // fresh spec, whose router is the new filters' default); a rebuild from
+  // retained hashes routes them anew, by the target's.
+  if (source == MigrationSource::kFold) target.router = from.router;
   internal::MutexLock lock(d.mu);
   if (d.closed) return Status::NotSupported("the database is closed");
   auto it = d.filters.find(name);

@@ -346,7 +346,8 @@ class ShardedFilter {
   // ORs `other`'s bits into this filter (SF.UNION), shard by shard and link
   // by link: afterwards every key acknowledged in `other` before the call
   // is present here. Both must be Bloom filters of one shape: the same
-  // shard count and seed, and each shard of `other` with no more links
+  // shard count and seed (and, with more than one shard, router), and each
+  // shard of `other` with no more links
   // than this one's, link i of the same layout, k, bits and seed (filters
   // made with the same parameters; a scaling source must not have grown
   // further than this one). InvalidArgument otherwise, and NotSupported

@@ -118,6 +118,46 @@ TEST(ShardRouterTest, ExportCarriesTheRouter) {
   }
 }
 
+// A fold keeps each key in its shard, so it keeps the source's router even
+// when the request is a fresh spec (the server's SF.MIGRATE builds one,
+// whose router is the new default): every key is still found, also after
+// reopen.
+TEST(ShardRouterTest, FoldOfARemixFilterKeepsRemix) {
+  testing::TempDir dir;
+  DatabaseOptions o;
+  o.path = dir.path();
+  FilterSpec spec = Spec(ShardRouter::kRemix, 4);
+  spec.capacity = 400'000;
+  constexpr int kN = 50'000;
+  {
+    auto db = Database::Open(o);
+    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    auto f = (*db)->Create("f", spec);
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    for (int i = 0; i < kN; ++i) ASSERT_TRUE((*f)->Add(std::to_string(i)).ok());
+    FilterSpec fresh;  // as SF.MIGRATE makes it: default router
+    fresh.type = FilterType::kBloom;
+    fresh.capacity = 100'000;
+    fresh.shards = 4;
+    auto p = (*db)->Migrate("f", fresh);
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    EXPECT_EQ(p->source, MigrationSource::kFold);
+    EXPECT_EQ((*f)->spec().router, ShardRouter::kRemix);
+    EXPECT_EQ((*f)->spec().capacity, 100'000u);
+    for (int i = 0; i < kN; ++i) {
+      ASSERT_TRUE((*f)->MayContain(std::to_string(i))) << i;
+    }
+  }
+  auto db = Database::Open(o);
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  auto f = (*db)->Get("f");
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ((*f)->spec().router, ShardRouter::kRemix);
+  for (int i = 0; i < kN; ++i) {
+    ASSERT_TRUE((*f)->MayContain(std::to_string(i))) << i;
+  }
+}
+
 // A union ORs shard i into shard i: only right when both route alike.
 TEST(ShardRouterTest, UnionRefusesAnotherRouter) {
   auto remix = ShardedFilter::Create(Spec(ShardRouter::kRemix, 4));
