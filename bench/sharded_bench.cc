@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "bench_util.h"
@@ -21,30 +22,70 @@ namespace {
 
 constexpr uint64_t kCapacity = 20'000'000;  // ~24 MiB blocked Bloom: > LLC
 
+// Adds the hashes of PresentKey(0 .. n) through add(batch), in batches of
+// 65,536 and exactly n: a scalable filter past its capacity grows a second
+// link, which every query of an absent key then reads too (whole batches
+// overshot 2e7 by 54,016, and the 1-shard row measured a two-link chain:
+// twice the raw filter's time).
+template <typename AddBatch>
+void FillExactly(uint64_t n, AddBatch&& add) {
+  std::vector<uint64_t> batch(1 << 16);
+  for (uint64_t i = 0; i < n; i += batch.size()) {
+    batch.resize(std::min<uint64_t>(batch.size(), n - i));
+    for (size_t j = 0; j < batch.size(); ++j) batch[j] = PresentKey(i + j);
+    add(std::span<const uint64_t>(batch));
+  }
+}
+
+// Aborts unless every shard still has one link (FillExactly's point).
+void CheckOneLink(const ShardedFilter& f) {
+  for (const ShardStats& s : f.Stats().shards) {
+    if (s.links != 1) abort();
+  }
+}
+
+// A handle (shards >= 1) or the raw filter its shards' link 0 is (shards
+// 0: the same capacity at link 0's rate).
+struct Target {
+  std::shared_ptr<ShardedFilter> handle;
+  std::unique_ptr<Filter> raw;
+};
+
+Target MakeTarget(FilterType type, uint32_t shards, uint64_t capacity) {
+  Target t;
+  if (shards == 0) {
+    FilterParams p;
+    p.type = type;
+    p.capacity = capacity;
+    p.fpp = 0.005;  // a scalable 1% filter's link 0
+    auto f = CreateFilter(p);
+    if (!f.ok()) abort();
+    t.raw = std::move(*f);
+  } else {
+    FilterSpec spec;
+    spec.type = type;
+    spec.capacity = capacity;
+    spec.shards = shards;
+    auto f = ShardedFilter::Create(spec);
+    if (!f.ok()) abort();
+    t.handle = std::move(*f);
+  }
+  return t;
+}
+
+// A Bloom handle of `shards` shards holding exactly kCapacity keys (built
+// once per shard count).
 std::shared_ptr<ShardedFilter> Build(uint32_t shards) {
   static std::vector<std::shared_ptr<ShardedFilter>> cache(kMaxShards + 1);
   if (cache[shards]) return cache[shards];
-  FilterSpec spec;
-  spec.capacity = kCapacity;
-  spec.shards = shards;
-  auto f = ShardedFilter::Create(spec);
-  if (!f.ok()) abort();
-  // Exactly kCapacity keys: whole batches of 65,536 overshot it by 54,016,
-  // and a scalable filter past its capacity grows a second link, which
-  // every query of an absent key then reads too (the 1-shard row measured
-  // a two-link chain: twice the raw filter's time).
-  std::vector<uint64_t> batch(1 << 16);
-  for (uint64_t i = 0; i < kCapacity; i += batch.size()) {
-    batch.resize(std::min<uint64_t>(batch.size(), kCapacity - i));
-    for (size_t j = 0; j < batch.size(); ++j) batch[j] = PresentKey(i + j);
-    if (!(*f)->AddHashes(batch).ok()) abort();
-  }
-  // The claim above, kept true: no shard grew.
-  for (const ShardStats& s : (*f)->Stats().shards) {
-    if (s.links != 1) abort();
-  }
-  cache[shards] = std::move(*f);
-  return cache[shards];
+  std::shared_ptr<ShardedFilter> f =
+      MakeTarget(FilterType::kBloom, shards, kCapacity).handle;
+  FillExactly(kCapacity, [&](std::span<const uint64_t> batch) {
+    if (!f->AddHashes(batch).ok()) abort();
+  });
+  CheckOneLink(*f);
+  cache[shards] = f;
+  return f;
 }
 
 void BM_Query(benchmark::State& state) {
@@ -98,50 +139,28 @@ bool RawQuery(const Filter& f, std::string_view key) {
 void BM_TypedQuery(benchmark::State& state) {
   const auto type = static_cast<FilterType>(state.range(0));
   const auto shards = static_cast<uint32_t>(state.range(1));
-  std::vector<uint64_t> batch(1 << 16);
-  auto fill = [&](auto&& add) {
-    for (uint64_t i = 0; i < kCapacity; i += batch.size()) {
-      batch.resize(std::min<uint64_t>(batch.size(), kCapacity - i));
-      for (size_t j = 0; j < batch.size(); ++j) batch[j] = PresentKey(i + j);
-      add(batch);
-    }
-  };
+  Target t = MakeTarget(type, shards, kCapacity);
   uint64_t i = 0, positives = 0;
-  double bits_per_item = 0;
-  if (shards == 0) {
-    FilterParams p;
-    p.type = type;
-    p.capacity = kCapacity;
-    p.fpp = 0.005;  // a scalable 1% filter's link 0
-    auto f = CreateFilter(p);
-    if (!f.ok()) abort();
-    fill([&](std::span<const uint64_t> hs) {
-      for (uint64_t h : hs) {
-        if (!(*f)->AddHash(h).ok()) abort();
+  if (t.raw) {
+    FillExactly(kCapacity, [&](std::span<const uint64_t> batch) {
+      for (uint64_t h : batch) {
+        if (!t.raw->AddHash(h).ok()) abort();
       }
     });
     auto query = type == FilterType::kCuckoo ? &RawQuery<CuckooFilter>
                                              : &RawQuery<CountingBloomFilter>;
-    for (auto _ : state) positives += query(**f, KeyBytes(AbsentKey(i++)));
-    bits_per_item = (*f)->Stats().bits_per_item;
+    for (auto _ : state) positives += query(*t.raw, KeyBytes(AbsentKey(i++)));
   } else {
-    FilterSpec spec;
-    spec.type = type;
-    spec.capacity = kCapacity;
-    spec.shards = shards;
-    auto f = ShardedFilter::Create(spec);
-    if (!f.ok()) abort();
-    fill([&](std::span<const uint64_t> hs) {
-      if (!(*f)->AddHashes(hs).ok()) abort();
+    FillExactly(kCapacity, [&](std::span<const uint64_t> batch) {
+      if (!t.handle->AddHashes(batch).ok()) abort();
     });
-    for (const ShardStats& s : (*f)->Stats().shards) {
-      if (s.links != 1) abort();  // one link, as the raw filter
-    }
+    CheckOneLink(*t.handle);  // one link, as the raw filter
     for (auto _ : state)
-      positives += (*f)->MayContain(KeyBytes(AbsentKey(i++)));
-    bits_per_item = (*f)->Stats().total.bits_per_item;
+      positives += t.handle->MayContain(KeyBytes(AbsentKey(i++)));
   }
-  ReportFilterCounters(state, bits_per_item,
+  ReportFilterCounters(state,
+                       t.raw ? t.raw->Stats().bits_per_item
+                             : t.handle->Stats().total.bits_per_item,
                        static_cast<double>(positives) / i);
 }
 BENCHMARK(BM_TypedQuery)
@@ -231,38 +250,11 @@ BENCHMARK(BM_AddBatch)
 // them runs only as fast as the CPU overlaps consecutive adds' misses).
 //   build/bench/sharded_bench --benchmark_filter=OneAdd
 
-struct AddTarget {
-  std::shared_ptr<ShardedFilter> handle;
-  std::unique_ptr<Filter> raw;
-};
-
-AddTarget MakeAddTarget(FilterType type, uint32_t shards, uint64_t capacity) {
-  AddTarget t;
-  if (shards == 0) {
-    FilterParams p;
-    p.type = type;
-    p.capacity = capacity;
-    p.fpp = 0.005;  // a scalable 1% filter's link 0
-    auto f = CreateFilter(p);
-    if (!f.ok()) abort();
-    t.raw = std::move(*f);
-  } else {
-    FilterSpec spec;
-    spec.type = type;
-    spec.capacity = capacity;
-    spec.shards = shards;
-    auto f = ShardedFilter::Create(spec);
-    if (!f.ok()) abort();
-    t.handle = std::move(*f);
-  }
-  return t;
-}
-
 void BM_OneAdd(benchmark::State& state) {
   const auto type = static_cast<FilterType>(state.range(0));
   const auto shards = static_cast<uint32_t>(state.range(1));
   const auto capacity = static_cast<uint64_t>(state.range(2));
-  AddTarget t = MakeAddTarget(type, shards, capacity);
+  Target t = MakeTarget(type, shards, capacity);
   uint64_t i = 0, n = 0, failed = 0;
   for (auto _ : state) {
     const uint64_t k = PresentKey(i++);
@@ -273,7 +265,7 @@ void BM_OneAdd(benchmark::State& state) {
     }
     if (++n == capacity * 9 / 10) {
       state.PauseTiming();
-      t = MakeAddTarget(type, shards, capacity);
+      t = MakeTarget(type, shards, capacity);
       n = 0;
       state.ResumeTiming();
     }
