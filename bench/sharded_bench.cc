@@ -199,19 +199,12 @@ constexpr uint64_t kBatchAddCapacity = 50'000'000;
 
 std::shared_ptr<ShardedFilter> BuildForBatchAdds(FilterType type,
                                                  uint32_t shards) {
-  FilterSpec spec;
-  spec.type = type;
-  spec.capacity = kBatchAddCapacity;
-  spec.shards = shards;
-  auto f = ShardedFilter::Create(spec);
-  if (!f.ok()) abort();
-  std::vector<uint64_t> batch(1 << 16);
-  for (uint64_t i = 0; i < kBatchAddCapacity / 10; i += batch.size()) {
-    batch.resize(std::min<uint64_t>(batch.size(), kBatchAddCapacity / 10 - i));
-    for (size_t j = 0; j < batch.size(); ++j) batch[j] = PresentKey(i + j);
-    if (!(*f)->AddHashes(batch).ok()) abort();
-  }
-  return std::move(*f);
+  std::shared_ptr<ShardedFilter> f =
+      MakeTarget(type, shards, kBatchAddCapacity).handle;
+  FillExactly(kBatchAddCapacity / 10, [&](std::span<const uint64_t> batch) {
+    if (!f->AddHashes(batch).ok()) abort();
+  });
+  return f;
 }
 
 void BM_AddBatch(benchmark::State& state) {
