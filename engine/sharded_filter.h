@@ -87,7 +87,7 @@ Result<Durability> ParseDurability(std::string_view name);
 //    a fingerprint from the low ones) are as uniform within a shard as
 //    over all keys. One multiply: the shard is known ~10 cycles sooner
 //    than through Remix, and an add's lock and table prefetch wait for
-//    it (sharded_bench BM_OneAdd, 5e7 items, 2-16 shards: 87 -> 67 ns
+//    it (sharded_bench BM_OneAdd, 5e7 items, 2-16 shards: 87 -> 66 ns
 //    per Bloom add, the 1-shard time).
 //  kRemix: the top log2(S) bits of Remix(hash) (filters/hash.h), two
 //    multiplies and three shift-xors: every filter stored before the

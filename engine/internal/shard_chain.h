@@ -82,7 +82,7 @@ inline constexpr uint64_t kBloomReserveSlack = 4096;
 // with more than kBloomReserveSlack of its capacity left. There ChainAdd
 // would ask no link before reserving (S8), and this does what it does,
 // without its call, loop and virtual calls (callgrind, handle_add_bloom_16:
-// 247 -> 182 instructions; at DRAM sizes a loop of adds runs as fast as
+// 247 -> 184 instructions; at DRAM sizes a loop of adds runs as fast as
 // the CPU overlaps consecutive adds' misses, and each instruction per add
 // shrinks that overlap): a unit of link 0's fill reserved by CAS below its
 // capacity (S7), the bits set, and the unit given back when no bit was new
