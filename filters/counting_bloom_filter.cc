@@ -131,19 +131,10 @@ Status CountingBloomFilter::AddHash(uint64_t hash) {
 // twice: callgrind handle_add_counting_16 612 -> 552 instructions.)
 Status CountingBloomFilter::AddHashCapped(uint64_t hash, uint32_t max_copies,
                                           uint32_t* held) {
-  const uint32_t h32 = static_cast<uint32_t>(hash);
   const uint64_t b = internal::BlockIndex(hash, num_blocks_);
-  std::atomic<uint64_t>* const block = BlockAt(b);
-  uint64_t masks[internal::kBlockWords] = {};
-  uint32_t min = internal::kCounterMax;
-  for (uint32_t i = 0; i < k_; ++i) {
-    const uint32_t c = internal::BlockCounterPos(h32, i);
-    const unsigned shift = 4 * (c & 15);
-    masks[c >> 4] |= uint64_t{1} << shift;
-    const auto v = static_cast<uint32_t>(
-        (block[c >> 4].load(std::memory_order_relaxed) >> shift) & 15);
-    min = v < min ? v : min;
-  }
+  uint64_t masks[internal::kBlockWords];
+  const uint32_t min = internal::CounterMasksAndMin(
+      BlockAt(b), static_cast<uint32_t>(hash), k_, masks);
   *held = min;
   if (min >= max_copies) [[unlikely]] {
     return Status::Full("the item already holds " + std::to_string(min) +

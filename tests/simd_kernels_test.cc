@@ -128,6 +128,37 @@ TEST(SimdKernels, DispatchedKernelsMatchTheScalarForms) {
 }
 #endif
 
+// The counting capped add's one pass (CounterMasksAndMin) gives the masks
+// and the minimum the two separate kernels give, for every k, on blocks
+// from empty to saturated.
+TEST(SimdKernels, CountingMasksAndMinMatchTheSeparateKernels) {
+  alignas(64) std::atomic<uint64_t> block[8];
+  uint64_t s = 11;
+  for (uint32_t k = 1; k <= 16; ++k) {
+    SCOPED_TRACE(k);
+    uint32_t mins_seen = 0;
+    for (int round = 0; round < 5000; ++round) {
+      const int density = round % 4;
+      for (auto& w : block) {
+        uint64_t v = Next(&s);
+        for (int d = 0; d < density; ++d) v |= Next(&s);
+        w.store(round % 5 == 0 ? ~uint64_t{0} : v);  // some saturated
+      }
+      const auto h32 = static_cast<uint32_t>(Next(&s));
+      uint64_t want[internal::kBlockWords], got[internal::kBlockWords];
+      internal::CounterMasks(h32, k, want);
+      const uint32_t min = internal::CounterMasksAndMin(block, h32, k, got);
+      ASSERT_EQ(min, internal::CounterMin(block, h32, k)) << round;
+      for (uint32_t w = 0; w < internal::kBlockWords; ++w) {
+        ASSERT_EQ(got[w], want[w]) << round << " word " << w;
+      }
+      mins_seen |= 1u << min;
+    }
+    EXPECT_NE(mins_seen & 1u, 0u);          // a zero counter occurred
+    EXPECT_NE(mins_seen & (1u << 15), 0u);  // and a saturated key
+  }
+}
+
 #if !SHARDFILTER_SPLIT_AVX2_INLINE
 TEST(SimdKernels, BuiltWithoutAvx2Inline) {
   GTEST_SKIP() << "this build does not inline the AVX2 kernels (TSan)";

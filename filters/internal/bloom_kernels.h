@@ -280,6 +280,25 @@ inline uint32_t CounterMin(const std::atomic<uint64_t>* block, uint32_t h32,
   return min;
 }
 
+// CounterMasks and CounterMin in one pass, each position computed once:
+// fills `masks` and returns the minimum of the key's counters (the capped
+// add of a counting filter, which counts and then adds).
+inline uint32_t CounterMasksAndMin(const std::atomic<uint64_t>* block,
+                                   uint32_t h32, uint32_t k,
+                                   uint64_t (&masks)[kBlockWords]) {
+  for (auto& m : masks) m = 0;
+  uint32_t min = kCounterMax;
+  for (uint32_t i = 0; i < k; ++i) {
+    const uint32_t c = BlockCounterPos(h32, i);
+    const unsigned shift = 4 * (c & 15);
+    masks[c >> 4] |= uint64_t{1} << shift;
+    const auto v = static_cast<uint32_t>(
+        (block[c >> 4].load(std::memory_order_relaxed) >> shift) & 15);
+    min = v < min ? v : min;
+  }
+  return min;
+}
+
 // REQUIRES: the caller holds the block's stripe lock, so no other writer
 // changes these words; the relaxed store is ordered for later writers by the
 // lock's release/acquire, and readers need only per-word atomicity.
