@@ -317,6 +317,42 @@ BENCHMARK(BM_OneAdd)
                    {0, 1, 2, 4, 16},
                    {int64_t{1} << 22, 50'000'000}});
 
+// One-at-a-time adds of keys already present (a dedup service's common
+// add: "seen it?"), Bloom: the handle (1 or 16 shards) against the raw
+// filter its link 0 is, each holding the first half of its capacity (so
+// the handle's shards stay on the inline one-link path), asked for those
+// keys again in order. Every add finds its bits set (kAlreadyPresent).
+//   build/bench/sharded_bench --benchmark_filter=RepeatAdd
+void BM_RepeatAdd(benchmark::State& state) {
+  const auto shards = static_cast<uint32_t>(state.range(0));
+  const uint64_t held = kCapacity / 2;
+  Target t = MakeTarget(FilterType::kBloom, shards, kCapacity);
+  auto* raw = static_cast<BloomFilter*>(t.raw.get());  // null: a handle
+  for (uint64_t i = 0; i < held; ++i) {
+    if (t.raw) {
+      raw->Add(KeyBytes(PresentKey(i)));
+    } else if (!t.handle->Add(KeyBytes(PresentKey(i))).ok()) {
+      abort();
+    }
+  }
+  uint64_t i = 0, added = 0;
+  if (t.raw) {
+    for (auto _ : state) {
+      added += raw->Add(KeyBytes(PresentKey(i)));
+      if (++i == held) i = 0;
+    }
+  } else {
+    for (auto _ : state) {
+      auto r = t.handle->Insert(KeyBytes(PresentKey(i)));
+      added += !r.ok() || *r != AddOutcome::kAlreadyPresent;
+      if (++i == held) i = 0;
+    }
+  }
+  if (added != 0) abort();  // every key was present
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_RepeatAdd)->ArgName("shards")->Arg(0)->Arg(1)->Arg(16);
+
 }  // namespace
 }  // namespace shardfilter::bench
 
