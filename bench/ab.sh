@@ -2,7 +2,8 @@
 # Interleaved A/B of two Google Benchmark binaries (this VM's speed drifts by
 # up to 2x over an hour, so only binaries run in turn are compared): runs
 # A, then B, ROUNDS times over the benchmarks FILTER selects, and prints each
-# benchmark's items_per_second per round and its median, in M/s.
+# benchmark's items_per_second (or ops_per_s, its last counter) per round
+# and its median, in M/s.
 #
 #   bench/ab.sh ROUNDS FILTER BINARY_A BINARY_B [extra benchmark flags]
 #   bench/ab.sh 5 'BM_DurableAdd/type:1/durability:1/real_time/threads:[12]$' \
@@ -19,8 +20,8 @@ while [ "$i" -lt "$rounds" ]; do
     bin=$a
     [ "$side" = B ] && bin=$b
     "$bin" --benchmark_filter="$filter" --benchmark_min_time=0.3 "$@" 2>/dev/null |
-      awk -v side="$side" '/items_per_second=/ {
-        v = $NF; sub("items_per_second=", "", v); unit = substr(v, length(v) - 2)
+      awk -v side="$side" '/(items_per_second|ops_per_s)=/ {
+        v = $NF; sub("^(items_per_second|ops_per_s)=", "", v); unit = substr(v, length(v) - 2)
         n = v + 0
         if (unit == "k/s") n /= 1000; else if (unit == "G/s") n *= 1000
         else if (unit != "M/s") n /= 1e6

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "shardfilter/engine/detail/shard_fast_path.h"
+#include "shardfilter/filters/counting_bloom_filter.h"
 #include "shardfilter/filters/filter.h"
 #include "shardfilter/filters/hash.h"
 #include "shardfilter/filters/internal/split_block.h"
@@ -296,8 +297,15 @@ class ShardedFilter {
           t + internal::SplitBlockOffset(hash, p.blocks) / sizeof(uint64_t),
           static_cast<uint32_t>(hash));
     }
-    // Any other one-link shard (Q1's `link`): its type's inline query.
+    // Any other one-link shard (Q1's `link`): its type's inline query, a
+    // counting link's here (one 64-byte block, as the split-block probe),
+    // the others' through one_link_query_ (the cuckoo query's validated
+    // two-bucket read is too long to inline into every caller).
     if (const Filter* link = p.link.load(std::memory_order_acquire)) {
+      if (spec_.type == FilterType::kCountingBloom) {
+        return static_cast<const CountingBloomFilter*>(link)
+            ->MayContainHashInline(hash);
+      }
       return one_link_query_(*link, hash);
     }
     return MayContainHashSlow(hash, p);
