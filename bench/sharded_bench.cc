@@ -256,9 +256,9 @@ BENCHMARK(BM_AddBatch)
 // The raw filter's one-at-a-time add is its type's own inline call, in a
 // loop instantiated per type (no call between the loop and the add), not
 // Filter::AddHash (a virtual call returning a Status, the hash computed out
-// of line): that path cost 1.5-1.8x the typed one, and a handle measured
-// against it looked 1.1x its raw filter where it was ~1.9x (session 17,
-// docs/performance.md).
+// of line): against that path a Bloom handle looked 1.1x its raw filter
+// where it is 1.45x (portable build; ~2x in session 17's native
+// side-by-side, docs/performance.md).
 template <typename F>
 bool RawAdd(F& f, std::string_view key) {
   if constexpr (std::is_same_v<F, CuckooFilter>) {
