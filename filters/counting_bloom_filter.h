@@ -111,22 +111,20 @@ class CountingBloomFilter final : public Filter {
 
   // ---- Non-virtual fast paths ----------------------------------------------
   void AddHashInline(uint64_t h) {
-    uint64_t masks[internal::kBlockWords];
-    internal::CounterMasks(static_cast<uint32_t>(h), k_, masks);
-    AddMasks(internal::BlockIndex(h, num_blocks_), masks);
-  }
-  // False (nothing changed) when the key is definitely absent.
-  bool RemoveHashInline(uint64_t h) {
-    uint64_t masks[internal::kBlockWords];
-    internal::CounterMasks(static_cast<uint32_t>(h), k_, masks);
     const uint64_t b = internal::BlockIndex(h, num_blocks_);
     Stripe& s = stripes_[b & stripe_mask_];
     s.lock.lock();
-    const bool removed = internal::CounterDecrementLocked(BlockAt(b), masks);
-    if (removed) {
-      s.removes.store(s.removes.load(std::memory_order_relaxed) + 1,
-                      std::memory_order_relaxed);
-    }
+    IncrementLocked(BlockAt(b), static_cast<uint32_t>(h));
+    CountLocked(s.adds);
+    s.lock.unlock();
+  }
+  // False (nothing changed) when the key is definitely absent.
+  bool RemoveHashInline(uint64_t h) {
+    const uint64_t b = internal::BlockIndex(h, num_blocks_);
+    Stripe& s = stripes_[b & stripe_mask_];
+    s.lock.lock();
+    const bool removed = DecrementLocked(BlockAt(b), static_cast<uint32_t>(h));
+    if (removed) CountLocked(s.removes);
     s.lock.unlock();
     return removed;
   }
@@ -186,17 +184,49 @@ class CountingBloomFilter final : public Filter {
   std::atomic<uint64_t>* BlockAt(uint64_t b) const {
     return table_.data() + b * internal::kBlockWords;
   }
-  // Adds one to the counters `masks` selects in block b (CounterMasks),
-  // under the block's stripe lock.
-  void AddMasks(uint64_t b, const uint64_t (&masks)[internal::kBlockWords]) {
-    Stripe& s = stripes_[b & stripe_mask_];
-    s.lock.lock();
-    internal::CounterIncrementLocked(BlockAt(b), masks);
-    // Guarded by s.lock; atomic only so that Stats() may read it unlocked.
-    s.adds.store(s.adds.load(std::memory_order_relaxed) + 1,
-                 std::memory_order_relaxed);
-    s.lock.unlock();
+  // Guarded by the stripe's lock; atomic only so that Stats() may read it
+  // unlocked.
+  static void CountLocked(std::atomic<uint64_t>& n) {
+    n.store(n.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
+  // The key's update of `block`, REQUIRES its stripe lock held: the AVX2
+  // kernels of internal/counting_simd.h for k <= 8 (inline in a build for
+  // AVX2, one indirect call in the portable one), else the scalar loops of
+  // internal/bloom_kernels.h; the same counters either way.
+  void IncrementLocked(std::atomic<uint64_t>* block, uint32_t h32) const {
+#if SHARDFILTER_SPLIT_AVX2_INLINE
+    if (k_ <= 8) [[likely]] {
+      return internal::CountersAddAvx2(block, lane_mult_, h32);
+    }
+#elif SHARDFILTER_SPLIT_AVX2
+    if (k_ <= 8) [[likely]] {
+      return internal::g_counters_add_kernel.load(std::memory_order_relaxed)(
+          block, lane_mult_, h32, k_);
+    }
+#endif
+    uint64_t masks[internal::kBlockWords];
+    internal::CounterMasks(h32, k_, masks);
+    internal::CounterIncrementLocked(block, masks);
+  }
+  bool DecrementLocked(std::atomic<uint64_t>* block, uint32_t h32) const {
+#if SHARDFILTER_SPLIT_AVX2_INLINE
+    if (k_ <= 8) [[likely]] {
+      return internal::CountersRemoveAvx2(block, lane_mult_, h32);
+    }
+#elif SHARDFILTER_SPLIT_AVX2
+    if (k_ <= 8) [[likely]] {
+      return internal::g_counters_remove_kernel.load(std::memory_order_relaxed)(
+          block, lane_mult_, h32, k_);
+    }
+#endif
+    uint64_t masks[internal::kBlockWords];
+    internal::CounterMasks(h32, k_, masks);
+    return internal::CounterDecrementLocked(block, masks);
+  }
+  // Returns the minimum of the key's counters; adds one to them iff it is
+  // below `cap`.
+  uint32_t IncrementCappedLocked(std::atomic<uint64_t>* block, uint32_t h32,
+                                 uint32_t cap) const;
   friend struct internal::BatchOps;  // Prefetch
   void Prefetch(uint64_t h, bool write) const;
 

@@ -12,6 +12,7 @@
 
 #include "shardfilter/filters/counting_bloom_filter.h"
 #include "shardfilter/filters/internal/bloom_kernels.h"
+#include "shardfilter/filters/internal/counting_simd.h"
 #include "shardfilter/filters/internal/split_block.h"
 #include "test_util.h"
 
@@ -28,6 +29,96 @@ uint64_t Next(uint64_t* s) {  // SplitMix64
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
   return z ^ (z >> 31);
+}
+
+// A counting block whose nibbles are 0, 1, 15 or random, a quarter each:
+// zero counters (a remove's refusal), saturated ones (sticky) and keys
+// sharing counters all occur.
+[[maybe_unused]] void FillCountingBlock(std::atomic<uint64_t> (&block)[8],
+                                        uint64_t* s) {
+  for (auto& w : block) {
+    uint64_t v = 0;
+    uint64_t r = Next(s);
+    for (int n = 0; n < 16; ++n, r >>= 4) {
+      const uint64_t pick = r & 3;
+      const uint64_t nibble = pick == 0   ? 0
+                              : pick == 1 ? 1
+                              : pick == 2 ? 15
+                                          : (r >> 2) & 15;
+      v |= nibble << (4 * n);
+    }
+    w.store(v);
+  }
+}
+
+// The writers' reference: CounterMasks and the scalar loops.
+struct ScalarCounting {
+  static void Add(std::atomic<uint64_t>* b, uint32_t h32, uint32_t k) {
+    uint64_t m[internal::kBlockWords];
+    internal::CounterMasks(h32, k, m);
+    internal::CounterIncrementLocked(b, m);
+  }
+  static uint32_t AddCapped(std::atomic<uint64_t>* b, uint32_t h32, uint32_t k,
+                            uint32_t cap) {
+    uint64_t m[internal::kBlockWords];
+    const uint32_t min = internal::CounterMasksAndMin(b, h32, k, m);
+    if (min < cap) internal::CounterIncrementLocked(b, m);
+    return min;
+  }
+  static bool Remove(std::atomic<uint64_t>* b, uint32_t h32, uint32_t k) {
+    uint64_t m[internal::kBlockWords];
+    internal::CounterMasks(h32, k, m);
+    return internal::CounterDecrementLocked(b, m);
+  }
+};
+
+// Runs add, capped add (caps 0, 1, the minimum, above it, none) and remove
+// through `kernels` and through the scalar loops on the same blocks, for
+// every k the kernels take (1..8), and compares every word and result.
+template <typename Kernels>
+void ExpectCountingWritersMatchScalar(uint64_t seed) {
+  alignas(64) std::atomic<uint64_t> a[8], b[8];
+  alignas(32) uint32_t mult[8];
+  uint64_t s = seed;
+  for (uint32_t k = 1; k <= 8; ++k) {
+    SCOPED_TRACE(k);
+    for (uint32_t i = 0; i < 8; ++i) {
+      mult[i] = internal::kProbeMultipliers[i < k ? i : 0];
+    }
+    int removed = 0, capped = 0;
+    for (int round = 0; round < 20000; ++round) {
+      FillCountingBlock(a, &s);
+      for (int w = 0; w < 8; ++w) b[w].store(a[w].load());
+      const auto h32 = static_cast<uint32_t>(Next(&s));
+      const auto same = [&](const char* op) {
+        for (int w = 0; w < 8; ++w) {
+          ASSERT_EQ(a[w].load(), b[w].load())
+              << op << " round " << round << " word " << w;
+        }
+      };
+      const uint32_t min = internal::CounterMin(a, h32, k);
+      const uint32_t caps[] = {0, 1, min, min + 1, UINT32_MAX};
+      const uint32_t cap = caps[round % 5];
+      const uint32_t got = Kernels::AddCapped(a, mult, h32, k, cap);
+      ASSERT_EQ(got, ScalarCounting::AddCapped(b, h32, k, cap)) << round;
+      ASSERT_EQ(got, min);
+      capped += min >= cap;
+      same("capped add");
+      Kernels::Add(a, mult, h32, k);
+      ScalarCounting::Add(b, h32, k);
+      same("add");
+      FillCountingBlock(a, &s);  // fresh, with zeros, for the remove
+      for (int w = 0; w < 8; ++w) b[w].store(a[w].load());
+      const bool r = Kernels::Remove(a, mult, h32, k);
+      ASSERT_EQ(r, ScalarCounting::Remove(b, h32, k)) << round;
+      removed += r;
+      same("remove");
+    }
+    EXPECT_GT(removed, 0);  // removes both done and refused
+    EXPECT_LT(removed, 20000);
+    EXPECT_GT(capped, 0);  // capped adds both refused and done
+    EXPECT_LT(capped, 20000);
+  }
 }
 
 #if SHARDFILTER_SPLIT_AVX2_INLINE
@@ -87,6 +178,26 @@ TEST(SimdKernels, CountingQueryMatchesTheScalarMinimum) {
     EXPECT_LT(agree_true, 50000);
   }
 }
+
+// The counting writers' AVX2 kernels, inline, against the scalar loops.
+struct InlineCounting {
+  static void Add(std::atomic<uint64_t>* b, const uint32_t* mult, uint32_t h32,
+                  uint32_t /*k*/) {
+    internal::CountersAddAvx2(b, mult, h32);
+  }
+  static uint32_t AddCapped(std::atomic<uint64_t>* b, const uint32_t* mult,
+                            uint32_t h32, uint32_t /*k*/, uint32_t cap) {
+    return internal::CountersAddCappedAvx2(b, mult, h32, cap);
+  }
+  static bool Remove(std::atomic<uint64_t>* b, const uint32_t* mult,
+                     uint32_t h32, uint32_t /*k*/) {
+    return internal::CountersRemoveAvx2(b, mult, h32);
+  }
+};
+TEST(SimdKernels, CountingWritersMatchTheScalarLoops) {
+  if (!CpuHasAvx2()) GTEST_SKIP() << "no AVX2";
+  ExpectCountingWritersMatchScalar<InlineCounting>(21);
+}
 #endif
 
 #if SHARDFILTER_SPLIT_AVX2
@@ -125,6 +236,26 @@ TEST(SimdKernels, DispatchedKernelsMatchTheScalarForms) {
     EXPECT_GT(non_zero, 0);  // both answers occur
     EXPECT_LT(non_zero, 20000);
   }
+}
+
+// The counting writers as a portable build calls them: through the kernels
+// chosen at load (the AVX2 ones on this CPU if it has AVX2).
+struct DispatchedCounting {
+  static void Add(std::atomic<uint64_t>* b, const uint32_t* mult, uint32_t h32,
+                  uint32_t k) {
+    internal::g_counters_add_kernel.load()(b, mult, h32, k);
+  }
+  static uint32_t AddCapped(std::atomic<uint64_t>* b, const uint32_t* mult,
+                            uint32_t h32, uint32_t k, uint32_t cap) {
+    return internal::g_counters_add_capped_kernel.load()(b, mult, h32, k, cap);
+  }
+  static bool Remove(std::atomic<uint64_t>* b, const uint32_t* mult,
+                     uint32_t h32, uint32_t k) {
+    return internal::g_counters_remove_kernel.load()(b, mult, h32, k);
+  }
+};
+TEST(SimdKernels, DispatchedCountingWritersMatchTheScalarLoops) {
+  ExpectCountingWritersMatchScalar<DispatchedCounting>(23);
 }
 #endif
 

@@ -25,7 +25,14 @@
 // callgrind, portable build, the same query: 146 instructions with the
 // scalar loop, 65 with the call.
 //
-// Thread-safe: pure functions over atomics.
+// The writers' kernels (add, capped add, remove) update the key's counters
+// with the same positions, in two 32-byte halves instead of the scalar
+// loop's per-word masks and branches: every instruction an add spends
+// shrinks how many adds' misses a one-at-a-time loop overlaps (see
+// "Writers" below for the figures).
+//
+// Thread-safe: the query is a pure function over atomics; the writers'
+// kernels REQUIRE the block's stripe lock (CountingBloomFilter).
 #ifndef SHARDFILTER_FILTERS_INTERNAL_COUNTING_SIMD_H_
 #define SHARDFILTER_FILTERS_INTERNAL_COUNTING_SIMD_H_
 
@@ -62,6 +69,186 @@ SHARDFILTER_TARGET_AVX2 inline bool CountersNonZeroAvx2(
   const __m256i zero = _mm256_cmpeq_epi32(nibble, _mm256_setzero_si256());
   return _mm256_testz_si256(zero, zero) != 0;
 }
+
+// ---- Writers ----------------------------------------------------------------
+//
+// The key's counters as a 64-byte increment (lo: bytes 0-31 of the block,
+// hi: 32-63): byte i holds counters 2i (low nibble) and 2i + 1 (high), and
+// the increment has a 1 in the nibble of each of the key's counters, once
+// even when two probes share a counter, as CounterMasks ORs them (adds and
+// removes of every build must move the same counters by the same amount).
+// Built as the 128-bit set of the key's counters, then spread to nibbles:
+// vpsllvq gives 0 for shifts of 64 or more, so 1 << c lands in the low
+// 64 bits iff c < 64, and 1 << (c - 64), c - 64 wrapping to 2^32 - x as an
+// unsigned 32-bit lane, in the high 64 bits iff c >= 64; the eight lanes are
+// OR-ed (lanes i >= k repeat lane 0's counter, which the set has anyway).
+// Then byte i of the increment takes bits 2i and 2i + 1 of the set (a byte
+// shuffle from set byte i / 4 and two compares).
+//
+// One-at-a-time raw adds, XXH3 and the loop included (bench/instructions.sh,
+// portable build, the kernel through one indirect call): 275 instructions
+// with the scalar loop, 196 with this kernel; side by side at 5e7 keys, 1%
+// (k = 6), -march=native: 114 -> 71 ns an add, the handle's 204 -> 130 ns
+// (docs/performance.md, session 18).
+
+// The key's eight counter positions (0..127), one per 32-bit lane.
+SHARDFILTER_TARGET_AVX2 inline __m256i CounterPositionsAvx2(
+    const uint32_t* mult, uint32_t h32) {
+  const __m256i m = _mm256_load_si256(reinterpret_cast<const __m256i*>(mult));
+  return _mm256_srli_epi32(
+      _mm256_mullo_epi32(_mm256_set1_epi32(static_cast<int>(h32)), m), 25);
+}
+// OR over the eight lanes of 1 << pos, in four 64-bit lanes to be OR-ed.
+SHARDFILTER_TARGET_AVX2 inline __m256i PositionBitsAvx2(__m256i pos) {
+  const __m256i one = _mm256_set1_epi64x(1);
+  return _mm256_or_si256(
+      _mm256_sllv_epi64(one,
+                        _mm256_cvtepu32_epi64(_mm256_castsi256_si128(pos))),
+      _mm256_sllv_epi64(
+          one, _mm256_cvtepu32_epi64(_mm256_extracti128_si256(pos, 1))));
+}
+// Byte i of x (set byte i / 4) to the increment's byte i: 0x01 if set bit
+// 2 (i mod 4) (the byte's low-nibble counter), | 0x10 if bit 2 (i mod 4) + 1.
+SHARDFILTER_TARGET_AVX2 inline __m256i SpreadToNibblesAvx2(__m256i x) {
+  const __m256i even = _mm256_set1_epi32(0x40100401);
+  const __m256i odd = _mm256_set1_epi32(static_cast<int>(0x80200802U));
+  const __m256i e = _mm256_cmpeq_epi8(_mm256_and_si256(x, even), even);
+  const __m256i o = _mm256_cmpeq_epi8(_mm256_and_si256(x, odd), odd);
+  return _mm256_or_si256(_mm256_and_si256(e, _mm256_set1_epi8(0x01)),
+                         _mm256_and_si256(o, _mm256_set1_epi8(0x10)));
+}
+// The increment of the counters at positions c (lanes), into *lo, *hi.
+SHARDFILTER_TARGET_AVX2 inline void CounterIncrementAvx2(__m256i c,
+                                                         __m256i* inc_lo,
+                                                         __m256i* inc_hi) {
+  const __m256i lo = PositionBitsAvx2(c);  // the set's low 64 bits, partial
+  const __m256i hi =
+      PositionBitsAvx2(_mm256_sub_epi32(c, _mm256_set1_epi32(64)));
+  const __m256i t = _mm256_or_si256(_mm256_unpacklo_epi64(lo, hi),
+                                    _mm256_unpackhi_epi64(lo, hi));
+  const __m128i set =
+      _mm_or_si128(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
+  const __m256i both = _mm256_broadcastsi128_si256(set);
+  // Byte i of a half from set byte i / 4 (the shuffle stays in its 128-bit
+  // lane, and both lanes hold the whole set).
+  const __m256i from_lo =
+      _mm256_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3,  //
+                       4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7);
+  const __m256i from_hi = _mm256_add_epi8(from_lo, _mm256_set1_epi8(8));
+  *inc_lo = SpreadToNibblesAvx2(_mm256_shuffle_epi8(both, from_lo));
+  *inc_hi = SpreadToNibblesAvx2(_mm256_shuffle_epi8(both, from_hi));
+}
+
+// Low bit of each nibble set iff the nibble is 15 (other bits: noise, which
+// the increment's nibble-low bits mask away); as SaturatedNibbles.
+SHARDFILTER_TARGET_AVX2 inline __m256i SaturatedNibblesAvx2(__m256i v) {
+  return _mm256_and_si256(
+      _mm256_and_si256(v, _mm256_srli_epi64(v, 1)),
+      _mm256_and_si256(_mm256_srli_epi64(v, 2), _mm256_srli_epi64(v, 3)));
+}
+// Low bit of each nibble set iff the nibble is non-zero (other bits: noise).
+SHARDFILTER_TARGET_AVX2 inline __m256i NonZeroNibblesAvx2(__m256i v) {
+  return _mm256_or_si256(
+      _mm256_or_si256(v, _mm256_srli_epi64(v, 1)),
+      _mm256_or_si256(_mm256_srli_epi64(v, 2), _mm256_srli_epi64(v, 3)));
+}
+
+// Memory order: the stripe lock's holder is the block's only writer, so its
+// vector load reads the words as the last holder left them (the lock's
+// acquire/release orders them) and races with no write; it writes back all
+// eight words with relaxed atomic stores, unchanged ones included, so a
+// reader's atomic load sees each word whole, as with the scalar loop.
+SHARDFILTER_TARGET_AVX2 inline void StoreBlockAvx2(std::atomic<uint64_t>* block,
+                                                   __m256i lo, __m256i hi) {
+  const __m128i w01 = _mm256_castsi256_si128(lo);
+  const __m128i w23 = _mm256_extracti128_si256(lo, 1);
+  const __m128i w45 = _mm256_castsi256_si128(hi);
+  const __m128i w67 = _mm256_extracti128_si256(hi, 1);
+  constexpr auto kR = std::memory_order_relaxed;
+  block[0].store(static_cast<uint64_t>(_mm_cvtsi128_si64(w01)), kR);
+  block[1].store(static_cast<uint64_t>(_mm_extract_epi64(w01, 1)), kR);
+  block[2].store(static_cast<uint64_t>(_mm_cvtsi128_si64(w23)), kR);
+  block[3].store(static_cast<uint64_t>(_mm_extract_epi64(w23, 1)), kR);
+  block[4].store(static_cast<uint64_t>(_mm_cvtsi128_si64(w45)), kR);
+  block[5].store(static_cast<uint64_t>(_mm_extract_epi64(w45, 1)), kR);
+  block[6].store(static_cast<uint64_t>(_mm_cvtsi128_si64(w67)), kR);
+  block[7].store(static_cast<uint64_t>(_mm_extract_epi64(w67, 1)), kR);
+}
+
+// REQUIRES (these three): the block's stripe lock held; k <= 8; `mult` as
+// for the query.
+//
+// Adds one to each of the key's counters below 15 (saturated ones stay:
+// no carry crosses a nibble). As CounterMasks + CounterIncrementLocked.
+SHARDFILTER_TARGET_AVX2 inline void CountersAddAvx2(
+    std::atomic<uint64_t>* block, const uint32_t* mult, uint32_t h32) {
+  __m256i inc_lo, inc_hi;
+  CounterIncrementAvx2(CounterPositionsAvx2(mult, h32), &inc_lo, &inc_hi);
+  const auto* p = reinterpret_cast<const __m256i*>(block);
+  const __m256i lo = _mm256_load_si256(p);
+  const __m256i hi = _mm256_load_si256(p + 1);
+  StoreBlockAvx2(block,
+                 _mm256_add_epi64(
+                     lo, _mm256_andnot_si256(SaturatedNibblesAvx2(lo), inc_lo)),
+                 _mm256_add_epi64(hi, _mm256_andnot_si256(
+                                          SaturatedNibblesAvx2(hi), inc_hi)));
+}
+
+// Returns the minimum of the key's counters and adds one to them (as
+// above) iff it is below `cap`. As CounterMasksAndMin + the add.
+SHARDFILTER_TARGET_AVX2 inline uint32_t CountersAddCappedAvx2(
+    std::atomic<uint64_t>* block, const uint32_t* mult, uint32_t h32,
+    uint32_t cap) {
+  const auto* p = reinterpret_cast<const __m256i*>(block);
+  const __m256i lo = _mm256_load_si256(p);
+  const __m256i hi = _mm256_load_si256(p + 1);
+  // The key's eight counters, as the query reads them.
+  const __m256i c = CounterPositionsAvx2(mult, h32);
+  const __m256i dword = _mm256_srli_epi32(c, 3);
+  const __m256i shift = _mm256_srli_epi32(_mm256_slli_epi32(c, 29), 27);
+  const __m256i word = _mm256_castps_si256(_mm256_blendv_ps(
+      _mm256_castsi256_ps(_mm256_permutevar8x32_epi32(lo, dword)),
+      _mm256_castsi256_ps(_mm256_permutevar8x32_epi32(hi, dword)),
+      _mm256_castsi256_ps(_mm256_slli_epi32(dword, 28))));
+  __m256i n =
+      _mm256_and_si256(_mm256_srlv_epi32(word, shift), _mm256_set1_epi32(15));
+  n = _mm256_min_epu32(n, _mm256_shuffle_epi32(n, 0x4E));  // swap pairs
+  n = _mm256_min_epu32(n, _mm256_shuffle_epi32(n, 0xB1));  // swap neighbours
+  const auto min = static_cast<uint32_t>(_mm_cvtsi128_si32(_mm_min_epu32(
+      _mm256_castsi256_si128(n), _mm256_extracti128_si256(n, 1))));
+  if (min >= cap) return min;
+  __m256i inc_lo, inc_hi;
+  CounterIncrementAvx2(c, &inc_lo, &inc_hi);
+  StoreBlockAvx2(block,
+                 _mm256_add_epi64(
+                     lo, _mm256_andnot_si256(SaturatedNibblesAvx2(lo), inc_lo)),
+                 _mm256_add_epi64(hi, _mm256_andnot_si256(
+                                          SaturatedNibblesAvx2(hi), inc_hi)));
+  return min;
+}
+
+// Takes one from each of the key's counters that is not saturated, or,
+// if one of them is zero (the key is definitely absent), changes nothing
+// and returns false. As CounterMasks + CounterDecrementLocked.
+SHARDFILTER_TARGET_AVX2 inline bool CountersRemoveAvx2(
+    std::atomic<uint64_t>* block, const uint32_t* mult, uint32_t h32) {
+  __m256i inc_lo, inc_hi;
+  CounterIncrementAvx2(CounterPositionsAvx2(mult, h32), &inc_lo, &inc_hi);
+  const auto* p = reinterpret_cast<const __m256i*>(block);
+  const __m256i lo = _mm256_load_si256(p);
+  const __m256i hi = _mm256_load_si256(p + 1);
+  const __m256i zero_lo = _mm256_andnot_si256(NonZeroNibblesAvx2(lo), inc_lo);
+  const __m256i zero_hi = _mm256_andnot_si256(NonZeroNibblesAvx2(hi), inc_hi);
+  const __m256i zero = _mm256_or_si256(zero_lo, zero_hi);
+  if (!_mm256_testz_si256(zero, zero)) return false;
+  // No borrow crosses a nibble: every selected nibble is >= 1.
+  StoreBlockAvx2(block,
+                 _mm256_sub_epi64(
+                     lo, _mm256_andnot_si256(SaturatedNibblesAvx2(lo), inc_lo)),
+                 _mm256_sub_epi64(hi, _mm256_andnot_si256(
+                                          SaturatedNibblesAvx2(hi), inc_hi)));
+  return true;
+}
 #endif
 
 // For callers compiled without AVX2, as split_block.h's dispatch: one
@@ -78,6 +265,21 @@ inline bool CountersNonZeroDispatch(const std::atomic<uint64_t>* block,
   return g_counters_non_zero_kernel.load(std::memory_order_relaxed)(block, mult,
                                                                     h32, k);
 }
+
+// The writers' kernels for callers compiled without AVX2, chosen with the
+// query's (filters/counting_bloom_filter.cc): the AVX2 ones above when the
+// CPU has AVX2, else the scalar loops of bloom_kernels.h. REQUIRES as the
+// kernels: the block's stripe lock held; k <= 8; `mult` as above.
+using CountersAddKernel = void (*)(std::atomic<uint64_t>*, const uint32_t*,
+                                   uint32_t, uint32_t);
+using CountersAddCappedKernel = uint32_t (*)(std::atomic<uint64_t>*,
+                                             const uint32_t*, uint32_t,
+                                             uint32_t, uint32_t);
+using CountersRemoveKernel = bool (*)(std::atomic<uint64_t>*, const uint32_t*,
+                                      uint32_t, uint32_t);
+extern std::atomic<CountersAddKernel> g_counters_add_kernel;
+extern std::atomic<CountersAddCappedKernel> g_counters_add_capped_kernel;
+extern std::atomic<CountersRemoveKernel> g_counters_remove_kernel;
 
 }  // namespace shardfilter::internal
 
