@@ -192,7 +192,7 @@ Result<AddOutcome> ShardedFilter::InsertHash(uint64_t hash) {
   AddOutcome outcome = AddOutcome::kAdded;
   if (NeedsOrder(spec_.type)) {
     std::lock_guard order(s.order_mu);
-    SF_RETURN_IF_ERROR(internal::ChainAdd(spec_, s, hash, &outcome));
+    SF_RETURN_IF_ERROR(internal::ChainAddOrdered(spec_, s, hash, &outcome));
     s.last_seq.fetch_add(1, std::memory_order_relaxed);
     RecordForMigration(index, hash, false);
   } else {

@@ -61,7 +61,7 @@ Result<AddOutcome> ShardedFilter::JournalledInsert(uint32_t index, Shard& s,
       slot = log.Reserve(index, seq, 1);
       prepared =
           persistence::PrepareCommit(slot, seq, OpByte(JournalOp::kAdd), hash);
-      applied = internal::ChainAdd(spec_, s, hash, &outcome);
+      applied = internal::ChainAddOrdered(spec_, s, hash, &outcome);
       if (applied.ok()) RecordForMigration(index, hash, false);
     } else {
       {
@@ -102,7 +102,7 @@ Result<AddOutcome> ShardedFilter::JournalledInsert(uint32_t index, Shard& s,
   }
   if (NeedsOrder(spec_.type)) {
     std::lock_guard order(s.order_mu);  // S3
-    SF_RETURN_IF_ERROR(internal::ChainAdd(spec_, s, hash, &outcome));
+    SF_RETURN_IF_ERROR(internal::ChainAddOrdered(spec_, s, hash, &outcome));
     seq = s.last_seq.fetch_add(1, std::memory_order_relaxed) + 1;
     RecordForMigration(index, hash, false);
   } else {

@@ -178,42 +178,16 @@ Status CountingBloomFilter::AddHash(uint64_t hash) {
   return Status::OK();
 }
 
-// Every counting add of the engine comes here: the count and the add under
-// one stripe lock, in one pass over the key's counters (each position
-// computed once). Full when the key already holds max_copies copies.
+// The count and the add under one stripe lock, in one pass over the key's
+// counters (each position computed once). Full when the key already holds
+// max_copies copies.
 Status CountingBloomFilter::AddHashCapped(uint64_t hash, uint32_t max_copies,
                                           uint32_t* held) {
-  const uint64_t b = internal::BlockIndex(hash, num_blocks_);
-  Stripe& s = stripes_[b & stripe_mask_];
-  s.lock.lock();
-  const uint32_t min = IncrementCappedLocked(
-      BlockAt(b), static_cast<uint32_t>(hash), max_copies);
-  if (min < max_copies) CountLocked(s.adds);
-  s.lock.unlock();
-  *held = min;
-  if (min >= max_copies) [[unlikely]] {
-    return Status::Full("the item already holds " + std::to_string(min) +
-                        " copies");
+  if (AddHashCappedInline(hash, max_copies, held)) [[likely]] {
+    return Status::OK();
   }
-  return Status::OK();
-}
-
-uint32_t CountingBloomFilter::IncrementCappedLocked(
-    std::atomic<uint64_t>* block, uint32_t h32, uint32_t cap) const {
-#if SHARDFILTER_SPLIT_AVX2_INLINE
-  if (k_ <= 8) [[likely]] {
-    return internal::CountersAddCappedAvx2(block, lane_mult_, h32, cap);
-  }
-#elif SHARDFILTER_SPLIT_AVX2
-  if (k_ <= 8) [[likely]] {
-    return internal::g_counters_add_capped_kernel.load(
-        std::memory_order_relaxed)(block, lane_mult_, h32, k_, cap);
-  }
-#endif
-  uint64_t masks[internal::kBlockWords];
-  const uint32_t min = internal::CounterMasksAndMin(block, h32, k_, masks);
-  if (min < cap) internal::CounterIncrementLocked(block, masks);
-  return min;
+  return Status::Full("the item already holds " + std::to_string(*held) +
+                      " copies");
 }
 
 Status CountingBloomFilter::RemoveHash(uint64_t hash) {

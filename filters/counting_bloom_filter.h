@@ -128,6 +128,22 @@ class CountingBloomFilter final : public Filter {
     s.lock.unlock();
     return removed;
   }
+  // AddHashCapped without its Status, inline (the engine's one-link fast
+  // path, engine/internal/shard_chain.h): true when added; false, with
+  // nothing changed, when the key already holds `max_copies` copies. Either
+  // way *held is the key's count before the call.
+  bool AddHashCappedInline(uint64_t h, uint32_t max_copies, uint32_t* held) {
+    const uint64_t b = internal::BlockIndex(h, num_blocks_);
+    Stripe& s = stripes_[b & stripe_mask_];
+    s.lock.lock();
+    const uint32_t min =
+        IncrementCappedLocked(BlockAt(b), static_cast<uint32_t>(h), max_copies);
+    const bool added = min < max_copies;
+    if (added) CountLocked(s.adds);
+    s.lock.unlock();
+    *held = min;
+    return added;
+  }
   uint32_t CountHashInline(uint64_t h) const {
     return internal::CounterMin(BlockAt(internal::BlockIndex(h, num_blocks_)),
                                 static_cast<uint32_t>(h), k_);
@@ -226,7 +242,22 @@ class CountingBloomFilter final : public Filter {
   // Returns the minimum of the key's counters; adds one to them iff it is
   // below `cap`.
   uint32_t IncrementCappedLocked(std::atomic<uint64_t>* block, uint32_t h32,
-                                 uint32_t cap) const;
+                                 uint32_t cap) const {
+#if SHARDFILTER_SPLIT_AVX2_INLINE
+    if (k_ <= 8) [[likely]] {
+      return internal::CountersAddCappedAvx2(block, lane_mult_, h32, cap);
+    }
+#elif SHARDFILTER_SPLIT_AVX2
+    if (k_ <= 8) [[likely]] {
+      return internal::g_counters_add_capped_kernel.load(
+          std::memory_order_relaxed)(block, lane_mult_, h32, k_, cap);
+    }
+#endif
+    uint64_t masks[internal::kBlockWords];
+    const uint32_t min = internal::CounterMasksAndMin(block, h32, k_, masks);
+    if (min < cap) internal::CounterIncrementLocked(block, masks);
+    return min;
+  }
   friend struct internal::BatchOps;  // Prefetch
   void Prefetch(uint64_t h, bool write) const;
 

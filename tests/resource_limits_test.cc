@@ -151,6 +151,7 @@ TEST_P(RepeatedKeyTest, OneKeyRepeatedNeverGrowsTheFilter) {
     case FilterType::kCuckoo:
       EXPECT_EQ(ok, 7u);  // 2 x 4-slot buckets - 1
       EXPECT_EQ((*f)->Count("same"), 7u);
+      EXPECT_EQ(after.total.items, 7u);  // refused adds take no fill (S7)
       EXPECT_NE(last.message().find("already holds 7 copies"),
                 std::string::npos)
           << last.ToString();
@@ -158,6 +159,7 @@ TEST_P(RepeatedKeyTest, OneKeyRepeatedNeverGrowsTheFilter) {
     case FilterType::kCountingBloom:
       EXPECT_EQ(ok, 15u);
       EXPECT_EQ((*f)->Count("same"), 15u);
+      EXPECT_EQ(after.total.items, 15u);  // refused adds take no fill (S7)
       EXPECT_NE(last.message().find("already holds 15 copies"),
                 std::string::npos)
           << last.ToString();
