@@ -38,7 +38,10 @@
 //      counting and cuckoo filters). An add reserves a unit of the newest
 //      link's fill with a CAS that never exceeds the link's capacity, so a
 //      link never holds more adds than it was sized for, even when Bloom
-//      adds (which skip `order_mu`) race.
+//      adds (which skip `order_mu`) race. Counting and cuckoo shards'
+//      fill is written only under `order_mu` (S3: adds, removes, growth)
+//      or before the shard is shared, so an add there may take its unit
+//      by a load and a store once it has added (ChainAddOneCountingLink).
 //  S8. Bloom: fill[i] counts distinct keys as far as the chain can tell. An
 //      add of a key an older link reports present reserves nothing and
 //      changes nothing (it is "already present"); an add of the newest
