@@ -175,23 +175,30 @@ SHARDFILTER_TARGET_AVX2 inline void StoreBlockAvx2(std::atomic<uint64_t>* block,
   block[7].store(static_cast<uint64_t>(_mm_extract_epi64(w67, 1)), kR);
 }
 
-// REQUIRES (these three): the block's stripe lock held; k <= 8; `mult` as
-// for the query.
-//
-// Adds one to each of the key's counters below 15 (saturated ones stay:
-// no carry crosses a nibble). As CounterMasks + CounterIncrementLocked.
-SHARDFILTER_TARGET_AVX2 inline void CountersAddAvx2(
-    std::atomic<uint64_t>* block, const uint32_t* mult, uint32_t h32) {
-  __m256i inc_lo, inc_hi;
-  CounterIncrementAvx2(CounterPositionsAvx2(mult, h32), &inc_lo, &inc_hi);
-  const auto* p = reinterpret_cast<const __m256i*>(block);
-  const __m256i lo = _mm256_load_si256(p);
-  const __m256i hi = _mm256_load_si256(p + 1);
+// Writes back the halves lo, hi plus the increment, less its nibbles that
+// are saturated in them (no carry crosses a nibble: the rest are < 15).
+SHARDFILTER_TARGET_AVX2 inline void StoreIncrementedAvx2(
+    std::atomic<uint64_t>* block, __m256i lo, __m256i hi, __m256i inc_lo,
+    __m256i inc_hi) {
   StoreBlockAvx2(block,
                  _mm256_add_epi64(
                      lo, _mm256_andnot_si256(SaturatedNibblesAvx2(lo), inc_lo)),
                  _mm256_add_epi64(hi, _mm256_andnot_si256(
                                           SaturatedNibblesAvx2(hi), inc_hi)));
+}
+
+// REQUIRES (these three): the block's stripe lock held; k <= 8; `mult` as
+// for the query.
+//
+// Adds one to each of the key's counters below 15 (saturated ones stay).
+// As CounterMasks + CounterIncrementLocked.
+SHARDFILTER_TARGET_AVX2 inline void CountersAddAvx2(
+    std::atomic<uint64_t>* block, const uint32_t* mult, uint32_t h32) {
+  __m256i inc_lo, inc_hi;
+  CounterIncrementAvx2(CounterPositionsAvx2(mult, h32), &inc_lo, &inc_hi);
+  const auto* p = reinterpret_cast<const __m256i*>(block);
+  StoreIncrementedAvx2(block, _mm256_load_si256(p), _mm256_load_si256(p + 1),
+                       inc_lo, inc_hi);
 }
 
 // Returns the minimum of the key's counters and adds one to them (as
@@ -219,11 +226,7 @@ SHARDFILTER_TARGET_AVX2 inline uint32_t CountersAddCappedAvx2(
   if (min >= cap) return min;
   __m256i inc_lo, inc_hi;
   CounterIncrementAvx2(c, &inc_lo, &inc_hi);
-  StoreBlockAvx2(block,
-                 _mm256_add_epi64(
-                     lo, _mm256_andnot_si256(SaturatedNibblesAvx2(lo), inc_lo)),
-                 _mm256_add_epi64(hi, _mm256_andnot_si256(
-                                          SaturatedNibblesAvx2(hi), inc_hi)));
+  StoreIncrementedAvx2(block, lo, hi, inc_lo, inc_hi);
   return min;
 }
 
