@@ -2,13 +2,15 @@
 // removes, counts) over 64-bit key hashes.
 //
 // Layout: 4-bit counters, 128 per 64-byte cache line; all k counters of a
-// key in one line (kernels in filters/internal/bloom_kernels.h). Sized by
-// BlockedBloomSizing(n, p, k, 128, max_bytes): at p = 1% 44.4 bits/item
-// (k = 6; measured FPR 0.935%), about four times a plain blocked Bloom filter,
-// the price of deletes. Counters saturate at 15 and then stay there (sticky): a
-// saturated counter is never decremented, since its true value is unknown,
-// so a key never becomes a false negative through overflow (it may stay a
-// false positive after all its copies are removed).
+// key in one line (scalar kernels in filters/internal/bloom_kernels.h,
+// AVX2 ones for k <= 8 in filters/internal/counting_simd.h: the same
+// counters). Sized by BlockedBloomSizing(n, p, k, 128, max_bytes): at
+// p = 1% 44.4 bits/item (k = 6; measured FPR 0.935%), about four times a
+// plain blocked Bloom filter, the price of deletes. Counters saturate at 15
+// and then stay there (sticky): a saturated counter is never decremented,
+// since its true value is unknown, so a key never becomes a false negative
+// through overflow (it may stay a false positive after all its copies are
+// removed).
 //
 // Thread safety: every method may run concurrently with every other.
 // Writers (add, remove) lock the stripe of the key's block: stripe =
