@@ -21,7 +21,9 @@ while [ "$i" -lt "$rounds" ]; do
     [ "$side" = B ] && bin=$b
     "$bin" --benchmark_filter="$filter" --benchmark_min_time=0.3 "$@" 2>/dev/null |
       awk -v side="$side" '/(items_per_second|ops_per_s)=/ {
-        v = $NF; sub("^(items_per_second|ops_per_s)=", "", v); unit = substr(v, length(v) - 2)
+        # the last such counter (other counters may follow it)
+        for (f = 1; f <= NF; f++) if ($f ~ /^(items_per_second|ops_per_s)=/) v = $f
+        sub("^(items_per_second|ops_per_s)=", "", v); unit = substr(v, length(v) - 2)
         n = v + 0
         if (unit == "k/s") n /= 1000; else if (unit == "G/s") n *= 1000
         else if (unit != "M/s") n /= 1e6
