@@ -2,32 +2,72 @@
 // S2, S5), taken shared by every mutation and exclusive by checkpoints,
 // exports, migrations' switches and Drop/Close.
 //
-// One 32-bit word: bit 31 = a writer holds or wants the lock, bits 0-30 =
-// readers inside. A reader's fast path is one fetch_add and one fetch_sub
-// (glibc's pthread_rwlock, behind std::shared_mutex, was ~60 instructions
-// per mutation: bench/instructions.sh), with no branch taken unless a
-// writer is there.
+// Readers come in two ways; writers wait for both.
 //
-//   lock_shared:   fetch_add(1), acquire. Writer bit clear: in. Set: back
-//                  out (fetch_sub, waking the writer if that was the last
-//                  reader), wait until the bit clears, retry.
-//   unlock_shared: fetch_sub(1), release; the last reader out while the
-//                  writer bit is set wakes the writer.
-//   lock:          writers take writer_mu_ (a ShortMutex: one at a time),
-//                  set the bit (acquire), then wait until no reader is
+// - Through the thread's reader slot (the fast path, every single-key
+//   mutation): each thread owns a ReaderSlot (a cache line of its own, in a
+//   process-wide registry, engine/internal/shard_mutex.cc). A reader
+//   announces itself by storing the lock's address in its slot, then loads
+//   the lock word: writer bit clear, it is in. Unlock stores null. Neither
+//   is a locked instruction, nor a write to a line another thread writes:
+//   a handle's add used to pay two locked RMWs on the shard's line here,
+//   and the unlock's, which waits for the table's locked ORs (and their
+//   miss) before it, cost 7 ns of a 51 ns add in a scratch loop (issue 15;
+//   docs/performance.md, session 19).
+// - Through the counter (a thread whose slot is already busy: a batch
+//   holding several shards, or a thread being torn down): bits 0-30 of the
+//   lock word count such readers; fetch_add(1) in, fetch_sub(1) out, as
+//   before the slots.
+//
+// The lock word's bit 31: a writer holds or wants the lock.
+//
+//   lock_shared:   slot free: announce (slot = this), then load the word.
+//                  Writer bit clear: in. Set: withdraw (slot = null) and
+//                  take the counter's path, which waits for the bit to
+//                  clear. Slot busy: the counter's path: fetch_add(1),
+//                  acquire; bit set: back out (fetch_sub, waking the writer
+//                  if that was the last counted reader), wait, retry.
+//   unlock_shared: the slot holds this: slot = null (release). Else
+//                  fetch_sub(1), release; the last counted reader out
+//                  while the writer bit is set wakes the writer.
+//   lock:          writers take writer_mu_ (one at a time), set the bit,
+//                  make the announcement visible (below), wait until no
+//                  slot holds this lock, then until no counted reader is
 //                  inside.
 //   unlock:        clear the bit (release), wake waiting readers, release
 //                  writer_mu_.
 //
-// Writers are preferred: once the bit is set no new reader gets in, so a
-// steady stream of mutations cannot starve a checkpoint (S5). Hence, as
-// before, a thread must not take one shard's lock shared twice.
-// Memory order: a reader's acquire fetch_add reads the writer's release
-// fetch_and (or a later RMW of its release sequence), and the writer's
-// acquire load of a zero count reads the last reader's release fetch_sub,
-// so every section happens-before the next conflicting one. Waits are
-// std::atomic::wait (a futex), so a long checkpoint blocks readers without
-// spinning.
+// The announcement (a Dekker handshake). Reader: store slot, load word.
+// Writer: set bit (a locked RMW: a full barrier), load every slot. Either
+// the reader's load sees the bit or the writer's load sees the slot; both
+// missing would need each thread's store to pass its own later load. In
+// the asymmetric mode (the default where the kernel offers it) the reader
+// orders the two with a compiler barrier only, and the writer pays for
+// both sides with membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED): the kernel
+// runs a full barrier on every CPU running one of the process's threads
+// before it returns (a thread not running has passed a context switch, a
+// barrier too), so a reader's store before that point is visible to the
+// writer's loads after it, and a reader's load after that point sees the
+// bit (Linux membarrier(2); userspace RCU and folly's hazard pointers rely
+// on the same pairing). Without membarrier (an older kernel, a seccomp
+// filter that denies it) readers take the counter's path only, as before
+// the slots. Under TSan (which does not model membarrier) the reader's
+// store is seq_cst instead: the handshake holds by the total order of
+// seq_cst operations, at the cost of one locked store to the thread's own
+// line. A writer's membarrier costs ~0.3-5 us; writers are
+// checkpoints and admin operations, not the op path.
+//
+// Writers are preferred: once the bit is set no new reader gets in through
+// either path, so a steady stream of mutations cannot starve a checkpoint
+// (S5). Hence, as before, a thread must not take one shard's lock shared
+// twice (a second lock_shared of the lock its slot holds would count a
+// reader that no unlock releases: the slot's unlock comes first).
+// Memory order: a reader's acquire load of the word (or its acquire
+// fetch_add) reads the writer's release fetch_and or a later value of the
+// word, so the previous writer's section happens-before the reader's; the
+// writer's acquire loads of a slot's null and of a zero count read the
+// reader's release store or fetch_sub, so every reader's section
+// happens-before the writer's.
 //
 // Meets the standard Lockable and SharedLockable requirements used here
 // (std::unique_lock, std::shared_lock). Thread-safe.
@@ -55,6 +95,7 @@
 #include <mutex>
 
 #include "shardfilter/filters/internal/spin.h"  // CpuRelax
+#include "shardfilter/filters/internal/tsan.h"  // SHARDFILTER_TSAN
 
 namespace shardfilter::internal {
 
@@ -104,6 +145,32 @@ class ShortMutex {
   std::atomic<uint32_t> state_{0};
 };
 
+// A thread's reader slot (ShardMutex's fast path). Slots live in a
+// process-wide registry, are claimed by a thread at its first shared lock
+// and given back when it ends (to be claimed again by a later thread), and
+// are never freed: a writer may be reading any of them.
+struct alignas(64) ReaderSlot {
+  constexpr ReaderSlot() = default;
+  constexpr explicit ReaderSlot(const void* sentinel) : held(sentinel) {}
+
+  // The ShardMutex this thread holds shared through the slot, or null.
+  // Written by the owning thread only; read by writers.
+  std::atomic<const void*> held{nullptr};
+  std::atomic<bool> claimed{false};
+  ReaderSlot* next = nullptr;  // registry order; constant once published
+};
+
+// This thread's slot. Until the thread's first shared lock claims one (out
+// of line, shard_mutex.cc), and after its teardown, it points to a slot
+// whose `held` is never null, so the fast path needs no other test: such
+// a thread takes the slow path, which claims, or takes the counter's path.
+// So does every thread of a process where the kernel offers no membarrier.
+// Plain TLS (__thread: a constant initialiser, no wrapper call).
+extern __thread ReaderSlot* tls_reader_slot;
+// Slots in the registry (claimed or free): the most threads that have used
+// shard locks at once, plus the free ones. For tests.
+uint32_t ReaderSlotCount();
+
 class ShardMutex {
  public:
   ShardMutex() = default;
@@ -111,27 +178,29 @@ class ShardMutex {
   ShardMutex& operator=(const ShardMutex&) = delete;
 
   void lock_shared() {
-    const uint32_t s = state_.fetch_add(1, std::memory_order_acquire);
-    if ((s & kWriter) == 0) [[likely]] {
-      return;
+    ReaderSlot* slot = tls_reader_slot;
+    if (slot->held.load(std::memory_order_relaxed) == nullptr) [[likely]] {
+      Announce(*slot);
+      if ((state_.load(std::memory_order_seq_cst) & kWriter) == 0) [[likely]] {
+        return;
+      }
     }
     LockSharedSlow();
   }
   void unlock_shared() {
+    ReaderSlot* slot = tls_reader_slot;
+    if (slot->held.load(std::memory_order_relaxed) == this) [[likely]] {
+      slot->held.store(nullptr, std::memory_order_release);
+      return;
+    }
     const uint32_t s = state_.fetch_sub(1, std::memory_order_release);
     if ((s & kWriter) != 0 && (s & kReaders) == 1) [[unlikely]] {
-      state_.notify_all();  // the writer waits for the last reader
+      state_.notify_all();  // the writer waits for the last counted reader
     }
   }
 
-  void lock() {
-    writer_mu_.lock();
-    uint32_t s = state_.fetch_or(kWriter, std::memory_order_acquire) | kWriter;
-    while ((s & kReaders) != 0) {
-      state_.wait(s, std::memory_order_acquire);
-      s = state_.load(std::memory_order_acquire);
-    }
-  }
+  // Out of line (shard_mutex.cc): the writer's barrier and waits.
+  void lock();
   void unlock() {
     state_.fetch_and(~kWriter, std::memory_order_release);
     state_.notify_all();  // readers that backed out
@@ -142,19 +211,24 @@ class ShardMutex {
   static constexpr uint32_t kWriter = uint32_t{1} << 31;
   static constexpr uint32_t kReaders = kWriter - 1;
 
-  void LockSharedSlow() {
-    for (;;) {
-      // Back out, so that the writer can drain the readers inside.
-      uint32_t s = state_.fetch_sub(1, std::memory_order_relaxed) - 1;
-      if ((s & kWriter) != 0 && (s & kReaders) == 0) state_.notify_all();
-      while ((s & kWriter) != 0) {
-        state_.wait(s, std::memory_order_relaxed);
-        s = state_.load(std::memory_order_relaxed);
-      }
-      s = state_.fetch_add(1, std::memory_order_acquire);
-      if ((s & kWriter) == 0) return;
-    }
+  // The reader's half of the handshake (above): under TSan, which models
+  // no membarrier, a seq_cst store.
+  void Announce(ReaderSlot& slot) {
+#if SHARDFILTER_TSAN
+    slot.held.store(this, std::memory_order_seq_cst);
+#else
+    slot.held.store(this, std::memory_order_relaxed);
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+#endif
   }
+  // Out of line (shard_mutex.cc): withdraws an announcement that met the
+  // writer bit, or claims the thread's slot and announces; else, and when
+  // the announcement met the bit, the counter's path.
+  void LockSharedSlow();
+  void LockSharedCounted();
+  // Waits until no thread's slot holds this lock. REQUIRES: the writer
+  // bit set by this thread.
+  void WaitForSlotReaders() const;
 
   std::atomic<uint32_t> state_{0};
   // One writer at a time. A ShortMutex (4 bytes, not std::mutex's 40), so
