@@ -271,7 +271,15 @@ class ShardedFilter {
   Result<AddOutcome> Insert(std::string_view key) {
     return InsertHash(Hash(key));
   }
-  Result<AddOutcome> InsertHash(uint64_t hash);
+  // Inline: the common Bloom add is one call (TryFastAdd), any other add
+  // one call more than before it existed (InsertHashSlow).
+  Result<AddOutcome> InsertHash(uint64_t hash) {
+    AddOutcome outcome;
+    if (bloom_fast_add_ && TryFastAdd(hash, &outcome)) [[likely]] {
+      return outcome;
+    }
+    return InsertHashSlow(hash);
+  }
   // Removes one copy. NotSupported for a plain Bloom filter; NotFound when the
   // key is definitely absent (nothing changed, nothing journalled).
   Status Remove(std::string_view key) { return RemoveHash(Hash(key)); }
@@ -452,6 +460,11 @@ class ShardedFilter {
                       std::span<const uint32_t> group_begin,
                       std::span<const uint32_t> order, size_t base, Status* out,
                       std::vector<AddOutcome>* outcomes);
+  // InsertHash's common case: true when it added (*outcome set); false,
+  // with nothing changed, for InsertHashSlow to decide (sharded_filter.cc).
+  bool TryFastAdd(uint64_t hash, AddOutcome* outcome);
+  // InsertHash past its common case.
+  Result<AddOutcome> InsertHashSlow(uint64_t hash);
   Status CheckWritable() const {
     if (read_only_) [[unlikely]] {
       return ReadOnlyError();
@@ -466,6 +479,12 @@ class ShardedFilter {
   Status JournalledRemove(uint32_t index, internal::Shard& s, uint64_t hash);
   bool Journalled() const {
     return journal_ != nullptr && durability_ != Durability::kNone;
+  }
+  // bloom_fast_add_ from what it depends on; whoever changes one of them
+  // calls it (the constructor, ShardedFilterAccess::Attach).
+  void UpdateFastAdd() {
+    bloom_fast_add_ =
+        spec_.type == FilterType::kBloom && !read_only_ && !Journalled();
   }
 
   // Unique in the process (Database::Version tells filters apart by it).
@@ -494,6 +513,10 @@ class ShardedFilter {
   // made at recovery or Attach, before the filter is shared.
   std::unique_ptr<internal::FilterLog> log_;
   bool read_only_ = false;
+  // InsertHash may try its common case first: a Bloom filter, writable,
+  // without a journal. Set with those, before the filter is shared
+  // (UpdateFastAdd); constant afterwards.
+  bool bloom_fast_add_ = false;
   // *spec_.durability or the session override; set before the filter is
   // shared (constructor, Attach), constant afterwards.
   Durability durability_ = Durability::kNone;

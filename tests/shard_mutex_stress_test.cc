@@ -229,6 +229,73 @@ TEST(ShardMutexStressTest, AWriterWaitsForASlotReader) {
   EXPECT_TRUE(writer_in.load());
 }
 
+// TryLockSharedSlot, the single-key Bloom add's lock (ShardedFilter::
+// TryFastAdd): refused while a writer holds the lock, and then holding
+// nothing (the writer's unlock and a later lock still work); refused while
+// the thread's slot is busy (it holds another lock); once granted, it
+// excludes writers like lock_shared, among readers of both kinds and a
+// writer looping.
+TEST(ShardMutexStressTest, TryLockSharedSlotFallsBackAndExcludesWriters) {
+  ShardMutex mu;
+  {
+    std::shared_lock warm(mu);  // claims this thread's slot
+  }
+  {
+    std::unique_lock writer(mu);
+    std::atomic<ReaderSlot*> got{nullptr};
+    std::thread t([&] { got = mu.TryLockSharedSlot(); });
+    t.join();
+    EXPECT_EQ(got.load(), nullptr);
+  }
+  ShardMutex other;
+  {
+    std::shared_lock busy(other);  // the slot now holds `other`
+    EXPECT_EQ(mu.TryLockSharedSlot(), nullptr);
+  }
+  ReaderSlot* slot = mu.TryLockSharedSlot();
+  ASSERT_NE(slot, nullptr);
+  ShardMutex::UnlockSharedSlot(slot);
+  { std::unique_lock writer(mu); }  // nothing left holding it
+
+  std::atomic<bool> stop{false}, violated{false};
+  std::atomic<int> readers{0}, writers{0};
+  std::atomic<uint64_t> fast{0}, fallbacks{0};
+  std::thread writer([&] {
+    while (!stop.load()) {
+      std::unique_lock lock(mu);
+      writers = 1;
+      if (readers.load() != 0) violated = true;
+      writers = 0;
+    }
+  });
+  std::vector<std::thread> rs;
+  for (int t = 0; t < 3; ++t) {
+    rs.emplace_back([&, t] {
+      for (int i = 0; i < 20000; ++i) {
+        if (ReaderSlot* s = (t != 2) ? mu.TryLockSharedSlot() : nullptr) {
+          ++readers;
+          if (writers.load() != 0) violated = true;
+          --readers;
+          ShardMutex::UnlockSharedSlot(s);
+          ++fast;
+        } else {
+          std::shared_lock lock(mu);  // the caller's fallback
+          ++readers;
+          if (writers.load() != 0) violated = true;
+          --readers;
+          ++fallbacks;
+        }
+      }
+    });
+  }
+  for (auto& r : rs) r.join();
+  stop = true;
+  writer.join();
+  EXPECT_FALSE(violated.load());
+  EXPECT_GT(fast.load(), 0u);
+  EXPECT_GT(fallbacks.load(), 0u);
+}
+
 // Threads that end give their slots back: 400 threads, 4 at a time, leave
 // the registry at about the most alive at once, not 400; a writer runs
 // throughout and excludes every one of them.

@@ -74,6 +74,7 @@ class ShardedFilterAccess {
       f.log_->Configure(journal, mmap, f.durability_ == Durability::kSync,
                         shard_bytes);
     }
+    f.UpdateFastAdd();
     for (uint32_t i = 0; i < f.shard_count_; ++i) {  // L2's start
       f.log_->SetRecovered(
           i, f.shards_[i].last_seq.load(std::memory_order_relaxed));

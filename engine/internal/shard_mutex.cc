@@ -140,6 +140,13 @@ void ShardMutex::LockSharedCounted() {
   }
 }
 
+void ShardMutex::UnlockSharedCounted() {
+  const uint32_t s = state_.fetch_sub(1, std::memory_order_release);
+  if ((s & kWriter) != 0 && (s & kReaders) == 1) [[unlikely]] {
+    state_.notify_all();  // the writer waits for the last counted reader
+  }
+}
+
 uint32_t ReaderSlotCount() {
   uint32_t n = 0;
   for (ReaderSlot* s = g_slots.load(std::memory_order_acquire); s != nullptr;

@@ -193,10 +193,28 @@ class ShardMutex {
       slot->held.store(nullptr, std::memory_order_release);
       return;
     }
-    const uint32_t s = state_.fetch_sub(1, std::memory_order_release);
-    if ((s & kWriter) != 0 && (s & kReaders) == 1) [[unlikely]] {
-      state_.notify_all();  // the writer waits for the last counted reader
+    UnlockSharedCounted();
+  }
+
+  // lock_shared's fast path alone, for a caller with a fallback: the slot
+  // this thread announced in, held until UnlockSharedSlot(slot); or null,
+  // holding nothing (a writer holds or waits, the thread's slot is busy or
+  // not claimed yet, no membarrier): lock_shared decides then. The slot
+  // comes back with the hold, so the unlock needs no second look at the
+  // thread's slot (the TLS load and the `held == this` test).
+  ReaderSlot* TryLockSharedSlot() {
+    ReaderSlot* slot = tls_reader_slot;
+    if (slot->held.load(std::memory_order_relaxed) != nullptr) return nullptr;
+    Announce(*slot);
+    if ((state_.load(std::memory_order_seq_cst) & kWriter) == 0) [[likely]] {
+      return slot;
     }
+    slot->held.store(nullptr, std::memory_order_release);  // withdraw
+    return nullptr;
+  }
+  // REQUIRES: `slot` from TryLockSharedSlot on this mutex, still held.
+  static void UnlockSharedSlot(ReaderSlot* slot) {
+    slot->held.store(nullptr, std::memory_order_release);
   }
 
   // Out of line (shard_mutex.cc): the writer's barrier and waits.
@@ -226,6 +244,9 @@ class ShardMutex {
   // the announcement met the bit, the counter's path.
   void LockSharedSlow();
   void LockSharedCounted();
+  // A counted reader leaves (and wakes a writer waiting for the last one).
+  // Out of line: the inline unlock stays one load, compare and store.
+  void UnlockSharedCounted();
   // Waits until no thread's slot holds this lock. REQUIRES: the writer
   // bit set by this thread.
   void WaitForSlotReaders() const;
