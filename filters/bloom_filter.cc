@@ -273,6 +273,15 @@ void BloomFilter::Prefetch(uint64_t h, bool write) const {
   }
 }
 
+void BloomFilter::PrefetchBatchQuery(uint64_t h) const {
+  if (layout_ == BloomLayout::kClassic) {
+    internal::ClassicPrefetch(table_.data(), num_bits_, h, k_);
+    return;
+  }
+  internal::PrefetchReadL2(layout_ == BloomLayout::kSplitBlock ? SplitBlock(h)
+                                                               : Block(h));
+}
+
 Status BloomFilter::AddHashes(std::span<const uint64_t> hashes, size_t* added) {
   internal::BatchOps::Add(*this, hashes.size(),
                           [&](size_t i) { return hashes[i]; });

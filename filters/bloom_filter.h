@@ -246,6 +246,8 @@ class BloomFilter final : public Filter {
   }
   friend struct internal::BatchOps;  // Prefetch
   void Prefetch(uint64_t h, bool write) const;
+  // The batch queries' prefetch (into L2: internal/prefetch.h).
+  void PrefetchBatchQuery(uint64_t h) const;
   void CountNewItem(uint64_t h) {
     // Relaxed: a statistic; nothing is ordered by it.
     items_[(h >> 32) & (kItemStripes - 1)].n.fetch_add(

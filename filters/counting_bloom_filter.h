@@ -269,6 +269,10 @@ class CountingBloomFilter final : public Filter {
   }
   friend struct internal::BatchOps;  // Prefetch
   void Prefetch(uint64_t h, bool write) const;
+  // The batch queries' prefetch (into L2: internal/prefetch.h).
+  void PrefetchBatchQuery(uint64_t h) const {
+    internal::PrefetchReadL2(BlockAt(internal::BlockIndex(h, num_blocks_)));
+  }
 
   // The AVX2 query's lane multipliers (internal/counting_simd.h): the
   // key's k, then lane 0's again.

@@ -9,7 +9,9 @@
 #include <bit>
 #include <cmath>
 #include <cstdio>
+#include <span>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -228,6 +230,41 @@ TEST_P(BloomShapeTest, NoFalseNegativesAndBatchesAgree) {
   f->MayContainKeys(av, aout);
   for (size_t i = 0; i < av.size(); ++i) {
     ASSERT_EQ(aout[i], f->MayContain(av[i]) ? 1 : 0);
+  }
+}
+
+// Batch sizes around the batch pipelines' windows (16 for adds, 64 for
+// queries, filters/internal/bloom_kernels.h): every answer agrees with the
+// one-at-a-time query, for every layout and the counting filter, present
+// keys and absent ones, a batch shorter than, equal to and longer than a
+// window by one.
+TEST(BloomBatchTest, BatchesOfEverySizeAroundTheWindowsAgree) {
+  for (size_t n : {size_t{0}, size_t{1}, size_t{15}, size_t{16}, size_t{17},
+                   size_t{63}, size_t{64}, size_t{65}, size_t{129}}) {
+    for (BloomLayout layout : {BloomLayout::kSplitBlock, BloomLayout::kBlocked,
+                               BloomLayout::kClassic}) {
+      auto f = MakeBloom(1000, 0.05, layout);
+      auto c = CountingBloomFilter::Create({.capacity = 1000, .fpp = 0.05});
+      ASSERT_NE(f, nullptr);
+      ASSERT_TRUE(c.ok());
+      std::vector<std::string> keys;
+      for (size_t i = 0; i < 2 * n; ++i) keys.push_back(Key(40, i));
+      std::vector<std::string_view> views(keys.begin(), keys.end());
+      // The first n added (batched), the next n not.
+      f->AddKeys(std::span(views).first(n));
+      (*c)->AddKeys(std::span(views).first(n));
+      std::vector<uint8_t> out(2 * n, 7), cout(2 * n, 7);
+      f->MayContainKeys(views, out);
+      (*c)->MayContainKeys(views, cout);
+      for (size_t i = 0; i < 2 * n; ++i) {
+        ASSERT_EQ(out[i], f->MayContain(views[i]) ? 1 : 0) << n << " " << i;
+        ASSERT_EQ(cout[i], (*c)->MayContain(views[i]) ? 1 : 0) << n << " " << i;
+        if (i < n) {
+          ASSERT_EQ(out[i], 1) << n << " " << i;
+          ASSERT_EQ(cout[i], 1) << n << " " << i;
+        }
+      }
+    }
   }
 }
 

@@ -337,24 +337,30 @@ inline bool CounterDecrementLocked(std::atomic<uint64_t>* block,
 
 // Runs probe(h_i) for i in [0, n), with h_i = hash_at(i) computed kWindow
 // items ahead and prefetch(h_{i+kWindow}) issued before probe(h_i): up to
-// kWindow cache misses in flight (memory-level parallelism). 16 keeps the
-// ~20 line-fill buffers of current x86 cores busy without thrashing L1.
+// kWindow cache misses in flight (memory-level parallelism). Adds prefetch
+// into L1 for writing 16 ahead (kPrefetchWindow: ~20 line-fill buffers on
+// current x86 cores); batch queries into L2 64 ahead
+// (kQueryPrefetchWindow, PrefetchReadL2: L2 tracks more misses than L1's
+// buffers; 32 and 64 ahead into L1 ran no faster than 16, and into L2 64
+// ran faster than 32: internal/prefetch.h).
 inline constexpr size_t kPrefetchWindow = 16;
+inline constexpr size_t kQueryPrefetchWindow = 64;
 
-template <typename HashAt, typename Prefetch, typename Probe>
+template <size_t kWindow, typename HashAt, typename Prefetch, typename Probe>
 inline void PipelinedProbe(size_t n, HashAt&& hash_at, Prefetch&& prefetch,
                            Probe&& probe) {
-  uint64_t ring[kPrefetchWindow];
-  const size_t lead = n < kPrefetchWindow ? n : kPrefetchWindow;
+  static_assert((kWindow & (kWindow - 1)) == 0, "a power of two");
+  uint64_t ring[kWindow];
+  const size_t lead = n < kWindow ? n : kWindow;
   for (size_t j = 0; j < lead; ++j) {
     ring[j] = hash_at(j);
     prefetch(ring[j]);
   }
   for (size_t i = 0; i < n; ++i) {
-    const size_t slot = i & (kPrefetchWindow - 1);
+    const size_t slot = i & (kWindow - 1);
     const uint64_t h = ring[slot];
-    if (i + kPrefetchWindow < n) {
-      ring[slot] = hash_at(i + kPrefetchWindow);
+    if (i + kWindow < n) {
+      ring[slot] = hash_at(i + kWindow);
       prefetch(ring[slot]);
     }
     probe(i, h);
@@ -364,12 +370,13 @@ inline void PipelinedProbe(size_t n, HashAt&& hash_at, Prefetch&& prefetch,
 // The batch entry points shared by BloomFilter and CountingBloomFilter, over
 // hashes or keys: hash_at(i) gives item i's hash, its line is prefetched
 // kPrefetchWindow items ahead, then it is added or probed. F provides
-// Prefetch(h, write), AddHashInline(h) and MayContainHashInline(h), and
+// Prefetch(h, write), PrefetchBatchQuery(h), AddHashInline(h) and
+// MayContainHashInline(h), and
 // befriends BatchOps.
 struct BatchOps {
   template <typename F, typename HashAt>
   static void Add(F& f, size_t n, HashAt&& hash_at) {
-    PipelinedProbe(
+    PipelinedProbe<kPrefetchWindow>(
         n, hash_at, [&](uint64_t h) { f.Prefetch(h, /*write=*/true); },
         [&](size_t, uint64_t h) { f.AddHashInline(h); });
   }
@@ -377,8 +384,8 @@ struct BatchOps {
   template <typename F, typename HashAt>
   static void Query(const F& f, size_t n, HashAt&& hash_at,
                     std::span<uint8_t> out) {
-    PipelinedProbe(
-        n, hash_at, [&](uint64_t h) { f.Prefetch(h, /*write=*/false); },
+    PipelinedProbe<kQueryPrefetchWindow>(
+        n, hash_at, [&](uint64_t h) { f.PrefetchBatchQuery(h); },
         [&](size_t i, uint64_t h) { out[i] = f.MayContainHashInline(h); });
   }
 };
