@@ -30,11 +30,24 @@ Status CuckooFilter::AddHashes(std::span<const uint64_t> hashes,
 void CuckooFilter::MayContainHashes(std::span<const uint64_t> hashes,
                                     std::span<uint8_t> out) const {
   const size_t n = std::min(hashes.size(), out.size());
-  for (size_t i = 0; i < std::min(n, kPrefetchWindow); ++i) {
-    PrefetchBuckets(hashes[i]);
+  if (table_.bytes() < kL2PrefetchMinBytes) {
+    // A table the caches hold: into L1, kPrefetchWindow ahead.
+    for (size_t i = 0; i < std::min(n, kPrefetchWindow); ++i) {
+      PrefetchBuckets(hashes[i]);
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if (i + kPrefetchWindow < n) PrefetchBuckets(hashes[i + kPrefetchWindow]);
+      out[i] = MayContainHashInline(hashes[i]) ? 1 : 0;
+    }
+    return;
+  }
+  for (size_t i = 0; i < std::min(n, kQueryPrefetchWindow); ++i) {
+    PrefetchBucketsL2(hashes[i]);
   }
   for (size_t i = 0; i < n; ++i) {
-    if (i + kPrefetchWindow < n) PrefetchBuckets(hashes[i + kPrefetchWindow]);
+    if (i + kQueryPrefetchWindow < n) {
+      PrefetchBucketsL2(hashes[i + kQueryPrefetchWindow]);
+    }
     out[i] = MayContainHashInline(hashes[i]) ? 1 : 0;
   }
 }

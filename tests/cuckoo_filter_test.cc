@@ -290,34 +290,42 @@ TEST(CuckooFilterTest, MeasuredFprAtCapacityMeetsTarget) {
   }
 }
 
+// Both batch-query paths: a table the caches hold (L1 prefetches) and one
+// of at least kL2PrefetchMinBytes (8 MiB: L2 prefetches, 32 keys ahead).
 TEST(CuckooFilterTest, BatchFormsMatchSingleCalls) {
-  auto f = Make(10'000);
-  ASSERT_NE(f, nullptr);
-  std::vector<std::string> keys;
-  for (uint64_t i = 0; i < 3000; ++i) keys.push_back(Key(3, i));
-  std::vector<std::string_view> views(keys.begin(), keys.end());
-  size_t added = 0;
-  ASSERT_OK(
-      f->AddKeys(std::span<const std::string_view>(views).first(1000), &added));
-  EXPECT_EQ(added, 1000u);
-  std::vector<uint64_t> hashes;
-  for (size_t i = 1000; i < 2000; ++i) hashes.push_back(f->Hash(keys[i]));
-  ASSERT_OK(f->AddHashes(hashes, &added));
-  EXPECT_EQ(added, 1000u);
-  std::vector<uint8_t> out(views.size());
-  f->MayContainKeys(views, out);
-  for (size_t i = 0; i < views.size(); ++i) {
-    ASSERT_EQ(out[i] != 0, f->MayContain(views[i])) << i;
-    if (i < 2000) {
-      ASSERT_EQ(out[i], 1) << i;
+  for (uint64_t capacity : {uint64_t{10'000}, uint64_t{8'000'000}}) {
+    SCOPED_TRACE(capacity);
+    auto f = Make(capacity);
+    ASSERT_NE(f, nullptr);
+    if (capacity > 10'000) {
+      ASSERT_GE(f->Stats().bytes, uint64_t{8} << 20);
     }
+    std::vector<std::string> keys;
+    for (uint64_t i = 0; i < 3000; ++i) keys.push_back(Key(3, i));
+    std::vector<std::string_view> views(keys.begin(), keys.end());
+    size_t added = 0;
+    ASSERT_OK(f->AddKeys(std::span<const std::string_view>(views).first(1000),
+                         &added));
+    EXPECT_EQ(added, 1000u);
+    std::vector<uint64_t> hashes;
+    for (size_t i = 1000; i < 2000; ++i) hashes.push_back(f->Hash(keys[i]));
+    ASSERT_OK(f->AddHashes(hashes, &added));
+    EXPECT_EQ(added, 1000u);
+    std::vector<uint8_t> out(views.size());
+    f->MayContainKeys(views, out);
+    for (size_t i = 0; i < views.size(); ++i) {
+      ASSERT_EQ(out[i] != 0, f->MayContain(views[i])) << i;
+      if (i < 2000) {
+        ASSERT_EQ(out[i], 1) << i;
+      }
+    }
+    std::vector<uint64_t> all;
+    for (auto& k : keys) all.push_back(f->Hash(k));
+    std::vector<uint8_t> out2(all.size());
+    f->MayContainHashes(all, out2);
+    EXPECT_EQ(out, out2);
+    EXPECT_EQ(f->Stats().items, 2000u);
   }
-  std::vector<uint64_t> all;
-  for (auto& k : keys) all.push_back(f->Hash(k));
-  std::vector<uint8_t> out2(all.size());
-  f->MayContainHashes(all, out2);
-  EXPECT_EQ(out, out2);
-  EXPECT_EQ(f->Stats().items, 2000u);
 }
 
 // RemoveKeys / RemoveHashes do what the same RemoveHash calls in order do:

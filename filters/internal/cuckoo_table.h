@@ -332,6 +332,12 @@ class CuckooTable {
   // bytes past it). A bucket of at most 128 bits spans at most two lines.
   // kWrite asks for the lines in exclusive state (an insert or remove will
   // store to them).
+  // Into L2 only, for the batch query (internal/prefetch.h).
+  void PrefetchL2(uint64_t i) const {
+    const uint64_t first = i * bucket_bits_;
+    PrefetchReadL2(&words_[first >> 6]);
+    PrefetchReadL2(&words_[((first + bucket_bits_ - 1) >> 6) + 1]);
+  }
   template <bool kWrite = false>
   void Prefetch(uint64_t i) const {
     const uint64_t first = i * bucket_bits_;
