@@ -24,6 +24,22 @@
 namespace shardfilter::internal {
 namespace {
 
+// A writer that takes `mu` exclusive until `stop`, flagging `violated`
+// when it finds a reader inside (`readers` counts them, `writers` says it
+// is in).
+std::thread LoopingWriter(ShardMutex& mu, std::atomic<bool>& stop,
+                          std::atomic<int>& readers, std::atomic<int>& writers,
+                          std::atomic<bool>& violated) {
+  return std::thread([&] {
+    while (!stop.load()) {
+      std::unique_lock lock(mu);
+      writers = 1;
+      if (readers.load() != 0) violated = true;
+      writers = 0;
+    }
+  });
+}
+
 TEST(ShardMutexStressTest, WritersExcludeReadersAndEachOther) {
   ShardMutex mu;
   std::atomic<int> readers_inside{0}, writers_inside{0};
@@ -260,14 +276,7 @@ TEST(ShardMutexStressTest, TryLockSharedSlotFallsBackAndExcludesWriters) {
   std::atomic<bool> stop{false}, violated{false};
   std::atomic<int> readers{0}, writers{0};
   std::atomic<uint64_t> fast{0}, fallbacks{0};
-  std::thread writer([&] {
-    while (!stop.load()) {
-      std::unique_lock lock(mu);
-      writers = 1;
-      if (readers.load() != 0) violated = true;
-      writers = 0;
-    }
-  });
+  std::thread writer = LoopingWriter(mu, stop, readers, writers, violated);
   std::vector<std::thread> rs;
   for (int t = 0; t < 3; ++t) {
     rs.emplace_back([&, t] {
@@ -303,14 +312,7 @@ TEST(ShardMutexStressTest, EndedThreadsGiveTheirSlotsBack) {
   ShardMutex mu;
   std::atomic<bool> stop{false}, violated{false};
   std::atomic<int> readers{0}, writers{0};
-  std::thread writer([&] {
-    while (!stop.load()) {
-      std::unique_lock lock(mu);
-      writers = 1;
-      if (readers.load() != 0) violated = true;
-      writers = 0;
-    }
-  });
+  std::thread writer = LoopingWriter(mu, stop, readers, writers, violated);
   const uint32_t before = ReaderSlotCount();
   for (int round = 0; round < 100; ++round) {
     std::vector<std::thread> batch;
