@@ -30,25 +30,19 @@ Status CuckooFilter::AddHashes(std::span<const uint64_t> hashes,
 void CuckooFilter::MayContainHashes(std::span<const uint64_t> hashes,
                                     std::span<uint8_t> out) const {
   const size_t n = std::min(hashes.size(), out.size());
-  if (table_.bytes() < kL2PrefetchMinBytes) {
-    // A table the caches hold: into L1, kPrefetchWindow ahead.
-    for (size_t i = 0; i < std::min(n, kPrefetchWindow); ++i) {
-      PrefetchBuckets(hashes[i]);
-    }
+  // `window` keys ahead through `prefetch`: into L1 for a table the caches
+  // hold, into L2 past kL2PrefetchMinBytes (cuckoo_filter.h).
+  auto run = [&](size_t window, auto prefetch) {
+    for (size_t i = 0; i < std::min(n, window); ++i) prefetch(hashes[i]);
     for (size_t i = 0; i < n; ++i) {
-      if (i + kPrefetchWindow < n) PrefetchBuckets(hashes[i + kPrefetchWindow]);
+      if (i + window < n) prefetch(hashes[i + window]);
       out[i] = MayContainHashInline(hashes[i]) ? 1 : 0;
     }
-    return;
-  }
-  for (size_t i = 0; i < std::min(n, kQueryPrefetchWindow); ++i) {
-    PrefetchBucketsL2(hashes[i]);
-  }
-  for (size_t i = 0; i < n; ++i) {
-    if (i + kQueryPrefetchWindow < n) {
-      PrefetchBucketsL2(hashes[i + kQueryPrefetchWindow]);
-    }
-    out[i] = MayContainHashInline(hashes[i]) ? 1 : 0;
+  };
+  if (table_.bytes() < kL2PrefetchMinBytes) {
+    run(kPrefetchWindow, [this](uint64_t h) { PrefetchBuckets(h); });
+  } else {
+    run(kQueryPrefetchWindow, [this](uint64_t h) { PrefetchBucketsL2(h); });
   }
 }
 

@@ -369,7 +369,8 @@ inline void PipelinedProbe(size_t n, HashAt&& hash_at, Prefetch&& prefetch,
 
 // The batch entry points shared by BloomFilter and CountingBloomFilter, over
 // hashes or keys: hash_at(i) gives item i's hash, its line is prefetched
-// kPrefetchWindow items ahead, then it is added or probed. F provides
+// kPrefetchWindow (adds) or kQueryPrefetchWindow (queries) items ahead,
+// then it is added or probed. F provides
 // Prefetch(h, write), PrefetchBatchQuery(h), AddHashInline(h) and
 // MayContainHashInline(h), and
 // befriends BatchOps.
