@@ -9,7 +9,7 @@
 #                                            paths include (not API)
 #   include/shardfilter/engine/*.h           sharded filters, Database, ...
 #   include/shardfilter/engine/detail/*.h    what sharded_filter.h's inline
-#                                            query includes (not API)
+#                                            query and add include (not API)
 # Not installed: persistence/ (internal to the library), engine/internal/,
 # the tools' headers. tests/install/run.sh compiles every installed header on
 # its own against the prefix alone.
@@ -42,8 +42,9 @@ set(SF_PUBLIC_HEADERS_engine
   engine/memory_budget.h engine/migration.h engine/multi_part.h
   engine/sharded_filter.h
   engine/tiered_filter.h)
-# Included by sharded_filter.h for its inline query path.
-set(SF_PUBLIC_HEADERS_engine_detail engine/detail/shard_fast_path.h)
+# Included by sharded_filter.h for its inline query and Bloom add paths.
+set(SF_PUBLIC_HEADERS_engine_detail engine/detail/shard_fast_path.h
+  engine/detail/shard_mutex.h)
 foreach(group filters filters_detail filters_internal engine engine_detail)
   string(REPLACE "_" "/" dir ${group})
   install(FILES ${SF_PUBLIC_HEADERS_${group}}

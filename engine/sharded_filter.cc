@@ -74,7 +74,10 @@ ShardedFilter::ShardedFilter(std::string name, FilterSpec resolved)
       durability_(spec_.durability.value_or(Durability::kNone)) {
   hasher_ = KeyHasher(spec_.seed);
   UpdateFastAdd();
-  for (uint32_t i = 0; i < shard_count_; ++i) shards_[i].fast = &fast_[i];
+  for (uint32_t i = 0; i < shard_count_; ++i) {
+    shards_[i].fast = &fast_[i];
+    fast_[i].head = &shards_[i];
+  }
   // The type is fixed by the spec (DecodeLinkFilter checks every link's).
   switch (spec_.type) {
     case FilterType::kBloom:
@@ -169,48 +172,12 @@ void ShardedFilter::PrefetchShard(uint32_t index, uint64_t hash,
   PrefetchShardBody(fast_[index], shards_[index], hash, for_write);
 }
 
-// The common add, first (TryFastAdd): a live, writable Bloom filter
-// without a journal or a running migration, whose shard is one split-block
-// link with room (ChainAddOneSplitLink), locked through the thread's
-// reader slot. Everything else, and anything that path finds changed once
-// it holds the shard's lock, goes to InsertHashSlow, which decides from
-// scratch: TryFastAdd changes nothing unless it commits. Apart, so that
-// the slow path's error handling, calls and lock waits cost the common add
-// no stack frame and fewer saved registers (callgrind, handle_add_bloom_1:
-// 174 -> 154 instructions per add, bloom_16 185 -> 163).
-bool ShardedFilter::TryFastAdd(uint64_t hash, AddOutcome* outcome) {
-  const uint32_t index = LocalShardOf(hash);
-  Shard& s = shards_[index];
-  const internal::ShardFastPath& fast = fast_[index];
-  // Acquire (Q1: `blocks` is written before the table's release); the add
-  // itself, ChainAddOneSplitLink, loads it again under the lock.
-  const std::atomic<uint64_t>* const t =
-      fast.table.load(std::memory_order_acquire);
-  if (t == nullptr) return false;
-  __builtin_prefetch(
-      t + internal::SplitBlockOffset(hash, fast.blocks) / sizeof(uint64_t), 1);
-  internal::ReaderSlot* const slot = s.mu.TryLockSharedSlot();  // S2, S5
-  if (slot == nullptr) return false;
-  bool done = false;
-  // Under the lock: a forward, a detach and a migration are all set while
-  // every shard lock is held exclusive, so none starts before we unlock.
-  if (forward_.load(std::memory_order_relaxed) == nullptr &&
-      detached_.load(std::memory_order_relaxed) == 0 &&
-      migration_.load(std::memory_order_relaxed) == nullptr) [[likely]] {
-    // As InsertHashSlow: the sequence before the table's ORs.
-    s.last_seq.fetch_add(1, std::memory_order_relaxed);
-    if (internal::ChainAddOneSplitLink(s, fast, hash, outcome)) [[likely]] {
-      s.dirty.store(true, std::memory_order_relaxed);
-      done = true;
-    } else {
-      s.last_seq.fetch_sub(1, std::memory_order_relaxed);
-    }
-  }
-  internal::ShardMutex::UnlockSharedSlot(slot);
-  return done;
-}
-
-Result<AddOutcome> ShardedFilter::InsertHashSlow(uint64_t hash) {
+// Inline (hidden, -fvisibility-inlines-hidden): the two entry points below
+// are each one call from the caller's inline add, as InsertHashSlow alone
+// was (callgrind: a wrapper calling InsertHashSlow cost the counting and
+// cuckoo handle adds ~20 instructions).
+[[gnu::always_inline]] inline Result<AddOutcome> ShardedFilter::InsertSlow(
+    uint64_t hash) {
   if (ShardedFilter* f = Forward()) return f->InsertHash(hash);
   SF_RETURN_IF_ERROR(CheckWritable());
   uint32_t index = LocalShardOf(hash);
@@ -254,6 +221,14 @@ Result<AddOutcome> ShardedFilter::InsertHashSlow(uint64_t hash) {
   }
   s.dirty.store(true, std::memory_order_relaxed);
   return outcome;
+}
+
+Result<AddOutcome> ShardedFilter::InsertHashSlow(uint64_t hash) {
+  return InsertSlow(hash);
+}
+
+Status ShardedFilter::AddHashSlow(uint64_t hash) {
+  return InsertSlow(hash).status();
 }
 
 void ShardedFilter::RecordForMigration(internal::Migration* m, uint32_t shard,

@@ -1,5 +1,5 @@
-// The single-key Bloom add's inline path (engine/internal/shard_chain.h,
-// ChainAddOneSplitLink): a shard of one split-block link with more than
+// The single-key Bloom add's inline path (engine/detail/shard_fast_path.h,
+// ShardFastAdd): a shard of one split-block link with more than
 // kBloomReserveSlack of its capacity left is added to without ChainAdd,
 // which takes over near the capacity. Capacities here are large enough
 // that both run. Checked: a link never holds more adds than its capacity
@@ -121,6 +121,73 @@ TEST(BloomOneLinkAddTest, RacingWritersNeverPassTheCapacity) {
     for (uint64_t i = w; i < acked[w].load(); ++i) {
       ASSERT_TRUE(f->MayContainHash(KeyHash(i))) << "key " << i;
     }
+  }
+}
+
+// S8 near the capacity: threads re-adding keys the filter holds take and
+// give back units of the fill on the inline path while it is far from the
+// capacity; within kBloomReserveSlack of it they must reserve nothing
+// (ChainAdd asks the link first), or a new key's add could find the fill
+// at the capacity only because of their passing reservations: Full from a
+// non-scaling filter with room, a needless link from a scalable one. The
+// last new keys are added while the repeats run, each to a fresh filter
+// one key short of full; both fail without the inline path's slack.
+TEST(BloomOneLinkAddTest, RepeatedKeysNeverMakeTheLastNewKeySeeAFullLink) {
+#if defined(__SANITIZE_THREAD__)
+  constexpr int kRounds = 10;
+#else
+  constexpr int kRounds = 60;
+#endif
+  constexpr int kRepeaters = 2;
+  for (bool scalable : {false, true}) {
+    uint64_t spurious = 0;
+    for (int round = 0; round < kRounds; ++round) {
+      auto f = MakeFilter(scalable);
+      ASSERT_NE(f, nullptr);
+      const uint64_t capacity = f->shard_filter(0).capacity();
+      // capacity - 1 keys added (a new key whose bits were all set already
+      // is kAlreadyPresent and uses nothing: S8); the repeaters re-add the
+      // first 64 of them.
+      uint64_t next = 0;
+      for (uint64_t added = 0; added + 1 < capacity; ++next) {
+        auto r = f->InsertHash(KeyHash(next));
+        ASSERT_TRUE(r.ok()) << r.status().ToString();
+        added += *r == AddOutcome::kAdded;
+      }
+      uint64_t last_key = next;
+      while (f->MayContainHash(KeyHash(last_key))) ++last_key;
+      std::atomic<bool> stop{false};
+      std::atomic<int> running{0};
+      std::vector<std::thread> repeaters;
+      for (int t = 0; t < kRepeaters; ++t) {
+        repeaters.emplace_back([&, t] {
+          running.fetch_add(1);
+          for (uint64_t i = t; !stop.load(std::memory_order_relaxed);
+               i = (i + kRepeaters) % 64) {
+            (void)f->InsertHash(KeyHash(i));  // present: kAlreadyPresent
+          }
+        });
+      }
+      while (running.load() < kRepeaters) std::this_thread::yield();
+      // The last key with room; a spin first, so that the repeaters are
+      // mid-loop.
+      for (volatile int spin = 0; spin < 20'000; ++spin) {
+      }
+      auto last = f->InsertHash(KeyHash(last_key));
+      stop.store(true);
+      for (std::thread& t : repeaters) t.join();
+      ASSERT_TRUE(last.ok() || last.status().IsFull())
+          << last.status().ToString();
+      if (!last.ok() || f->shard_links(0) != 1) {
+        ++spurious;
+      } else {
+        ASSERT_EQ(*last, AddOutcome::kAdded);
+        ASSERT_EQ(f->Stats().total.items, capacity);
+      }
+    }
+    EXPECT_EQ(spurious, 0u) << (scalable ? "scalable" : "non-scaling")
+                            << ": the last key saw a full link in " << spurious
+                            << " of " << kRounds << " rounds";
   }
 }
 

@@ -1,4 +1,4 @@
-// ShardMutex (engine/internal/shard_mutex.h), the shard lock every
+// ShardMutex (engine/detail/shard_mutex.h), the shard lock every
 // mutation takes shared and every checkpoint exclusive: mutual exclusion
 // between writers and readers (checked by counters the sections keep, and
 // by TSan in CI over plain data the lock guards), readers together, and a
@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "shardfilter/engine/internal/shard_mutex.h"
+#include "shardfilter/engine/detail/shard_mutex.h"
 
 namespace shardfilter::internal {
 namespace {

@@ -20,7 +20,7 @@
 //      order is apply order and replay reproduces the state. Bloom adds
 //      commute (bits only get set) and skip `order_mu`.
 //  S5. Checkpoints are not starved by mutations: the shard lock
-//      (ShardMutex, engine/internal/shard_mutex.h) prefers writers, so once
+//      (ShardMutex, engine/detail/shard_mutex.h) prefers writers, so once
 //      a checkpoint wants it no new mutation gets in. A mutation already
 //      holding other shards' locks may wait here: the checkpoint holds no
 //      other lock of the filter (S4), so it always gets in.
@@ -65,38 +65,18 @@
 #include <thread>
 
 #include "shardfilter/engine/detail/shard_fast_path.h"
-#include "shardfilter/engine/internal/shard_mutex.h"
+#include "shardfilter/engine/detail/shard_mutex.h"
 #include "shardfilter/filters/filter.h"
 
 namespace shardfilter::internal {
 
 class MemoryAccount;
 
-// Most links a shard's chain may have; an add that would need one more
-// reports Full. With expansion 2 the last link holds 2^31 x the first.
-inline constexpr uint32_t kMaxLinks = 32;
-
-struct alignas(64) Shard {
-  // Layout: what every mutation writes shares the first cache line (the
-  // lock word, the order lock, the sequence, the dirty flag and the first
-  // links' fill). Two threads adding to one filter spread over all its
-  // shards, so a shard's written lines were last written by the other
-  // core about half the time, and each such line is a transfer between
-  // cores (three lines per add before). The read-mostly fields follow on
-  // lines of their own, so that queries do not miss on them either.
-  ShardMutex mu;                   // S2, S4, S5
-  ShortMutex order_mu;             // S3 (shard_mutex.h)
-  std::atomic<bool> dirty{false};  // see below
-  // Last journal sequence assigned (0 = none). Incremented under `mu`
-  // shared (and `order_mu` for ordered types), read under `mu` exclusive by
-  // checkpoints: the lock gives the ordering, so relaxed RMWs suffice.
-  std::atomic<uint64_t> last_seq{0};
-  std::atomic<uint64_t> fill[kMaxLinks];  // S7 (zero: C++20)
-
-  static_assert(sizeof(ShardMutex) + sizeof(ShortMutex) + 4 + 8 + 8 <= 64,
-                "the lock, sequence, dirty flag and link 0's fill share the "
-                "shard's first line");
-
+// The first line (ShardHead, engine/detail/shard_fast_path.h: the lock,
+// the order lock, the sequence, the dirty flag and the first links' fill)
+// is what every mutation writes; the read-mostly fields follow on lines of
+// their own, so that queries do not miss on them either.
+struct alignas(64) Shard : ShardHead {
   alignas(64) std::unique_ptr<Filter> links[kMaxLinks];  // S1
   // links[i]->capacity(), written with links[i] (S1: before `link_count`
   // is raised above i, constant afterwards), so that an add reads the
@@ -121,12 +101,6 @@ struct alignas(64) Shard {
   uint32_t links_visible() const {
     return link_count.load(std::memory_order_acquire);
   }
-
-  // `dirty` (first line): set by every successful mutation under `mu`
-  // shared, cleared by a checkpoint under `mu` exclusive (restored if the
-  // checkpoint fails). Relaxed: `mu` orders the two; a checkpoint that
-  // reads it without the lock and sees a stale false only postpones that
-  // shard to the next one.
 
   // The committed checkpoint, for Stats(): written by the checkpointer
   // (under the filter's checkpoint mutex), read by anyone; relaxed because

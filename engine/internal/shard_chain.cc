@@ -14,15 +14,21 @@ namespace {
 
 // Q1: the shard's fast path for a chain of `links` links, before that count
 // is published. A lone link gets `link`, a lone split-block Bloom link
-// `table` too; growth (links > 1) clears both and leaves `blocks` alone (a
-// reader may still be using the old pair).
+// `table` too (and `blocks` and the add limit before it: capacity[0] is
+// written before this is called, S1); growth (links > 1) clears both and
+// leaves `blocks` and the limit alone (a reader may still be using them).
 void SetFastPath(Shard& s, uint32_t links) {
   if (s.fast == nullptr) return;
   std::atomic<uint64_t>* table = nullptr;
   if (links == 1 && s.links[0]->type() == FilterType::kBloom) {
     auto& bloom = static_cast<BloomFilter&>(*s.links[0]);
     table = bloom.split_table();
-    if (table != nullptr) s.fast->blocks = bloom.num_blocks();
+    if (table != nullptr) {
+      s.fast->blocks = bloom.num_blocks();
+      s.fast_add_limit = s.capacity[0] > kBloomReserveSlack
+                             ? s.capacity[0] - kBloomReserveSlack
+                             : 0;
+    }
   }
   s.fast->link.store(links == 1 ? s.links[0].get() : nullptr,
                      std::memory_order_release);

@@ -75,50 +75,12 @@ Status ChainAdd(const FilterSpec& spec, Shard& s, uint64_t hash,
                 AddOutcome* outcome = nullptr);
 
 // ChainAdd (S8): how close to the newest Bloom link's capacity its adds
-// ask it before reserving.
+// ask it before reserving (ShardFastAdd: below ShardHead::fast_add_limit,
+// the capacity less this).
 inline constexpr uint64_t kBloomReserveSlack = 4096;
 
-// ChainAdd for the common Bloom shard, inline in the single-key add paths:
-// one split-block link (Q1: `fast` is the shard's entry, its table non-null)
-// with more than kBloomReserveSlack of its capacity left. There ChainAdd
-// would ask no link before reserving (S8), and this does what it does,
-// without its call, loop and virtual calls (callgrind, handle_add_bloom_16:
-// 247 -> 184 instructions; at DRAM sizes a loop of adds runs as fast as
-// the CPU overlaps consecutive adds' misses, and each instruction per add
-// shrinks that overlap): a unit of link 0's fill reserved by CAS below its
-// capacity (S7), the bits set, and the unit given back when no bit was new
-// (kAlreadyPresent, S8). Link 0 is the newest link then: a growth needs
-// its fill at the capacity, and only kBloomReserveSlack adds in flight
-// could have given back enough units to bring it below the slack again
-// (ChainAdd relies on the same bound). True when done; false, with nothing
-// changed, when any condition fails (another layout or type, more links,
-// near the capacity, a CAS lost to another add): ChainAdd decides then.
-// REQUIRES: as ChainAdd's, for a Bloom filter (Q1 keeps `fast` null for
-// the other types, so asking is harmless: false).
-inline bool ChainAddOneSplitLink(Shard& s, const ShardFastPath& fast,
-                                 uint64_t hash, AddOutcome* outcome) {
-  // Acquire: pairs with Q1's release, after which `blocks` and capacity[0]
-  // (written before link 0 was installed, S1) are visible.
-  std::atomic<uint64_t>* const table =
-      fast.table.load(std::memory_order_acquire);
-  if (table == nullptr) return false;
-  uint64_t f = s.fill[0].load(std::memory_order_relaxed);
-  if (f + kBloomReserveSlack >= s.capacity[0]) return false;
-  if (!s.fill[0].compare_exchange_strong(f, f + 1, std::memory_order_relaxed)) {
-    return false;
-  }
-  if (SplitAdd(table + SplitBlockOffset(hash, fast.blocks) / sizeof(uint64_t),
-               static_cast<uint32_t>(hash))) {
-    *outcome = AddOutcome::kAdded;
-  } else {
-    // S8: our own unit (fill >= 1), so no CAS loop is needed to stay >= 0.
-    s.fill[0].fetch_sub(1, std::memory_order_relaxed);
-    *outcome = AddOutcome::kAlreadyPresent;
-  }
-  return true;
-}
-
-// ChainAdd for the common counting shard, inline as ChainAddOneSplitLink:
+// ChainAdd for the common counting shard, inline as ShardFastAdd (engine/
+// detail/shard_fast_path.h) for Bloom:
 // one link with room. There ChainAdd counts no older link and makes the
 // link's capped add with the whole kMaxCountingCopies (invariant 8); this
 // makes the same add without its call, loop and virtual calls (callgrind,
@@ -159,14 +121,16 @@ inline Status ChainAddOrdered(const FilterSpec& spec, Shard& s, uint64_t hash,
   return ChainAdd(spec, s, hash, outcome);
 }
 
-// ChainAdd, inline where ChainAddOneSplitLink or ChainAddOneCountingLink
-// applies. `fast` is the shard's ShardFastPath entry. REQUIRES: as
-// ChainAdd's (for counting and cuckoo filters: order_mu held, S3); outcome
-// non-null.
+// ChainAdd, inline where ShardFastAdd or ChainAddOneCountingLink applies.
+// `fast` is the shard's ShardFastPath entry. REQUIRES: as ChainAdd's (for
+// counting and cuckoo filters: order_mu held, S3); outcome non-null.
 inline Status ChainAddAt(const FilterSpec& spec, Shard& s,
                          const ShardFastPath& fast, uint64_t hash,
                          AddOutcome* outcome) {
-  if (ChainAddOneSplitLink(s, fast, hash, outcome)) return Status::OK();
+  if (bool added; ShardFastAdd(fast, hash, &added)) {
+    *outcome = added ? AddOutcome::kAdded : AddOutcome::kAlreadyPresent;
+    return Status::OK();
+  }
   return ChainAddOrdered(spec, s, hash, outcome);
 }
 // As ChainAdd's REQUIRES. NotFound when no link may hold the key;

@@ -1,6 +1,6 @@
 // ShardMutex's writer side and the registry of reader slots
-// (engine/internal/shard_mutex.h: the protocol and why it is sound).
-#include "shardfilter/engine/internal/shard_mutex.h"
+// (engine/detail/shard_mutex.h: the protocol and why it is sound).
+#include "shardfilter/engine/detail/shard_mutex.h"
 
 #include <linux/membarrier.h>
 #include <sys/syscall.h>

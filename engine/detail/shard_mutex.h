@@ -2,6 +2,14 @@
 // S2, S5), taken shared by every mutation and exclusive by checkpoints,
 // exports, migrations' switches and Drop/Close.
 //
+// Installed (engine/detail/shard_fast_path.h includes it), not API: the
+// Bloom add's fast path, inline in callers' code (ShardedFilter::
+// TryFastAdd), takes the lock through TryLockSharedSlot, so the reader's
+// side of the protocol below is compiled into callers: names, layout and
+// protocol may change in any release (the shared library's SONAME is
+// major.minor while 0.x). The writer's side and the slot registry are the
+// library's (engine/internal/shard_mutex.cc).
+//
 // Readers come in two ways; writers wait for both.
 //
 // - Through the thread's reader slot (the fast path, every single-key
@@ -87,8 +95,8 @@
 //   while the word is 2. unlock: exchange 0 (release); wake one sleeper if
 //   it was 2. Memory order: each lock's acquire RMW reads the previous
 //   unlock's release exchange.
-#ifndef SHARDFILTER_ENGINE_INTERNAL_SHARD_MUTEX_H_
-#define SHARDFILTER_ENGINE_INTERNAL_SHARD_MUTEX_H_
+#ifndef SHARDFILTER_ENGINE_DETAIL_SHARD_MUTEX_H_
+#define SHARDFILTER_ENGINE_DETAIL_SHARD_MUTEX_H_
 
 #include <atomic>
 #include <cstdint>
@@ -165,7 +173,14 @@ struct alignas(64) ReaderSlot {
 // whose `held` is never null, so the fast path needs no other test: such
 // a thread takes the slow path, which claims, or takes the counter's path.
 // So does every thread of a process where the kernel offers no membarrier.
-// Plain TLS (__thread: a constant initialiser, no wrapper call).
+// Plain TLS (__thread: a constant initialiser, no wrapper call). Read by
+// callers' code too (the inline Bloom add): an executable reads it with one
+// %fs-relative load (initial-exec, through the GOT when the library is
+// shared), code built as a shared object through __tls_get_addr. A TSan
+// build's readers announce with seq_cst stores and its writers rely on
+// them (no membarrier): code that takes these locks and the library are
+// built with the same sanitizer setting (a TSan caller of a plain library
+// only announces more strongly than needed).
 extern __thread ReaderSlot* tls_reader_slot;
 // Slots in the registry (claimed or free): the most threads that have used
 // shard locks at once, plus the free ones. For tests.
@@ -260,4 +275,4 @@ class ShardMutex {
 
 }  // namespace shardfilter::internal
 
-#endif  // SHARDFILTER_ENGINE_INTERNAL_SHARD_MUTEX_H_
+#endif  // SHARDFILTER_ENGINE_DETAIL_SHARD_MUTEX_H_
