@@ -274,9 +274,15 @@ class ShardedFilter {
     return AddHash(Hash(key));
   }
   [[gnu::always_inline]] Status AddHash(uint64_t hash) {
-    AddOutcome outcome;
-    if (bloom_fast_add_ && TryFastAdd(hash, &outcome)) [[likely]] {
-      return Status::OK();
+    if (fast_add_ == FastAdd::kBloom) {
+      AddOutcome outcome;
+      if (TryFastAdd(hash, &outcome)) [[likely]] {
+        return Status::OK();
+      }
+    } else if (fast_add_ == FastAdd::kCounting) {
+      if (TryFastCountingAdd(hash)) [[likely]] {
+        return Status::OK();
+      }
     }
     return AddHashSlow(hash);
   }
@@ -286,9 +292,15 @@ class ShardedFilter {
     return InsertHash(Hash(key));
   }
   [[gnu::always_inline]] Result<AddOutcome> InsertHash(uint64_t hash) {
-    AddOutcome outcome;
-    if (bloom_fast_add_ && TryFastAdd(hash, &outcome)) [[likely]] {
-      return outcome;
+    if (fast_add_ == FastAdd::kBloom) {
+      AddOutcome outcome;
+      if (TryFastAdd(hash, &outcome)) [[likely]] {
+        return outcome;
+      }
+    } else if (fast_add_ == FastAdd::kCounting) {
+      if (TryFastCountingAdd(hash)) [[likely]] {
+        return AddOutcome::kAdded;
+      }
     }
     return InsertHashSlow(hash);
   }
@@ -519,6 +531,36 @@ class ShardedFilter {
     internal::ShardMutex::UnlockSharedSlot(slot);
     return done;
   }
+  // As TryFastAdd, for a counting filter (fast_add_ kCounting): a shard of
+  // one counting link with room (ShardFastCountingAdd), under the shard's
+  // lock through the thread's slot and its order_mu (S3: the capped add
+  // and its sequence together). True when added; false, with nothing
+  // changed, for InsertHashSlow to decide from scratch.
+  [[gnu::always_inline]] bool TryFastCountingAdd(uint64_t hash) {
+    const internal::ShardFastPath& fast = fast_[LocalShardOf(hash)];
+    const Filter* const link = fast.link.load(std::memory_order_acquire);
+    if (link == nullptr) return false;
+    // The block's miss starts before the locks' stores and CAS.
+    static_cast<const CountingBloomFilter&>(*link).PrefetchAdd(hash);
+    internal::ShardHead& h = *fast.head;
+    internal::ReaderSlot* const slot = h.mu.TryLockSharedSlot();  // S2, S5
+    if (slot == nullptr) return false;
+    bool done = false;
+    // Under the lock, as TryFastAdd's.
+    if (forward_.load(std::memory_order_relaxed) == nullptr &&
+        detached_.load(std::memory_order_relaxed) == 0 &&
+        migration_.load(std::memory_order_relaxed) == nullptr) [[likely]] {
+      h.order_mu.lock();  // S3, S4: under `mu`
+      if (internal::ShardFastCountingAdd(fast, hash)) [[likely]] {
+        h.last_seq.fetch_add(1, std::memory_order_relaxed);
+        h.dirty.store(true, std::memory_order_relaxed);
+        done = true;
+      }
+      h.order_mu.unlock();
+    }
+    internal::ShardMutex::UnlockSharedSlot(slot);
+    return done;
+  }
   // InsertHash and AddHash past their common case; both are InsertSlow,
   // inline in them (sharded_filter.cc only), so that neither is a call
   // more than InsertHashSlow alone was.
@@ -540,11 +582,15 @@ class ShardedFilter {
   bool Journalled() const {
     return journal_ != nullptr && durability_ != Durability::kNone;
   }
-  // bloom_fast_add_ from what it depends on; whoever changes one of them
-  // calls it (the constructor, ShardedFilterAccess::Attach).
+  // fast_add_ from what it depends on; whoever changes one of them calls
+  // it (the constructor, ShardedFilterAccess::Attach).
   void UpdateFastAdd() {
-    bloom_fast_add_ =
-        spec_.type == FilterType::kBloom && !read_only_ && !Journalled();
+    fast_add_ = FastAdd::kNone;
+    if (read_only_ || Journalled()) return;
+    if (spec_.type == FilterType::kBloom) fast_add_ = FastAdd::kBloom;
+    if (spec_.type == FilterType::kCountingBloom) {
+      fast_add_ = FastAdd::kCounting;
+    }
   }
 
   // Unique in the process (Database::Version tells filters apart by it).
@@ -573,10 +619,12 @@ class ShardedFilter {
   // made at recovery or Attach, before the filter is shared.
   std::unique_ptr<internal::FilterLog> log_;
   bool read_only_ = false;
-  // InsertHash may try its common case first: a Bloom filter, writable,
-  // without a journal. Set with those, before the filter is shared
-  // (UpdateFastAdd); constant afterwards.
-  bool bloom_fast_add_ = false;
+  // Which common case InsertHash and AddHash may try first: TryFastAdd
+  // (Bloom) or TryFastCountingAdd, for a writable filter without a
+  // journal. Set with those, before the filter is shared (UpdateFastAdd);
+  // constant afterwards.
+  enum class FastAdd : uint8_t { kNone, kBloom, kCounting };
+  FastAdd fast_add_ = FastAdd::kNone;
   // *spec_.durability or the session override; set before the filter is
   // shared (constructor, Attach), constant afterwards.
   Durability durability_ = Durability::kNone;

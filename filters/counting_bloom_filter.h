@@ -116,6 +116,11 @@ class CountingBloomFilter final : public Filter {
   // The writers prefetch the block before the stripe lock: the lock's
   // locked exchange waits for the previous writer's stores (and their
   // block's miss), a prefetch does not, so consecutive adds' misses overlap.
+  // PrefetchAdd is that prefetch alone, for owners that take locks of
+  // their own first (the sharded engine's inline add).
+  void PrefetchAdd(uint64_t h) const {
+    internal::PrefetchWrite(BlockAt(internal::BlockIndex(h, num_blocks_)));
+  }
   void AddHashInline(uint64_t h) {
     const uint64_t b = internal::BlockIndex(h, num_blocks_);
     Stripe& s = stripes_[b & stripe_mask_];

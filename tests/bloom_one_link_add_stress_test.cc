@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -169,10 +170,9 @@ TEST(BloomOneLinkAddTest, RepeatedKeysNeverMakeTheLastNewKeySeeAFullLink) {
         });
       }
       while (running.load() < kRepeaters) std::this_thread::yield();
-      // The last key with room; a spin first, so that the repeaters are
-      // mid-loop.
-      for (volatile int spin = 0; spin < 20'000; ++spin) {
-      }
+      // The last key with room, once the repeaters are well into their
+      // loops.
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
       auto last = f->InsertHash(KeyHash(last_key));
       stop.store(true);
       for (std::thread& t : repeaters) t.join();

@@ -41,7 +41,7 @@
 //      adds (which skip `order_mu`) race. Counting and cuckoo shards'
 //      fill is written only under `order_mu` (S3: adds, removes, growth)
 //      or before the shard is shared, so an add there may take its unit
-//      by a load and a store once it has added (ChainAddOneCountingLink).
+//      by a load and a store once it has added (ShardFastCountingAdd).
 //  S8. Bloom: fill[i] counts distinct keys as far as the chain can tell. An
 //      add of a key an older link reports present reserves nothing and
 //      changes nothing (it is "already present"); an add of the newest

@@ -14,12 +14,16 @@ namespace {
 
 // Q1: the shard's fast path for a chain of `links` links, before that count
 // is published. A lone link gets `link`, a lone split-block Bloom link
-// `table` too (and `blocks` and the add limit before it: capacity[0] is
-// written before this is called, S1); growth (links > 1) clears both and
-// leaves `blocks` and the limit alone (a reader may still be using them).
+// `table` too; a lone counting or split-block link its add limit before
+// (and `blocks` for the table; capacity[0] is written before this is
+// called, S1). Growth (links > 1) clears both pointers and leaves `blocks`
+// and the limit alone (a reader may still be using them).
 void SetFastPath(Shard& s, uint32_t links) {
   if (s.fast == nullptr) return;
   std::atomic<uint64_t>* table = nullptr;
+  if (links == 1 && s.links[0]->type() == FilterType::kCountingBloom) {
+    s.fast_add_limit = s.capacity[0];
+  }
   if (links == 1 && s.links[0]->type() == FilterType::kBloom) {
     auto& bloom = static_cast<BloomFilter&>(*s.links[0]);
     table = bloom.split_table();

@@ -54,9 +54,6 @@ struct LoadedChain {
 // (construction or recovery).
 void InstallChain(Shard& s, LoadedChain chain);
 
-// Copies of one key a counting chain keeps (ChainAdd).
-inline constexpr uint32_t kMaxCountingCopies = 15;
-
 // REQUIRES: `mu` shared held (S2), and `order_mu` for counting / cuckoo
 // filters (S3). Full when the filter is non-scaling and the shard full, the
 // chain has kMaxLinks links, or the next link cannot be built (rate or
@@ -79,49 +76,21 @@ Status ChainAdd(const FilterSpec& spec, Shard& s, uint64_t hash,
 // the capacity less this).
 inline constexpr uint64_t kBloomReserveSlack = 4096;
 
-// ChainAdd for the common counting shard, inline as ShardFastAdd (engine/
-// detail/shard_fast_path.h) for Bloom:
-// one link with room. There ChainAdd counts no older link and makes the
-// link's capped add with the whole kMaxCountingCopies (invariant 8); this
-// makes the same add without its call, loop and virtual calls (callgrind,
-// handle_add_counting_16: 421 -> 332 instructions). The shard's order_mu
-// (S3, REQUIRED) holds the chain and its fill still: growth appends under
-// order_mu for ordered types (S4, S6), and every writer of an ordered
-// shard's fill (ChainAdd, ChainRemove, growth) holds it, or runs before the
-// shard is shared; so the unit (S7) is taken by a load and a store after
-// the add, not by Reserve's CAS before it, and the link still never holds
-// more adds than its capacity. True when done; false, with nothing
-// changed, when a condition fails (more links, the link full, the key
-// already at kMaxCountingCopies): ChainAdd decides and reports then.
-// REQUIRES: as ChainAdd's, a counting filter's shard, order_mu held.
-inline bool ChainAddOneCountingLink(Shard& s, uint64_t hash) {
-  if (s.links_visible() != 1) return false;
-  const uint64_t f = s.fill[0].load(std::memory_order_relaxed);
-  if (f >= s.capacity[0]) return false;
-  uint32_t held = 0;
-  // The type is fixed by the spec (DecodeLinkFilter checks it).
-  if (!static_cast<CountingBloomFilter&>(*s.links[0])
-           .AddHashCappedInline(hash, kMaxCountingCopies, &held)) {
-    return false;
-  }
-  s.fill[0].store(f + 1, std::memory_order_relaxed);
-  return true;
-}
-
-// ChainAdd, inline where ChainAddOneCountingLink applies: the single-key
-// add paths of ordered types (counting, cuckoo), which hold order_mu.
+// ChainAdd, inline where ShardFastCountingAdd (engine/detail/
+// shard_fast_path.h) applies: the single-key add paths of ordered types
+// (counting, cuckoo), which hold order_mu.
 // REQUIRES: as ChainAdd's, order_mu held (S3); outcome non-null.
 inline Status ChainAddOrdered(const FilterSpec& spec, Shard& s, uint64_t hash,
                               AddOutcome* outcome) {
-  if (spec.type == FilterType::kCountingBloom &&
-      ChainAddOneCountingLink(s, hash)) {
+  if (spec.type == FilterType::kCountingBloom && s.fast != nullptr &&
+      ShardFastCountingAdd(*s.fast, hash)) {
     *outcome = AddOutcome::kAdded;
     return Status::OK();
   }
   return ChainAdd(spec, s, hash, outcome);
 }
 
-// ChainAdd, inline where ShardFastAdd or ChainAddOneCountingLink applies.
+// ChainAdd, inline where ShardFastAdd or ShardFastCountingAdd applies.
 // `fast` is the shard's ShardFastPath entry. REQUIRES: as ChainAdd's (for
 // counting and cuckoo filters: order_mu held, S3); outcome non-null.
 inline Status ChainAddAt(const FilterSpec& spec, Shard& s,
