@@ -493,10 +493,11 @@ class ShardedFilter {
   // found changed once the shard's lock is held. Inline because at DRAM
   // sizes a loop of adds runs as fast as the CPU overlaps consecutive adds'
   // misses, and a call into the library costs that overlap: behind one
-  // out-of-line call (this path before) a handle's add of a 5e7-key filter
-  // ran at 14.2M adds/s against the raw filter's 19.8; inline, 17.9
-  // (sharded_bench BM_OneAdd, 1 shard, medians of 9 interleaved;
-  // docs/performance.md, session 21). Always inline: as MayContain.
+  // out-of-line call (this path before) a Database handle's add of a
+  // 5e7-key filter took 1.78x its raw link's add (16 shards: 2.08x);
+  // inline, 1.49x (1.52x) (the side-by-side harness, medians of 7
+  // interleaved; docs/performance.md, session 21). Always inline: as
+  // MayContain.
   [[gnu::always_inline]] bool TryFastAdd(uint64_t hash, AddOutcome* outcome) {
     const internal::ShardFastPath& fast = fast_[LocalShardOf(hash)];
     // Acquire (Q1: `blocks` is written before the table's release); the
