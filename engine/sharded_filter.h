@@ -484,6 +484,14 @@ class ShardedFilter {
                       std::span<const uint32_t> group_begin,
                       std::span<const uint32_t> order, size_t base, Status* out,
                       std::vector<AddOutcome>* outcomes);
+  // The fast adds' check, under a shard's lock: no forward, detach or
+  // migration. All three are set while every shard lock is held exclusive,
+  // so none starts before the caller unlocks (relaxed loads suffice).
+  bool PlainUnderShardLock() const {
+    return forward_.load(std::memory_order_relaxed) == nullptr &&
+           detached_.load(std::memory_order_relaxed) == 0 &&
+           migration_.load(std::memory_order_relaxed) == nullptr;
+  }
   // InsertHash's common case, inline in the caller's code: a live,
   // writable Bloom filter without a journal or a running migration, whose
   // shard is one split-block link with room (ShardFastAdd, engine/detail/
@@ -513,11 +521,7 @@ class ShardedFilter {
     internal::ReaderSlot* const slot = h.mu.TryLockSharedSlot();  // S2, S5
     if (slot == nullptr) return false;
     bool done = false;
-    // Under the lock: a forward, a detach and a migration are all set while
-    // every shard lock is held exclusive, so none starts before we unlock.
-    if (forward_.load(std::memory_order_relaxed) == nullptr &&
-        detached_.load(std::memory_order_relaxed) == 0 &&
-        migration_.load(std::memory_order_relaxed) == nullptr) [[likely]] {
+    if (PlainUnderShardLock()) [[likely]] {
       // As InsertHashSlow: the sequence before the table's ORs (a locked
       // RMW after them would wait for their miss).
       h.last_seq.fetch_add(1, std::memory_order_relaxed);
@@ -547,10 +551,7 @@ class ShardedFilter {
     internal::ReaderSlot* const slot = h.mu.TryLockSharedSlot();  // S2, S5
     if (slot == nullptr) return false;
     bool done = false;
-    // Under the lock, as TryFastAdd's.
-    if (forward_.load(std::memory_order_relaxed) == nullptr &&
-        detached_.load(std::memory_order_relaxed) == 0 &&
-        migration_.load(std::memory_order_relaxed) == nullptr) [[likely]] {
+    if (PlainUnderShardLock()) [[likely]] {
       h.order_mu.lock();  // S3, S4: under `mu`
       if (internal::ShardFastCountingAdd(fast, hash)) [[likely]] {
         h.last_seq.fetch_add(1, std::memory_order_relaxed);
