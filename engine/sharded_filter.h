@@ -500,12 +500,11 @@ class ShardedFilter {
   // InsertHashSlow to decide from scratch: everything else, and anything
   // found changed once the shard's lock is held. Inline because at DRAM
   // sizes a loop of adds runs as fast as the CPU overlaps consecutive adds'
-  // misses, and a call into the library costs that overlap: behind one
-  // out-of-line call (this path before) a Database handle's add of a
-  // 5e7-key filter took 1.78x its raw link's add (16 shards: 2.08x);
-  // inline, 1.49x (1.52x) (the side-by-side harness, medians of 7
-  // interleaved; docs/performance.md, session 21). Always inline: as
-  // MayContain.
+  // misses, and a call into the library costs that overlap (session 20:
+  // the raw add behind one call, 1.25-1.3x). Inline: callgrind 154 -> 124
+  // instructions per add (1 shard); in time 0-17%, the handle's add
+  // 1.12-1.6x its raw link's in session 21's paired runs, 1.4-1.8x before
+  // (docs/performance.md). Always inline: as MayContain.
   [[gnu::always_inline]] bool TryFastAdd(uint64_t hash, AddOutcome* outcome) {
     const internal::ShardFastPath& fast = fast_[LocalShardOf(hash)];
     // Acquire (Q1: `blocks` is written before the table's release); the
