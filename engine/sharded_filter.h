@@ -274,15 +274,8 @@ class ShardedFilter {
     return AddHash(Hash(key));
   }
   [[gnu::always_inline]] Status AddHash(uint64_t hash) {
-    if (fast_add_ == FastAdd::kBloom) {
-      AddOutcome outcome;
-      if (TryFastAdd(hash, &outcome)) [[likely]] {
-        return Status::OK();
-      }
-    } else if (fast_add_ == FastAdd::kCounting) {
-      if (TryFastCountingAdd(hash)) [[likely]] {
-        return Status::OK();
-      }
+    if (AddOutcome outcome; TryCommonAdd(hash, &outcome)) [[likely]] {
+      return Status::OK();
     }
     return AddHashSlow(hash);
   }
@@ -292,15 +285,8 @@ class ShardedFilter {
     return InsertHash(Hash(key));
   }
   [[gnu::always_inline]] Result<AddOutcome> InsertHash(uint64_t hash) {
-    if (fast_add_ == FastAdd::kBloom) {
-      AddOutcome outcome;
-      if (TryFastAdd(hash, &outcome)) [[likely]] {
-        return outcome;
-      }
-    } else if (fast_add_ == FastAdd::kCounting) {
-      if (TryFastCountingAdd(hash)) [[likely]] {
-        return AddOutcome::kAdded;
-      }
+    if (AddOutcome outcome; TryCommonAdd(hash, &outcome)) [[likely]] {
+      return outcome;
     }
     return InsertHashSlow(hash);
   }
@@ -484,6 +470,16 @@ class ShardedFilter {
                       std::span<const uint32_t> group_begin,
                       std::span<const uint32_t> order, size_t base, Status* out,
                       std::vector<AddOutcome>* outcomes);
+  // The common add of fast_add_'s type, in the caller's code: true when it
+  // added (*outcome set); false, with nothing changed, for the slow path.
+  [[gnu::always_inline]] bool TryCommonAdd(uint64_t hash, AddOutcome* outcome) {
+    if (fast_add_ == FastAdd::kBloom) return TryFastAdd(hash, outcome);
+    if (fast_add_ == FastAdd::kCounting && TryFastCountingAdd(hash)) {
+      *outcome = AddOutcome::kAdded;
+      return true;
+    }
+    return false;
+  }
   // The fast adds' check, under a shard's lock: no forward, detach or
   // migration. All three are set while every shard lock is held exclusive,
   // so none starts before the caller unlocks (relaxed loads suffice).
