@@ -433,7 +433,7 @@ void ShardedFilter::RunMappedSlice(bool remove, std::span<const uint64_t> slice,
         }
         if (ordered) {
           if (rec.hashes.empty()) continue;  // no seq taken
-          rec.seq = sh.last_seq.fetch_add(1, std::memory_order_relaxed) + 1;
+          rec.seq = sh.TakeOrderedSeq();
           rec.slot = log.Reserve(shard, rec.seq, rec.hashes.size());
         }
         if (!rec.hashes.empty())

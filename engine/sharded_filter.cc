@@ -202,7 +202,7 @@ void ShardedFilter::PrefetchShard(uint32_t index, uint64_t hash,
   if (NeedsOrder(spec_.type)) {
     std::lock_guard order(s.order_mu);
     SF_RETURN_IF_ERROR(internal::ChainAddOrdered(spec_, s, hash, &outcome));
-    s.last_seq.fetch_add(1, std::memory_order_relaxed);
+    s.TakeOrderedSeq();
     RecordForMigration(index, hash, false);
   } else {
     // The sequence before the table's ORs: a locked RMW after them waits
@@ -260,7 +260,7 @@ Status ShardedFilter::RemoveHash(uint64_t hash) {
   {
     std::lock_guard order(s.order_mu);
     SF_RETURN_IF_ERROR(internal::ChainRemove(s, hash));
-    s.last_seq.fetch_add(1, std::memory_order_relaxed);
+    s.TakeOrderedSeq();
     RecordForMigration(index, hash, true);
   }
   s.dirty.store(true, std::memory_order_relaxed);

@@ -57,7 +57,7 @@ Result<AddOutcome> ShardedFilter::JournalledInsert(uint32_t index, Shard& s,
       // is still apply order, S3), and the commit's check computed while
       // the table's line is on its way, as for Bloom below. A failed add
       // commits its slot as a no op.
-      seq = s.last_seq.fetch_add(1, std::memory_order_relaxed) + 1;
+      seq = s.TakeOrderedSeq();
       slot = log.Reserve(index, seq, 1);
       prepared =
           persistence::PrepareCommit(slot, seq, OpByte(JournalOp::kAdd), hash);
@@ -103,7 +103,7 @@ Result<AddOutcome> ShardedFilter::JournalledInsert(uint32_t index, Shard& s,
   if (NeedsOrder(spec_.type)) {
     std::lock_guard order(s.order_mu);  // S3
     SF_RETURN_IF_ERROR(internal::ChainAddOrdered(spec_, s, hash, &outcome));
-    seq = s.last_seq.fetch_add(1, std::memory_order_relaxed) + 1;
+    seq = s.TakeOrderedSeq();
     RecordForMigration(index, hash, false);
   } else {
     SF_RETURN_IF_ERROR(
@@ -138,7 +138,7 @@ Status ShardedFilter::JournalledRemove(uint32_t index, Shard& s,
     if (log.mmap()) {
       // As JournalledInsert: seq, slot and check before the apply.
       SF_RETURN_IF_ERROR(log.EnsureSpace(index, 1));
-      seq = s.last_seq.fetch_add(1, std::memory_order_relaxed) + 1;
+      seq = s.TakeOrderedSeq();
       slot = log.Reserve(index, seq, 1);
       prepared = persistence::PrepareCommit(slot, seq,
                                             OpByte(JournalOp::kRemove), hash);
@@ -146,7 +146,7 @@ Status ShardedFilter::JournalledRemove(uint32_t index, Shard& s,
       if (applied.ok()) RecordForMigration(index, hash, true);
     } else {
       SF_RETURN_IF_ERROR(internal::ChainRemove(s, hash));
-      seq = s.last_seq.fetch_add(1, std::memory_order_relaxed) + 1;
+      seq = s.TakeOrderedSeq();
       RecordForMigration(index, hash, true);
     }
   }

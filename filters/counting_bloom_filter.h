@@ -141,8 +141,7 @@ class CountingBloomFilter final : public Filter {
     s.lock.unlock();
     return removed;
   }
-  // AddHashCapped without its Status, inline (the engine's one-link fast
-  // path, engine/internal/shard_chain.h): true when added; false, with
+  // AddHashCapped without its Status, inline: true when added; false, with
   // nothing changed, when the key already holds `max_copies` copies. Either
   // way *held is the key's count before the call.
   bool AddHashCappedInline(uint64_t h, uint32_t max_copies, uint32_t* held) {
@@ -150,13 +149,21 @@ class CountingBloomFilter final : public Filter {
     Stripe& s = stripes_[b & stripe_mask_];
     internal::PrefetchWrite(BlockAt(b));
     s.lock.lock();
-    const uint32_t min =
-        IncrementCappedLocked(BlockAt(b), static_cast<uint32_t>(h), max_copies);
-    const bool added = min < max_copies;
-    if (added) CountLocked(s.adds);
+    const bool added = CappedAddLocked(b, s, h, max_copies, held);
     s.lock.unlock();
-    *held = min;
     return added;
+  }
+  // The same without the stripe lock, for an owner that serializes every
+  // writer of this filter itself (the sharded engine's one-link shard add:
+  // each writer of an ordered shard's link holds the shard's order_mu, S3,
+  // engine/detail/shard_fast_path.h); the lock's only work is to exclude
+  // other writers. REQUIRES: no other thread writes this filter during
+  // the call, and every earlier write happened before it (a lock the
+  // writers share).
+  bool AddHashCappedSoleWriter(uint64_t h, uint32_t max_copies,
+                               uint32_t* held) {
+    const uint64_t b = internal::BlockIndex(h, num_blocks_);
+    return CappedAddLocked(b, stripes_[b & stripe_mask_], h, max_copies, held);
   }
   uint32_t CountHashInline(uint64_t h) const {
     return internal::CounterMin(BlockAt(internal::BlockIndex(h, num_blocks_)),
@@ -213,6 +220,17 @@ class CountingBloomFilter final : public Filter {
 
   std::atomic<uint64_t>* BlockAt(uint64_t b) const {
     return table_.data() + b * internal::kBlockWords;
+  }
+  // AddHashCappedInline's work under the lock (or with writers excluded
+  // otherwise): block b, its stripe s.
+  bool CappedAddLocked(uint64_t b, Stripe& s, uint64_t h, uint32_t max_copies,
+                       uint32_t* held) {
+    const uint32_t min =
+        IncrementCappedLocked(BlockAt(b), static_cast<uint32_t>(h), max_copies);
+    const bool added = min < max_copies;
+    if (added) CountLocked(s.adds);
+    *held = min;
+    return added;
   }
   // Guarded by the stripe's lock; atomic only so that Stats() may read it
   // unlocked.

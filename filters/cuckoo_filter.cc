@@ -332,18 +332,12 @@ Status CuckooFilter::RemoveSlow(uint64_t h, bool tried_fast) {
 
 Status CuckooFilter::AddHashCapped(uint64_t hash, uint32_t max_copies,
                                    uint32_t* held) {
-  const Position p = Locate(hash);
-  using Layout = internal::CuckooTable::Layout;
-  const bool fast = table_.layout() == Layout::k4x12;
-  // No writer runs (REQUIRES), so a plain look is exact: no versions.
+  const bool fast = table_.layout() == internal::CuckooTable::Layout::k4x12;
   if (fast) {
-    using internal::CuckooTable;
-    const uint64_t m1 = table_.MatchBucket<4, 12>(p.i1, p.fp);
-    const uint64_t m2 =
-        p.i2 != p.i1 ? table_.MatchBucket<4, 12>(p.i2, p.fp) : 0;
-    *held =
-        CuckooTable::CountMarks<4, 12>(m1) + CuckooTable::CountMarks<4, 12>(m2);
+    if (AddHashCappedInline(hash, max_copies, held)) return Status::OK();
   } else {
+    // No writer runs (REQUIRES), so a plain look is exact: no versions.
+    const Position p = Locate(hash);
     *held = table_.CountInBucket(p.i1, p.fp);
     if (p.i2 != p.i1) *held += table_.CountInBucket(p.i2, p.fp);
   }
@@ -351,8 +345,6 @@ Status CuckooFilter::AddHashCapped(uint64_t hash, uint32_t max_copies,
     return Status::Full("the item already holds " + std::to_string(*held) +
                         " copies");
   }
-  // The pair's words are in cache now: the insert's look is cheap.
-  if (fast && AddOneStripe<4, 12>(p)) return Status::OK();
   return InsertSlow(hash, false, fast);
 }
 

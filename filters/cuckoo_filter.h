@@ -180,6 +180,33 @@ class alignas(64) CuckooFilter final : public Filter {
   // REQUIRES: no concurrent writer).
   Status AddHashCapped(uint64_t hash, uint32_t max_copies,
                        uint32_t* held) override;
+  // AddHashCapped's common case, inline: the default layout, the key below
+  // max_copies, a free slot in one of its buckets. True when added; false,
+  // with nothing changed, otherwise: AddHashCapped decides then. *held:
+  // the key's copies before the call (0 for other layouts). REQUIRES: as
+  // AddHashCapped's (no concurrent writer).
+  bool AddHashCappedInline(uint64_t hash, uint32_t max_copies, uint32_t* held) {
+    return CappedAdd<true>(hash, max_copies, held);
+  }
+  // The same without the stripe lock, for an owner that serializes every
+  // writer of this filter itself (the sharded engine's one-link shard add:
+  // each writer of an ordered shard's link holds the shard's order_mu, S3,
+  // engine/detail/shard_fast_path.h). The lock's only work here is to
+  // exclude other writers (queries validate against moves, which this add
+  // never makes, and Serialize runs with writers excluded too).
+  // REQUIRES: no other thread writes this filter during the call, and
+  // every earlier write happened before it (a lock the writers share).
+  bool AddHashCappedSoleWriter(uint64_t hash, uint32_t max_copies,
+                               uint32_t* held) {
+    return CappedAdd<false>(hash, max_copies, held);
+  }
+  // What an add of `hash` writes, prefetched for writing (both buckets),
+  // for owners that take locks of their own before the add.
+  void PrefetchAdd(uint64_t hash) const {
+    const Position p = Locate(hash);
+    table_.Prefetch<true>(p.i1);
+    table_.Prefetch<true>(p.i2);
+  }
   Status AddHashes(std::span<const uint64_t> hashes, size_t* added) override;
   void PrefetchHash(uint64_t hash, bool for_write) const override {
     if (for_write) {
@@ -312,6 +339,14 @@ class alignas(64) CuckooFilter final : public Filter {
   bool RemoveOneStripe(const Position& p);
   template <uint32_t kB, uint32_t kF>
   bool AddOneStripe(const Position& p);
+  // The same, with the look already made: e1, e2 the empty-slot masks of
+  // p.i1 and p.i2 (MatchBucket<kB, kF>(i, 0)). kLock false: without the
+  // stripe lock (AddHashCappedSoleWriter's REQUIRES).
+  template <uint32_t kB, uint32_t kF, bool kLock = true>
+  bool AddOneStripe(const Position& p, uint64_t e1, uint64_t e2);
+  // AddHashCappedInline (kLock) or AddHashCappedSoleWriter.
+  template <bool kLock>
+  inline bool CappedAdd(uint64_t hash, uint32_t max_copies, uint32_t* held);
   template <uint32_t kB, uint32_t kF>
   bool RemoveOneStripe(const Position& p);
   // Under the stripes of p.i1 and p.i2: fills an empty slot. False if none.
@@ -380,9 +415,14 @@ inline bool CuckooFilter::Query(uint64_t hash) const {
 // for the default layout no call at all.
 template <uint32_t kB, uint32_t kF>
 inline bool CuckooFilter::AddOneStripe(const Position& p) {
+  return AddOneStripe<kB, kF>(p, table_.MatchBucket<kB, kF>(p.i1, 0),
+                              table_.MatchBucket<kB, kF>(p.i2, 0));
+}
+
+template <uint32_t kB, uint32_t kF, bool kLock>
+inline bool CuckooFilter::AddOneStripe(const Position& p, uint64_t e1,
+                                       uint64_t e2) {
   using internal::CuckooTable;
-  const uint64_t e1 = table_.MatchBucket<kB, kF>(p.i1, 0);
-  const uint64_t e2 = table_.MatchBucket<kB, kF>(p.i2, 0);
   if ((e1 | e2) == 0) return false;  // both (seem) full: displacement
   // Placement: i1 while it has at least 3 free slots, else the bucket
   // with more free slots (i1 on a tie). Balancing the pair late (two
@@ -398,7 +438,7 @@ inline bool CuckooFilter::AddOneStripe(const Position& p) {
   const uint64_t bucket = one ? p.i1 : p.i2;
   const uint64_t s = stripes_.StripeOf(bucket);
   const uint64_t e = one ? e1 : e2;
-  internal::OneStripeLock g(stripes_, s);
+  internal::MaybeStripeLock<kLock> g(stripes_, s);
   // Re-checked under the lock (the bucket's words are now still), by the
   // update itself: another writer may have filled the slot since the look.
   if (!table_.ReplaceSlot<kB, kF>(bucket, e, 0, p.fp)) return false;
@@ -420,6 +460,30 @@ inline bool CuckooFilter::RemoveOneStripe(const Position& p) {
   if (!table_.ReplaceSlot<kB, kF>(bucket, m, p.fp, 0)) return false;
   stripes_.CountRemove(s);  // invariant 7
   return true;
+}
+
+template <bool kLock>
+inline bool CuckooFilter::CappedAdd(uint64_t hash, uint32_t max_copies,
+                                    uint32_t* held) {
+  using internal::CuckooTable;
+  *held = 0;
+  if (table_.layout() != CuckooTable::Layout::k4x12) [[unlikely]] {
+    return false;
+  }
+  const Position p = Locate(hash);
+  // No writer runs (REQUIRES), so a plain look is exact: no versions. One
+  // load per bucket serves the count and the insert's look. A pair of one
+  // bucket counts its copies once.
+  const uint64_t b1 = table_.LoadBucket<4, 12>(p.i1);
+  const uint64_t b2 = table_.LoadBucket<4, 12>(p.i2);
+  *held =
+      CuckooTable::CountMarks<4, 12>(CuckooTable::MatchBits<4, 12>(b1, p.fp)) +
+      (p.i2 != p.i1 ? CuckooTable::CountMarks<4, 12>(
+                          CuckooTable::MatchBits<4, 12>(b2, p.fp))
+                    : 0);
+  return *held < max_copies &&
+         AddOneStripe<4, 12, kLock>(p, CuckooTable::MatchBits<4, 12>(b1, 0),
+                                    CuckooTable::MatchBits<4, 12>(b2, 0));
 }
 
 inline Status CuckooFilter::Insert(uint64_t h, bool unique) {

@@ -1,5 +1,5 @@
 // The fast path of a ShardedFilter's shard: what the inline MayContain and the
-// inline Bloom and counting adds (engine/sharded_filter.h) need to reach a
+// inline adds (engine/sharded_filter.h) need to reach a
 // shard without Shard (engine/internal/shard.h), which the public header cannot
 // see: one ShardFastPath entry per shard, in an array of its own, and the
 // shard's first cache line (ShardHead: its lock, sequence, dirty flag and
@@ -35,6 +35,7 @@
 
 #include "shardfilter/engine/detail/shard_mutex.h"
 #include "shardfilter/filters/counting_bloom_filter.h"
+#include "shardfilter/filters/cuckoo_filter.h"
 #include "shardfilter/filters/internal/split_block.h"
 
 namespace shardfilter {
@@ -46,8 +47,8 @@ namespace shardfilter::internal {
 // Most links a shard's chain may have; an add that would need one more
 // reports Full. With expansion 2 the last link holds 2^31 x the first.
 inline constexpr uint32_t kMaxLinks = 32;
-// Copies of one key a counting chain keeps (ChainAdd, engine/internal/
-// shard_chain.h).
+// Copies of one key a counting chain keeps (MaxOwnCopies below): where its
+// 4-bit counters saturate (a copy past it would not be counted anyway).
 inline constexpr uint32_t kMaxCountingCopies = 15;
 
 // A shard's first cache line: what every mutation writes (the lock word,
@@ -67,17 +68,31 @@ struct alignas(64) ShardHead {
   // lock and sees a stale false only postpones that shard to the next one.
   std::atomic<bool> dirty{false};
   // Last journal sequence assigned (0 = none). Incremented under `mu`
-  // shared (and `order_mu` for ordered types), read under `mu` exclusive by
-  // checkpoints: the lock gives the ordering, so relaxed RMWs suffice.
+  // shared (and `order_mu` for ordered types: TakeOrderedSeq), read under
+  // `mu` exclusive by checkpoints: the lock gives the ordering, so relaxed
+  // RMWs suffice.
   std::atomic<uint64_t> last_seq{0};
   // The fill below which the fast paths add to link 0 of a one-link chain
   // (Q1), written before the release store of `table` or `link` that
   // publishes that chain: a Bloom split-block link's capacity less
   // kBloomReserveSlack (engine/internal/shard_chain.h; 0 when the capacity
-  // is smaller), ShardFastAdd; a counting link's capacity,
-  // ShardFastCountingAdd.
+  // is smaller), ShardFastAdd; a counting or cuckoo link's capacity,
+  // ShardFastOrderedAdd.
   uint64_t fast_add_limit = 0;
   std::atomic<uint64_t> fill[kMaxLinks];  // S7 (zero: C++20)
+
+  // Takes the next sequence of a counting or cuckoo shard: last_seq + 1.
+  // Every taker of an ordered shard's sequence holds its order_mu (S3),
+  // so a load and a store suffice, no locked RMW (Bloom adds, which race
+  // without it, keep fetch_add). At 5e7 items one locked instruction less
+  // per add took the counting handle add from 10.1 to 12.5M adds/s
+  // (sharded_bench BM_OneAdd, 1 shard, medians of 5 interleaved, session
+  // 22). REQUIRES: order_mu held.
+  uint64_t TakeOrderedSeq() {
+    const uint64_t seq = last_seq.load(std::memory_order_relaxed) + 1;
+    last_seq.store(seq, std::memory_order_relaxed);
+    return seq;
+  }
 };
 static_assert(sizeof(ShardMutex) + sizeof(ShortMutex) + 4 + 8 + 8 + 8 <= 64,
               "the lock, sequence, dirty flag, add limit and link 0's fill "
@@ -89,7 +104,7 @@ struct ShardFastPath {
   std::atomic<std::atomic<uint64_t>*> table{nullptr};  // Q1
   // A one-link shard's link 0, whatever its type (Q1): queries ask it
   // through the filter's one-link query without the slow path's call; a
-  // counting add adds to it (ShardFastCountingAdd).
+  // counting or cuckoo add adds to it (ShardFastOrderedAdd).
   std::atomic<const Filter*> link{nullptr};
   uint64_t blocks = 0;  // written before `table`'s release store
   // The shard's first line. Set before the filter is shared, constant.
@@ -136,22 +151,41 @@ inline bool ShardFastAdd(const ShardFastPath& fast, uint64_t hash,
   return true;
 }
 
-// ChainAdd for the common counting shard: one link with room. There ChainAdd
-// counts no older link and makes the link's capped add with the whole
-// kMaxCountingCopies (invariant 8); this makes the same add without its call,
-// loop and virtual calls (callgrind, handle_add_counting_16: 421 -> 332
-// instructions; 355 -> 277 since the handle's add runs it in the caller's code,
-// session 21). The shard's order_mu (S3, REQUIRED) holds the chain and its fill
-// still: growth appends under order_mu for ordered types (S4, S6), and every
-// writer of an ordered shard's fill (ChainAdd, ChainRemove, growth) holds it,
-// or runs before the shard is shared; so the unit (S7) is taken by a load and a
-// store after the add, not by Reserve's CAS before it, and the link still never
-// holds more adds than its capacity. True when done; false, with nothing
-// changed, when a condition fails (more links, the link full, the key already
-// at kMaxCountingCopies): ChainAdd decides and reports then.
-// REQUIRES: as ChainAdd's (`mu` shared held, S2), a counting filter's shard,
-// order_mu held.
-inline bool ShardFastCountingAdd(const ShardFastPath& fast, uint64_t hash) {
+// The most copies of one key a chain keeps (DESIGN.md invariant 8: copies
+// are bounded and never grow a filter), by the newest link's type. Cuckoo:
+// 2b - 1 for buckets of b slots, so a key's own copies never fill its
+// bucket pair and starve the displacement search (8 copies of a key in an
+// 8-slot pair made every later copy report Full and append a link twice as
+// large: 81 copies asked for 51 GB). Counting: kMaxCountingCopies.
+inline uint32_t MaxOwnCopies(const CountingBloomFilter&) {
+  return kMaxCountingCopies;
+}
+inline uint32_t MaxOwnCopies(const CuckooFilter& link) {
+  return 2 * link.bucket_size() - 1;
+}
+
+// ChainAdd for the common shard of an ordered type (LinkFilter: counting
+// or cuckoo): one link with room. There ChainAdd counts no older link and
+// makes the link's capped add with the whole MaxOwnCopies (invariant 8);
+// this makes the same add without its call, loop and virtual calls, through
+// the link's inline capped add (callgrind, handle_add_counting_16: 421 ->
+// 332 instructions; 355 -> 277 since the handle's add runs it in the
+// caller's code, session 21; handle_add_cuckoo_16 499 -> 305, session 22).
+// The shard's order_mu (S3, REQUIRED) makes this the link's only writer, so
+// the link's add takes no stripe lock of its own (AddHashCappedSoleWriter:
+// a locked CAS and a store fewer), and holds the chain and its fill still:
+// growth appends under order_mu for ordered types (S4, S6), and every
+// writer of an ordered shard's fill (ChainAdd, ChainRemove, growth) holds
+// it, or runs before the shard is shared; so the unit (S7) is taken by a
+// load and a store after the add, not by Reserve's CAS before it, and the
+// link still never holds more adds than its capacity. True when done;
+// false, with nothing changed, when a condition fails (more links, the
+// link full, the key already at MaxOwnCopies, a cuckoo pair with no free
+// slot or a layout without the inline add): ChainAdd decides and reports
+// then. REQUIRES: as ChainAdd's (`mu` held shared, S2), a shard of a
+// LinkFilter filter (the spec's type), order_mu held.
+template <typename LinkFilter>
+inline bool ShardFastOrderedAdd(const ShardFastPath& fast, uint64_t hash) {
   // Acquire: pairs with Q1's release, after which the limit is visible.
   const Filter* const link = fast.link.load(std::memory_order_acquire);
   if (link == nullptr) return false;
@@ -161,9 +195,9 @@ inline bool ShardFastCountingAdd(const ShardFastPath& fast, uint64_t hash) {
   uint32_t held = 0;
   // The type is fixed by the spec (DecodeLinkFilter checks it); links are
   // mutable filters, published const for the queries.
-  auto& counting = const_cast<CountingBloomFilter&>(
-      static_cast<const CountingBloomFilter&>(*link));
-  if (!counting.AddHashCappedInline(hash, kMaxCountingCopies, &held)) {
+  auto& filter = const_cast<LinkFilter&>(static_cast<const LinkFilter&>(*link));
+  // Without the link's stripe lock: order_mu serializes its writers (S3).
+  if (!filter.AddHashCappedSoleWriter(hash, MaxOwnCopies(filter), &held)) {
     return false;
   }
   h.fill[0].store(f + 1, std::memory_order_relaxed);

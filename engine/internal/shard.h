@@ -18,7 +18,11 @@
 //      may succeed only because of an earlier add), applying the op and
 //      taking its sequence happen together under `order_mu`, so sequence
 //      order is apply order and replay reproduces the state. Bloom adds
-//      commute (bits only get set) and skip `order_mu`.
+//      commute (bits only get set) and skip `order_mu`. Every writer of an
+//      ordered shard's links holds `order_mu` (single-key and batch paths,
+//      journalled or not; growth; or `mu` exclusive, or the shard not yet
+//      shared), so a link has one writer at a time and the one-link add
+//      skips the link's own stripe lock (ShardFastOrderedAdd).
 //  S5. Checkpoints are not starved by mutations: the shard lock
 //      (ShardMutex, engine/detail/shard_mutex.h) prefers writers, so once
 //      a checkpoint wants it no new mutation gets in. A mutation already
@@ -41,7 +45,7 @@
 //      adds (which skip `order_mu`) race. Counting and cuckoo shards'
 //      fill is written only under `order_mu` (S3: adds, removes, growth)
 //      or before the shard is shared, so an add there may take its unit
-//      by a load and a store once it has added (ShardFastCountingAdd).
+//      by a load and a store once it has added (ShardFastOrderedAdd).
 //  S8. Bloom: fill[i] counts distinct keys as far as the chain can tell. An
 //      add of a key an older link reports present reserves nothing and
 //      changes nothing (it is "already present"); an add of the newest

@@ -21,8 +21,8 @@ namespace {
 void SetFastPath(Shard& s, uint32_t links) {
   if (s.fast == nullptr) return;
   std::atomic<uint64_t>* table = nullptr;
-  if (links == 1 && s.links[0]->type() == FilterType::kCountingBloom) {
-    s.fast_add_limit = s.capacity[0];
+  if (links == 1 && s.links[0]->type() != FilterType::kBloom) {
+    s.fast_add_limit = s.capacity[0];  // ShardFastOrderedAdd
   }
   if (links == 1 && s.links[0]->type() == FilterType::kBloom) {
     auto& bloom = static_cast<BloomFilter&>(*s.links[0]);
@@ -116,18 +116,13 @@ Status Grow(const FilterSpec& spec, Shard& s, uint32_t n, Status full) {
   return Status::OK();
 }
 
-// The most copies of one key a chain keeps (DESIGN.md invariant 8: copies
-// are bounded and never grow a filter). Cuckoo: 2b - 1 for buckets of b
-// slots, so a key's own copies never fill its bucket pair and starve the
-// displacement search (8 copies of a key in an 8-slot pair made every
-// later copy report Full and append a link twice as large: 81 copies asked
-// for 51 GB). Counting: 15, where its 4-bit counters saturate (a copy past
-// it would not be counted anyway).
+// The most copies of one key a chain keeps, by the newest link's type
+// (MaxOwnCopies, engine/detail/shard_fast_path.h).
 uint32_t MaxCopies(const Filter& link) {
   if (link.type() == FilterType::kCuckoo) {
-    return 2 * static_cast<const CuckooFilter&>(link).bucket_size() - 1;
+    return MaxOwnCopies(static_cast<const CuckooFilter&>(link));
   }
-  return kMaxCountingCopies;
+  return MaxOwnCopies(static_cast<const CountingBloomFilter&>(link));
 }
 
 Status TooManyCopies(const Filter& link, uint32_t held) {

@@ -76,21 +76,24 @@ Status ChainAdd(const FilterSpec& spec, Shard& s, uint64_t hash,
 // the capacity less this).
 inline constexpr uint64_t kBloomReserveSlack = 4096;
 
-// ChainAdd, inline where ShardFastCountingAdd (engine/detail/
+// ChainAdd, inline where ShardFastOrderedAdd (engine/detail/
 // shard_fast_path.h) applies: the single-key add paths of ordered types
 // (counting, cuckoo), which hold order_mu.
 // REQUIRES: as ChainAdd's, order_mu held (S3); outcome non-null.
 inline Status ChainAddOrdered(const FilterSpec& spec, Shard& s, uint64_t hash,
                               AddOutcome* outcome) {
-  if (spec.type == FilterType::kCountingBloom && s.fast != nullptr &&
-      ShardFastCountingAdd(*s.fast, hash)) {
+  if (s.fast != nullptr &&
+      (spec.type == FilterType::kCountingBloom
+           ? ShardFastOrderedAdd<CountingBloomFilter>(*s.fast, hash)
+           : spec.type == FilterType::kCuckoo &&
+                 ShardFastOrderedAdd<CuckooFilter>(*s.fast, hash))) {
     *outcome = AddOutcome::kAdded;
     return Status::OK();
   }
   return ChainAdd(spec, s, hash, outcome);
 }
 
-// ChainAdd, inline where ShardFastAdd or ShardFastCountingAdd applies.
+// ChainAdd, inline where ShardFastAdd or ShardFastOrderedAdd applies.
 // `fast` is the shard's ShardFastPath entry. REQUIRES: as ChainAdd's (for
 // counting and cuckoo filters: order_mu held, S3); outcome non-null.
 inline Status ChainAddAt(const FilterSpec& spec, Shard& s,

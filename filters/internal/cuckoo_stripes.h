@@ -216,6 +216,18 @@ class OneStripeLock {
   uint64_t s_;
 };
 
+// OneStripeLock, or nothing for a caller that serializes the filter's
+// writers itself (CuckooFilter::AddHashCappedSoleWriter).
+template <bool kLock>
+class MaybeStripeLock : public OneStripeLock {
+  using OneStripeLock::OneStripeLock;
+};
+template <>
+class MaybeStripeLock<false> {
+ public:
+  MaybeStripeLock(CuckooStripes&, uint64_t) {}
+};
+
 // Holds the stripes of two buckets, taken in ascending order, once each.
 class TwoStripeLock {
  public:

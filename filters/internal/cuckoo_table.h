@@ -227,12 +227,56 @@ class CuckooTable {
   // the one of (kB, kF).
   template <uint32_t kB, uint32_t kF>
   uint64_t MatchBucket(uint64_t i, uint32_t fp) const {
+    return MatchBits<kB, kF>(LoadBucket<kB, kF>(i), fp);
+  }
+  // MatchBucket of a bucket already loaded (bits: LoadBucket<kB, kF>), for
+  // a caller matching one bucket against two values: one load, not two
+  // (each is an opaque read the compiler does not merge).
+  template <uint32_t kB, uint32_t kF>
+  static uint64_t MatchBits(uint64_t bits, uint32_t fp) {
     constexpr uint64_t kOnes = Ones(kB, kF);
     constexpr uint64_t kHighs = kOnes << (kF - 1);
     constexpr uint64_t kLows = kOnes * ((uint64_t{1} << kF) - 1) & ~kHighs;
-    const uint64_t x = LoadBucket<kB, kF>(i) ^ (fp * kOnes);
+    const uint64_t x = bits ^ (fp * kOnes);
     return ~(((x & kLows) + kLows) | x) & kHighs;
   }
+  // Bucket i of a (kB, kF) table, kB * kF <= 64, slot 0 in the low bits.
+  // The bits above kB * kF are unspecified: the SWAR tests never read
+  // them (a borrow only travels upward, and kHighs has no bit there).
+  // - A bucket whose width divides 64 never straddles a word: one load.
+  // - A whole-byte bucket (4 x 12 = 6 bytes) is one unaligned 8-byte load
+  //   at byte i * kBits / 8 (x86): 2 instructions instead of two loads,
+  //   two shifts and an or. The trailing guard word keeps the last
+  //   bucket's load inside the allocation. It reads the same bytes as the
+  //   two relaxed word loads, and may likewise combine two words from
+  //   different moments, which the callers already allow (a present
+  //   fingerprint's own bits change only in a move, which the seqlock
+  //   catches, invariants 4-6 of cuckoo_filter.h). It is written in asm,
+  //   so the compiler sees one opaque read (no non-atomic access for it
+  //   to reason about); under TSan the atomic two-load form is used, so
+  //   the race detector still checks every table read.
+  template <uint32_t kB, uint32_t kF>
+  uint64_t LoadBucket(uint64_t i) const {
+    constexpr uint64_t kBits = uint64_t{kB} * kF;
+    static_assert(kBits <= 64);
+    const uint64_t off = i * kBits;
+    if constexpr (64 % kBits == 0) {
+      return LoadWord(off >> 6) >> (off & 63);
+    } else if constexpr (kBits % 8 == 0 && kAsmUnalignedLoad) {
+#if defined(__x86_64__)
+      const char* p =
+          reinterpret_cast<const char*>(words_.get()) + i * (kBits / 8);
+      uint64_t x;
+      asm volatile("movq %1, %0"
+                   : "=r"(x)
+                   : "m"(*reinterpret_cast<const char(*)[8]>(p)));
+      return x;
+#endif
+    } else {
+      return LoadBits(off, ~uint64_t{0});
+    }
+  }
+
   // The slot of bucket i of a single-group (kB, kF) layout whose high bit
   // is the lowest one marked in `m` (a non-zero MatchBucket<kB, kF> mask)
   // goes from `from` to `to` (fill: 0 -> fp, clear: fp -> 0) if it holds
@@ -357,42 +401,6 @@ class CuckooTable {
     uint64_t ones = 0;
     for (uint32_t j = 0; j < b; ++j) ones |= uint64_t{1} << (j * f);
     return ones;
-  }
-  // Bucket i of a (kB, kF) table, kB * kF <= 64, slot 0 in the low bits.
-  // The bits above kB * kF are unspecified: the SWAR tests never read
-  // them (a borrow only travels upward, and kHighs has no bit there).
-  // - A bucket whose width divides 64 never straddles a word: one load.
-  // - A whole-byte bucket (4 x 12 = 6 bytes) is one unaligned 8-byte load
-  //   at byte i * kBits / 8 (x86): 2 instructions instead of two loads,
-  //   two shifts and an or. The trailing guard word keeps the last
-  //   bucket's load inside the allocation. It reads the same bytes as the
-  //   two relaxed word loads, and may likewise combine two words from
-  //   different moments, which the callers already allow (a present
-  //   fingerprint's own bits change only in a move, which the seqlock
-  //   catches, invariants 4-6 of cuckoo_filter.h). It is written in asm,
-  //   so the compiler sees one opaque read (no non-atomic access for it
-  //   to reason about); under TSan the atomic two-load form is used, so
-  //   the race detector still checks every table read.
-  template <uint32_t kB, uint32_t kF>
-  uint64_t LoadBucket(uint64_t i) const {
-    constexpr uint64_t kBits = uint64_t{kB} * kF;
-    static_assert(kBits <= 64);
-    const uint64_t off = i * kBits;
-    if constexpr (64 % kBits == 0) {
-      return LoadWord(off >> 6) >> (off & 63);
-    } else if constexpr (kBits % 8 == 0 && kAsmUnalignedLoad) {
-#if defined(__x86_64__)
-      const char* p =
-          reinterpret_cast<const char*>(words_.get()) + i * (kBits / 8);
-      uint64_t x;
-      asm volatile("movq %1, %0"
-                   : "=r"(x)
-                   : "m"(*reinterpret_cast<const char(*)[8]>(p)));
-      return x;
-#endif
-    } else {
-      return LoadBits(off, ~uint64_t{0});
-    }
   }
 #if defined(__x86_64__) && !SHARDFILTER_TSAN
   static constexpr bool kAsmUnalignedLoad = true;
