@@ -12,7 +12,8 @@
 // through overflow (it may stay a false positive after all its copies are
 // removed).
 //
-// Thread safety: every method may run concurrently with every other.
+// Thread safety: every method may run concurrently with every other (but
+// AddHashCappedSoleWriter, whose caller excludes every other writer).
 // Writers (add, remove) lock the stripe of the key's block: stripe =
 // block index mod S (S a power of two, at most 1024, each stripe a spinlock
 // on its own cache line), so a key's whole update (its k counters, across
@@ -160,10 +161,13 @@ class CountingBloomFilter final : public Filter {
   // other writers. REQUIRES: no other thread writes this filter during
   // the call, and every earlier write happened before it (a lock the
   // writers share).
+  // Counted on stripe 0 (Counts() sums every stripe's counters): one
+  // line that stays in cache, where the block's own stripe is a random one
+  // of up to 1024 lines (64 KiB per filter, 1 MiB for 16 shards' links).
   bool AddHashCappedSoleWriter(uint64_t h, uint32_t max_copies,
                                uint32_t* held) {
-    const uint64_t b = internal::BlockIndex(h, num_blocks_);
-    return CappedAddLocked(b, stripes_[b & stripe_mask_], h, max_copies, held);
+    return CappedAddLocked(internal::BlockIndex(h, num_blocks_), stripes_[0], h,
+                           max_copies, held);
   }
   uint32_t CountHashInline(uint64_t h) const {
     return internal::CounterMin(BlockAt(internal::BlockIndex(h, num_blocks_)),
@@ -222,7 +226,7 @@ class CountingBloomFilter final : public Filter {
     return table_.data() + b * internal::kBlockWords;
   }
   // AddHashCappedInline's work under the lock (or with writers excluded
-  // otherwise): block b, its stripe s.
+  // otherwise): block b, counted on stripe s.
   bool CappedAddLocked(uint64_t b, Stripe& s, uint64_t h, uint32_t max_copies,
                        uint32_t* held) {
     const uint32_t min =

@@ -15,7 +15,8 @@
 //
 // Thread safety: every method may be called concurrently with any other.
 // Writers lock the stripe of the one bucket they write (the fast paths,
-// invariant 7) or of the two buckets they touch; queries take no lock.
+// invariant 7) or of the two buckets they touch (AddHashCappedSoleWriter
+// none: its caller excludes every other writer); queries take no lock.
 // Serialize() takes all stripes and is an exact snapshot.
 //
 // Locking protocol, numbered invariants (referred to in the code):
@@ -67,8 +68,10 @@
 //     own stripe (2), and moves into or out of the bucket hold it too (3).
 //     Add and remove counters are per stripe, incremented only under that
 //     stripe's lock by the op that holds it (the stripe of the bucket it
-//     wrote, or of i1 in the two-stripe paths); items = the sum of adds
-//     minus the sum of removes, exact under AllStripesLock.
+//     wrote, or of i1 in the two-stripe paths), or by a sole writer
+//     (AddHashCappedSoleWriter: stripe 0's, with every other writer
+//     excluded by the caller); items = the sum of adds minus the sum of
+//     removes, exact under AllStripesLock.
 //
 // Removal risk: RemoveHash removes one fingerprint equal to the key's from
 // one of its buckets. Removing a key that was never added (or removed more
@@ -442,7 +445,9 @@ inline bool CuckooFilter::AddOneStripe(const Position& p, uint64_t e1,
   // Re-checked under the lock (the bucket's words are now still), by the
   // update itself: another writer may have filled the slot since the look.
   if (!table_.ReplaceSlot<kB, kF>(bucket, e, 0, p.fp)) return false;
-  stripes_.CountAdd(s);  // invariant 7
+  // Invariant 7; a sole writer counts on stripe 0, a line that stays in
+  // cache (the bucket's stripe is a random one of up to 1024).
+  stripes_.CountAdd(kLock ? s : 0);
   return true;
 }
 
