@@ -481,11 +481,14 @@ inline bool CuckooFilter::CappedAdd(uint64_t hash, uint32_t max_copies,
   // bucket counts its copies once.
   const uint64_t b1 = table_.LoadBucket<4, 12>(p.i1);
   const uint64_t b2 = table_.LoadBucket<4, 12>(p.i2);
-  *held =
-      CuckooTable::CountMarks<4, 12>(CuckooTable::MatchBits<4, 12>(b1, p.fp)) +
-      (p.i2 != p.i1 ? CuckooTable::CountMarks<4, 12>(
-                          CuckooTable::MatchBits<4, 12>(b2, p.fp))
-                    : 0);
+  const uint64_t m1 = CuckooTable::MatchBits<4, 12>(b1, p.fp);
+  const uint64_t m2 =
+      p.i2 != p.i1 ? CuckooTable::MatchBits<4, 12>(b2, p.fp) : 0;
+  // The common case, a key without a copy in its pair: nothing to count.
+  if ((m1 | m2) != 0) [[unlikely]] {
+    *held =
+        CuckooTable::CountMarks<4, 12>(m1) + CuckooTable::CountMarks<4, 12>(m2);
+  }
   return *held < max_copies &&
          AddOneStripe<4, 12, kLock>(p, CuckooTable::MatchBits<4, 12>(b1, 0),
                                     CuckooTable::MatchBits<4, 12>(b2, 0));

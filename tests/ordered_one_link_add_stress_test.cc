@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <ostream>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -40,6 +41,9 @@ struct Kind {
   uint32_t bucket_size;  // cuckoo only; 0 for counting
   const char* name;
 };
+
+// The test names' parameter: the kind's name, not its bytes.
+void PrintTo(const Kind& kind, std::ostream* os) { *os << kind.name; }
 
 const Kind kKinds[] = {
     {FilterType::kCountingBloom, 0, "counting"},

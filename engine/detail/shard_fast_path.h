@@ -170,7 +170,7 @@ inline uint32_t MaxOwnCopies(const CuckooFilter& link) {
 // this makes the same add without its call, loop and virtual calls, through
 // the link's inline capped add (callgrind, handle_add_counting_16: 421 ->
 // 332 instructions; 355 -> 277 since the handle's add runs it in the
-// caller's code, session 21; handle_add_cuckoo_16 499 -> 305, session 22).
+// caller's code, session 21; handle_add_cuckoo_16 485 -> 293, session 22).
 // The shard's order_mu (S3, REQUIRED) makes this the link's only writer, so
 // the link's add takes no stripe lock of its own (AddHashCappedSoleWriter:
 // a locked CAS and a store fewer), and holds the chain and its fill still:
