@@ -26,10 +26,7 @@ constexpr uint64_t kCapacity = 60'000;
 #endif
 constexpr int kWriters = 3;
 
-uint64_t KeyHash(uint64_t i) {
-  uint64_t state = i * 0x9E3779B97F4A7C15ULL;
-  return testing::SplitMix64(&state);
-}
+uint64_t KeyHash(uint64_t i) { return testing::KeyHashOf(i); }
 
 std::unique_ptr<ShardedFilter> MakeFilter(bool scalable) {
   FilterSpec spec;

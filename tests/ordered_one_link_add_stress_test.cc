@@ -31,10 +31,7 @@ constexpr uint64_t kCapacity = 40'000;
 #endif
 constexpr int kWriters = 3;
 
-uint64_t KeyHash(uint64_t i) {
-  uint64_t state = i * 0x9E3779B97F4A7C15ULL + 17;
-  return testing::SplitMix64(&state);
-}
+uint64_t KeyHash(uint64_t i) { return testing::KeyHashOf(i, 17); }
 
 struct Kind {
   FilterType type;

@@ -51,6 +51,13 @@ inline uint64_t SplitMix64(uint64_t* state) {
   return z ^ (z >> 31);
 }
 
+// The hash of key i, for tests that drive the *Hash calls: one SplitMix64
+// step from a state spread by i (salt: a different set of hashes).
+inline uint64_t KeyHashOf(uint64_t i, uint64_t salt = 0) {
+  uint64_t state = i * 0x9E3779B97F4A7C15ULL + salt;
+  return SplitMix64(&state);
+}
+
 }  // namespace shardfilter::testing
 
 #endif  // SHARDFILTER_TESTS_TEST_UTIL_H_
