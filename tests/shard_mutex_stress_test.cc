@@ -7,7 +7,7 @@
 // holding two shards), through the counter: writers exclude both, threads
 // that come and go reuse slots, and a forked child still locks.
 // ShortMutex (a shard's order_mu): mutual exclusion under contention,
-// through its spinning and its sleeping paths.
+// through its spinning and its sleeping paths, and every sleeper woken.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -153,6 +153,30 @@ TEST(ShardMutexStressTest, ShortMutexExcludesThroughSpinAndSleep) {
   EXPECT_TRUE(mu.try_lock());
   EXPECT_FALSE(mu.try_lock());
   mu.unlock();
+}
+
+// More threads than cores, and holders that sleep often: most waiters pass
+// their spin and sleep, so a lost wake-up (an unlock that misses a
+// sleeper: the plain-store unlock's handshake, shard_mutex.h) leaves a
+// thread asleep for good and the test never ends (ctest's timeout).
+TEST(ShardMutexStressTest, ShortMutexWakesEverySleeper) {
+  ShortMutex mu;
+  uint64_t guarded = 0;  // plain data: TSan checks the lock orders it
+  constexpr int kThreads = 8, kRounds = 3000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kRounds; ++i) {
+        std::lock_guard lock(mu);
+        ++guarded;
+        if ((i + t) % 100 == 0) {
+          std::this_thread::sleep_for(std::chrono::microseconds(20));
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(guarded, uint64_t{kThreads} * kRounds);
 }
 
 // Readers hold two locks at once, `a` through the slot and `b` through the

@@ -89,12 +89,28 @@
 // quarter of their samples in the scheduler and the futex, and two threads
 // added no faster than one (persistence_bench BM_DurableAdd, cuckoo,
 // durability none: 5.3 -> 5.1M adds/s).
-//   state 0 free, 1 held, 2 held and a thread may sleep on it (the classic
-//   three-state futex mutex). lock: CAS 0 -> 1 (acquire); else spin up to
-//   kSpins pauses retrying it; else exchange 2 until it returns 0, sleeping
-//   while the word is 2. unlock: exchange 0 (release); wake one sleeper if
-//   it was 2. Memory order: each lock's acquire RMW reads the previous
-//   unlock's release exchange.
+//   Where membarrier is registered (ShardMutex's asymmetric mode, not
+//   under TSan), the unlock is a plain release store: a locked exchange
+//   after the op's stores waits for them to drain, and so for the table
+//   line the op wrote (its miss), which then cannot overlap the next op's
+//   (the scratch variants of session 22: a counting handle add without
+//   order_mu's two locked instructions 10.1 -> 13.0M adds/s at 5e7; the
+//   exchange alone was 43% of the add's samples, cpu-clock). state 0 free,
+//   1 held; `sleepers_` counts threads past their spin. lock: CAS 0 -> 1
+//   (acquire); else spin up to kSpins pauses retrying it; else sleepers_ +1,
+//   a heavy barrier (membarrier), then CAS 0 -> 1 or sleep while the word is
+//   1, until the CAS wins; sleepers_ -1. unlock: store 0 (release), a
+//   compiler barrier, then wake one sleeper if sleepers_ is not 0. A Dekker
+//   handshake as ShardMutex's: an unlock whose load of sleepers_ comes
+//   after the sleeper's barrier sees its increment; one whose load comes
+//   before it had made its store of 0 visible by then (the barrier runs a
+//   full fence on the unlocker's CPU), so the sleeper's CAS or the
+//   futex's check sees 0 and it does not sleep on that unlock. Otherwise
+//   (no membarrier, TSan) the classic three-state futex mutex: state 2 =
+//   held and a thread may sleep on it; lock spins, then exchanges 2 until
+//   it returns 0, sleeping while the word is 2; unlock exchanges 0 and
+//   wakes one sleeper if it was 2. Memory order (both): each lock's acquire
+//   RMW reads the previous unlock's release store or exchange.
 #ifndef SHARDFILTER_ENGINE_DETAIL_SHARD_MUTEX_H_
 #define SHARDFILTER_ENGINE_DETAIL_SHARD_MUTEX_H_
 
@@ -106,6 +122,11 @@
 #include "shardfilter/filters/internal/tsan.h"  // SHARDFILTER_TSAN
 
 namespace shardfilter::internal {
+
+// True once the library has loaded where membarrier is registered (not
+// under TSan): ShortMutex's plain-store unlock (above). Constant after the
+// library's static initialisation, before any lock is taken.
+extern const bool g_plain_store_unlock;  // engine/internal/shard_mutex.cc
 
 class ShortMutex {
  public:
@@ -126,6 +147,18 @@ class ShortMutex {
     return state_.compare_exchange_strong(free, 1, std::memory_order_acquire);
   }
   void unlock() {
+#if !SHARDFILTER_TSAN
+    if (g_plain_store_unlock) [[likely]] {
+      state_.store(0, std::memory_order_release);
+      // The unlocker's half of the handshake: the heavy barrier of a
+      // sleeper orders the store before the load below.
+      std::atomic_signal_fence(std::memory_order_seq_cst);
+      if (sleepers_.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+        state_.notify_one();
+      }
+      return;
+    }
+#endif
     if (state_.exchange(0, std::memory_order_release) == 2) [[unlikely]] {
       state_.notify_one();
     }
@@ -136,21 +169,12 @@ class ShortMutex {
   // short of a scheduler round trip.
   static constexpr int kSpins = 100;
 
-  void LockSlow() {
-    for (int i = 0; i < kSpins; ++i) {
-      CpuRelax();
-      uint32_t free = 0;
-      if (state_.load(std::memory_order_relaxed) == 0 &&
-          state_.compare_exchange_weak(free, 1, std::memory_order_acquire)) {
-        return;
-      }
-    }
-    while (state_.exchange(2, std::memory_order_acquire) != 0) {
-      state_.wait(2, std::memory_order_relaxed);
-    }
-  }
+  // Out of line (shard_mutex.cc): the spin, then the sleep.
+  void LockSlow();
 
   std::atomic<uint32_t> state_{0};
+  // Threads past their spin, in the plain-store mode (written by them).
+  std::atomic<uint32_t> sleepers_{0};
 };
 
 // A thread's reader slot (ShardMutex's fast path). Slots live in a

@@ -63,6 +63,44 @@ void HeavyBarrier() {
   std::abort();
 }
 
+}  // namespace
+
+// Registers membarrier when the library loads (Asymmetric), so that the
+// mode is fixed before any ShortMutex is unlocked.
+const bool g_plain_store_unlock = !SHARDFILTER_TSAN && Asymmetric();
+
+void ShortMutex::LockSlow() {
+  for (int i = 0; i < kSpins; ++i) {
+    CpuRelax();
+    uint32_t free = 0;
+    if (state_.load(std::memory_order_relaxed) == 0 &&
+        state_.compare_exchange_weak(free, 1, std::memory_order_acquire)) {
+      return;
+    }
+  }
+  if (g_plain_store_unlock) {
+    // The sleeper's half of the handshake (shard_mutex.h): after the
+    // barrier every unlock either sees this thread counted or has made its
+    // store of 0 visible to the CAS and the wait below.
+    sleepers_.fetch_add(1, std::memory_order_relaxed);
+    HeavyBarrier();
+    for (;;) {
+      uint32_t free = 0;
+      if (state_.compare_exchange_strong(free, 1, std::memory_order_acquire)) {
+        break;
+      }
+      state_.wait(1, std::memory_order_relaxed);  // while the word is 1
+    }
+    sleepers_.fetch_sub(1, std::memory_order_relaxed);
+    return;
+  }
+  while (state_.exchange(2, std::memory_order_acquire) != 0) {
+    state_.wait(2, std::memory_order_relaxed);
+  }
+}
+
+namespace {
+
 // The registry: a list that only grows (slots are reused, never freed).
 std::atomic<ReaderSlot*> g_slots{nullptr};
 
