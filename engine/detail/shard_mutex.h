@@ -123,9 +123,10 @@
 
 namespace shardfilter::internal {
 
-// True once the library has loaded where membarrier is registered (not
-// under TSan): ShortMutex's plain-store unlock (above). Constant after the
-// library's static initialisation, before any lock is taken.
+// True once the library has loaded where membarrier is registered (a
+// library not built with TSan): ShortMutex's plain-store unlock (above).
+// Constant after the library's static initialisation, before any lock is
+// taken.
 extern const bool g_plain_store_unlock;  // engine/internal/shard_mutex.cc
 
 class ShortMutex {
@@ -147,7 +148,8 @@ class ShortMutex {
     return state_.compare_exchange_strong(free, 1, std::memory_order_acquire);
   }
   void unlock() {
-#if !SHARDFILTER_TSAN
+    // The library's flag, not this caller's build: a caller built with TSan
+    // against a plain library unlocks as the library's sleepers expect.
     if (g_plain_store_unlock) [[likely]] {
       state_.store(0, std::memory_order_release);
       // The unlocker's half of the handshake: the heavy barrier of a
@@ -158,7 +160,6 @@ class ShortMutex {
       }
       return;
     }
-#endif
     if (state_.exchange(0, std::memory_order_release) == 2) [[unlikely]] {
       state_.notify_one();
     }
