@@ -15,6 +15,8 @@
 // capacity.
 #include <benchmark/benchmark.h>
 
+#include <atomic>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -25,6 +27,15 @@
 #include "bench_util.h"
 #include "shardfilter/filters/bloom_filter.h"
 #include "shardfilter/filters/counting_bloom_filter.h"
+#include "shardfilter/filters/hash.h"
+#include "shardfilter/filters/internal/split_block.h"
+#include "shardfilter/filters/memory_advice.h"
+
+#if SHARDFILTER_SPLIT_AVX2
+#define SHARDFILTER_FLOOR_TARGET SHARDFILTER_TARGET_AVX2
+#else
+#define SHARDFILTER_FLOOR_TARGET
+#endif
 
 namespace shardfilter::bench {
 namespace {
@@ -237,6 +248,137 @@ void BM_Add(benchmark::State& state) {
   SetRates(state, keys, g_add_bits_per_item, 0);
   if (state.thread_index() == 0) g_add_filter.reset();
 }
+
+// The floor of a one-at-a-time split-block add on this machine: the same
+// XXH3 of the same 8-byte keys (KeyHasher, as the filter's), the same block
+// (SplitBlockOffset) and lane bits over a zeroed table of the filter's
+// size and placement (AllocateFilterTable: huge pages), with no filter
+// around it, the block written in one of these ways (arg 0):
+//   0  plain, non-atomic: one 32-byte load, OR and store (AVX2; scalar
+//      words without it), what a single-threaded filter does
+//      (fastfilter's SimdBlockFilterFixed): two concurrent adds to one
+//      block could lose each other's bits
+//   1, 2, 4  that many locked ORs (fetch_or) into the block's words, no
+//      all-set check; 4 is what a concurrent add of this layout needs (its
+//      eight bits span the block's four 64-bit words, and x86 has no wider
+//      atomic OR)
+//   5  the library's add kernel on the raw table (SplitAdd: an all-set
+//      check, then the four locked ORs)
+//   6  the filter itself (BloomFilter::Add: kernel 5, the layout's branch
+//      and the `items` statistic's locked add)
+// Arg 1: items (the filter's capacity at 1%). Keys come from an array, in
+// runs of kRun per iteration, as BM_Query's one-at-a-time loop: a key
+// generated per add (BM_Add's Remix) and the framework's step between adds
+// hid the difference between variants 0 and 4 (45-50 ns both at 5e7).
+//   build/bench/bloom_bench --benchmark_filter=BM_AddFloor
+struct FloorTable {
+  std::atomic<uint64_t>* words;
+  uint64_t blocks;
+};
+
+template <int kVariant>
+[[gnu::always_inline]] SHARDFILTER_FLOOR_TARGET inline uint64_t FloorAdd(
+    const FloorTable& t, const KeyHasher& hasher, uint64_t key) {
+  const uint64_t h = hasher(KeyBytes(key));
+  std::atomic<uint64_t>* const block =
+      t.words + internal::SplitBlockOffset(h, t.blocks) / sizeof(uint64_t);
+  const auto h32 = static_cast<uint32_t>(h);
+  if constexpr (kVariant == 0) {
+#if SHARDFILTER_SPLIT_AVX2
+    auto* v = reinterpret_cast<__m256i*>(block);
+    _mm256_store_si256(
+        v, _mm256_or_si256(_mm256_load_si256(v), internal::SplitMaskAvx2(h32)));
+#else
+    auto* w = reinterpret_cast<uint64_t*>(block);
+    for (uint32_t i = 0; i < internal::kSplitBlockWords; ++i) {
+      w[i] |= internal::SplitWordMask(h32, i);
+    }
+#endif
+    return 0;
+  } else if constexpr (kVariant == 5) {
+    return internal::SplitAdd(block, h32);
+  } else {
+    for (int i = 0; i < kVariant; ++i) {
+      block[i].fetch_or(internal::SplitWordMask(h32, i),
+                        std::memory_order_relaxed);
+    }
+    return 0;
+  }
+}
+
+// kRun adds from keys[at]; AVX2 where the kernels are (variant 0's vector
+// OR needs it; the CPU was asked first).
+template <int kVariant>
+SHARDFILTER_FLOOR_TARGET uint64_t FloorRun(const FloorTable& t,
+                                           const KeyHasher& hasher,
+                                           const uint64_t* keys) {
+  uint64_t added = 0;
+  for (size_t r = 0; r < kRun; ++r) {
+    added += FloorAdd<kVariant>(t, hasher, keys[r]);
+  }
+  return added;
+}
+
+void BM_AddFloor(benchmark::State& state) {
+  const int variant = static_cast<int>(state.range(0));
+  const uint64_t n = static_cast<uint64_t>(state.range(1));
+#if SHARDFILTER_SPLIT_AVX2
+  if (!internal::CpuHasAvx2()) {
+    state.SkipWithError("the floor's plain OR needs AVX2");
+    return;
+  }
+#endif
+  constexpr uint64_t kKeys = 4'000'000;  // as BM_Add's, at most
+  static const std::vector<uint64_t> keys = [] {
+    std::vector<uint64_t> k(kKeys);
+    for (uint64_t i = 0; i < kKeys; ++i) k[i] = PresentKey(i);
+    return k;
+  }();
+  std::unique_ptr<Filter> made = MakeFilter(kSplit, n);
+  auto& filter = static_cast<BloomFilter&>(*made);
+  const uint64_t bytes = filter.Stats().bytes;
+  void* mem = AllocateFilterTable(bytes);
+  Check(mem != nullptr ? Status::OK() : Status::ResourceExhausted("table"));
+  std::memset(mem, 0, bytes);
+  const FloorTable t{static_cast<std::atomic<uint64_t>*>(mem),
+                     bytes / internal::kSplitBlockBytes};
+  const KeyHasher hasher(kDefaultSeed);
+  uint64_t i = 0, added = 0;
+  for (auto _ : state) {
+    if (i + kRun > kKeys) i = 0;  // later rounds find their bits set
+    const uint64_t* run = keys.data() + i;
+    switch (variant) {
+      case 0:
+        added += FloorRun<0>(t, hasher, run);
+        break;
+      case 1:
+        added += FloorRun<1>(t, hasher, run);
+        break;
+      case 2:
+        added += FloorRun<2>(t, hasher, run);
+        break;
+      case 4:
+        added += FloorRun<4>(t, hasher, run);
+        break;
+      case 5:
+        added += FloorRun<5>(t, hasher, run);
+        break;
+      default:
+        for (size_t r = 0; r < kRun; ++r) {
+          added += filter.Add(KeyBytes(run[r]));
+        }
+    }
+    i += kRun;
+  }
+  benchmark::DoNotOptimize(added);
+  FreeTable(mem);
+  SetRates(state, state.iterations() * kRun, bytes * 8.0 / n, 0);
+}
+BENCHMARK(BM_AddFloor)
+    ->ArgNames({"variant", "items"})
+    ->ArgsProduct({{0, 1, 2, 4, 5, 6}, {1'000'000, 50'000'000}})
+    ->Iterations(4'000'000 / kRun)
+    ->UseRealTime();
 
 constexpr int64_t kSmall = 1'000'000;
 constexpr int64_t kLarge = 50'000'000;

@@ -139,8 +139,10 @@ struct DatabaseCounters {
 };
 
 // One instant of an open filter's history (Database::Version): which filter
-// object, and how many mutations it had applied. A filter derived from that
-// state (offline rebuilds) may replace it only while the version holds.
+// object, and how many mutations it had applied (for a Bloom filter: adds
+// that set a new bit; an add that set none changed nothing). A filter
+// derived from that state (offline rebuilds) may replace it only while the
+// version holds.
 struct FilterVersion {
   uint64_t filter_id = 0;
   uint64_t mutations = 0;

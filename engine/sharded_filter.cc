@@ -205,17 +205,10 @@ void ShardedFilter::PrefetchShard(uint32_t index, uint64_t hash,
     s.TakeOrderedSeq();
     RecordForMigration(index, hash, false);
   } else {
-    // The sequence before the table's ORs: a locked RMW after them waits
-    // for their miss to complete (the shard lock's unlock is a plain store
-    // for the same reason, shard_mutex.h). Given back if the add fails;
-    // no checkpoint reads it meanwhile (S2: `mu` is held).
-    s.last_seq.fetch_add(1, std::memory_order_relaxed);
-    if (Status st =
-            internal::ChainAddAt(spec_, s, fast_[index], hash, &outcome);
-        !st.ok()) [[unlikely]] {
-      s.last_seq.fetch_sub(1, std::memory_order_relaxed);
-      return st;
-    }
+    // No sequence: an unjournalled Bloom add takes none (ShardHead's
+    // last_seq).
+    SF_RETURN_IF_ERROR(
+        internal::ChainAddAt(spec_, s, fast_[index], hash, &outcome));
     RecordForMigration(index, hash, false,
                        outcome == AddOutcome::kAlreadyPresent);
   }

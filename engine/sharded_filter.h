@@ -190,6 +190,8 @@ struct ShardStats {
                                        // (internal/shard_chain.h)
   uint32_t links = 1;                  // links in the shard's chain
   uint64_t last_sequence = 0;          // last journal sequence assigned
+                                       // (0 for a Bloom filter without a
+                                       // journal: its adds take none)
   uint64_t checkpoint_sequence = 0;    // last sequence in the checkpoint
   uint64_t checkpoint_generation = 0;  // 0 = never checkpointed
   uint64_t checkpoint_bytes = 0;       // serialized size at that checkpoint
@@ -520,16 +522,13 @@ class ShardedFilter {
     internal::ReaderSlot* const slot = h.mu.TryLockSharedSlot();  // S2, S5
     if (slot == nullptr) return false;
     bool done = false;
+    // No sequence: an unjournalled Bloom add takes none (ShardHead's
+    // last_seq; its effect shows in the fill, which Mutations counts).
     if (PlainUnderShardLock()) [[likely]] {
-      // As InsertHashSlow: the sequence before the table's ORs (a locked
-      // RMW after them would wait for their miss).
-      h.last_seq.fetch_add(1, std::memory_order_relaxed);
       if (bool added; internal::ShardFastAdd(fast, hash, &added)) [[likely]] {
         h.dirty.store(true, std::memory_order_relaxed);
         *outcome = added ? AddOutcome::kAdded : AddOutcome::kAlreadyPresent;
         done = true;
-      } else {
-        h.last_seq.fetch_sub(1, std::memory_order_relaxed);
       }
     }
     internal::ShardMutex::UnlockSharedSlot(slot);

@@ -376,6 +376,58 @@ TEST(MigratedHandleTest, ExportFollowsTheMigration) {
   EXPECT_EQ(bytes, *ExportFilter(**db, "f"));
 }
 
+// As case 6, for filters whose adds take no sequence: a Bloom filter
+// without a journal (its one-key adds run inline, ShardHead::last_seq). Its
+// version follows its fill: an add that set a new bit moves it, one that
+// set none (nothing to lose) does not; and for each type an add through
+// the handle's inline path (one shard, one link) and through its batch
+// moves it.
+TEST(MigratedHandleTest, ReplaceRefusesLaterWritesOfEveryDurability) {
+  for (FilterType type :
+       {FilterType::kBloom, FilterType::kCountingBloom, FilterType::kCuckoo}) {
+    for (Durability durability : {Durability::kNone, Durability::kJournal}) {
+      SCOPED_TRACE(std::string(FilterTypeName(type)) + " durability " +
+                   std::to_string(static_cast<int>(durability)));
+      testing::TempDir dir;
+      DatabaseOptions o;
+      o.path = dir.path();
+      auto db = Database::Open(o);
+      ASSERT_TRUE(db.ok());
+      FilterSpec spec;
+      spec.type = type;
+      spec.capacity = 10'000;
+      spec.durability = durability;
+      auto h = (*db)->Create("f", spec);
+      ASSERT_TRUE(h.ok());
+      ASSERT_OK((*h)->Add("early"));
+      auto v = (*db)->Version("f");
+      ASSERT_TRUE(v.ok());
+      if (type == FilterType::kBloom) {
+        ASSERT_OK((*h)->Add("early"));  // no new bit: nothing to lose
+        auto same = (*db)->Version("f");
+        ASSERT_TRUE(same.ok());
+        EXPECT_EQ(same->mutations, v->mutations);
+      }
+      ASSERT_OK((*h)->Add("late"));  // acknowledged after the derivation
+      auto after_one = (*db)->Version("f");
+      ASSERT_TRUE(after_one.ok());
+      EXPECT_GT(after_one->mutations, v->mutations);
+      const std::string_view batch[] = {"later", "latest"};
+      ASSERT_OK((*h)->AddKeys(batch));
+      auto after_batch = (*db)->Version("f");
+      ASSERT_TRUE(after_batch.ok());
+      EXPECT_GT(after_batch->mutations, after_one->mutations);
+      auto built = ShardedFilter::Create(spec);
+      ASSERT_TRUE(built.ok());
+      ASSERT_OK((*built)->Add("early"));
+      Status s = (*db)->ReplaceFilter("f", std::move(*built), false, *v);
+      EXPECT_EQ(s.code(), StatusCode::kAborted) << s.ToString();
+      EXPECT_TRUE((*h)->MayContain("late"));
+      EXPECT_TRUE((*h)->MayContain("latest"));
+    }
+  }
+}
+
 // Case 6: ReplaceFilter installed a filter derived before later writes,
 // silently dropping them. Now it is refused and nothing changes.
 TEST(MigratedHandleTest, ReplaceRefusesAFilterDerivedBeforeLaterWrites) {

@@ -44,7 +44,8 @@ std::string Describe(const FilterSpec& s) {
 
 // Everything that must be equal for a saved state to be resumed: the
 // request and the source's state (any op since changes a shard's last
-// sequence or checkpoint generation).
+// sequence, checkpoint generation or items: a Bloom add of a filter
+// without a journal takes no sequence).
 uint64_t Fingerprint(const std::string& name, const std::string& to,
                      KeySource kind, const FilterSpec& t, ShardedFilter& src,
                      const std::vector<std::string>& files) {
@@ -61,7 +62,8 @@ uint64_t Fingerprint(const std::string& name, const std::string& to,
   c += fpp;
   for (const ShardStats& s : src.Stats().shards) {
     c += ';' + std::to_string(s.last_sequence) + '/' +
-         std::to_string(s.checkpoint_generation);
+         std::to_string(s.checkpoint_generation) + '/' +
+         std::to_string(s.filter.items);
   }
   for (const std::string& f : files) {
     struct stat st;

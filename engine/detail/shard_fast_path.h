@@ -70,7 +70,14 @@ struct alignas(64) ShardHead {
   // Last journal sequence assigned (0 = none). Incremented under `mu`
   // shared (and `order_mu` for ordered types: TakeOrderedSeq), read under
   // `mu` exclusive by checkpoints: the lock gives the ordering, so relaxed
-  // RMWs suffice.
+  // RMWs suffice. Every journalled op and every counting or cuckoo op
+  // takes one; a single-key Bloom add of a filter without a journal takes
+  // none: nothing replays it, and what it changed shows in the fill (an
+  // add that set a new bit keeps its unit, S8), which
+  // ShardedFilterAccess::Mutations counts for Bloom filters. That is one
+  // locked instruction fewer per add: at DRAM sizes each one waits for the
+  // table's miss or holds up the next add's (issue 15; docs/performance.md,
+  // session 23).
   std::atomic<uint64_t> last_seq{0};
   // The fill below which the fast paths add to link 0 of a one-link chain
   // (Q1), written before the release store of `table` or `link` that

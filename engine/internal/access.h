@@ -100,12 +100,26 @@ class ShardedFilterAccess {
     return f.Forward() != nullptr;
   }
   static uint64_t id(const ShardedFilter& f) { return f.id_; }
-  // Mutations applied so far: the sum of the shards' last sequences (every
-  // successful mutation takes one). Exact under LockAll.
+  // A count that every effective mutation raises (FilterVersion), never
+  // returning to an earlier value. Counting and cuckoo filters: the sum of
+  // the shards' last sequences (each of their mutations takes one). Bloom
+  // filters: the sum of their links' fills, since an add of a filter
+  // without a journal takes no sequence (ShardHead::last_seq): an add that
+  // set a new bit keeps its unit of fill and one that set none changed
+  // nothing (S8), and Bloom fill never falls (no removes). Exact under
+  // LockAll.
   static uint64_t Mutations(ShardedFilter& f) {
+    const bool bloom = f.spec_.type == FilterType::kBloom;
     uint64_t n = 0;
     for (uint32_t i = 0; i < f.shard_count_; ++i) {
-      n += f.shards_[i].last_seq.load(std::memory_order_relaxed);
+      const Shard& s = f.shards_[i];
+      if (!bloom) {
+        n += s.last_seq.load(std::memory_order_relaxed);
+        continue;
+      }
+      for (const std::atomic<uint64_t>& fill : s.fill) {
+        n += fill.load(std::memory_order_relaxed);
+      }
     }
     return n;
   }
