@@ -6,6 +6,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <span>
 #include <string_view>
@@ -352,6 +353,47 @@ void BM_RepeatAdd(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_RepeatAdd)->ArgName("shards")->Arg(0)->Arg(1)->Arg(16);
+
+// The scaling floor of writers that share per-shard state (issue 15's
+// "two journalled writers at 1.7x one"): each op ORs a bit into a random
+// word of a 64 MiB table (a locked OR, as a Bloom add's) and, for the key's
+// shard (one of 16), a locked add to each of `lines` cache lines of that
+// shard's own, nothing else. With random keys a shard's lines were last
+// written by the other thread about half the time, so each such line is a
+// transfer between cores. A writer of this library writes per op: the
+// shard's first line (its fill and sequence; engine/detail/
+// shard_fast_path.h), and with a memory-mapped journal the log shard's line
+// (the reservation and watermark) and the record's line (16-byte records,
+// four to a line; engine/internal/filter_log.h): 1 without a journal, 3
+// with one. Compare threads:2 with threads:1 for each `lines`.
+//   build/bench/sharded_bench --benchmark_filter=SharedLinesFloor
+struct alignas(64) FloorLine {
+  std::atomic<uint64_t> n{0};
+};
+void BM_SharedLinesFloor(benchmark::State& state) {
+  constexpr uint64_t kWords = (uint64_t{64} << 20) / 8;
+  constexpr uint32_t kShards = 16, kMaxLines = 3;
+  static std::vector<std::atomic<uint64_t>> table(kWords);
+  static FloorLine lines[kShards][kMaxLines];
+  const auto per_op = static_cast<uint32_t>(state.range(0));
+  uint64_t i = static_cast<uint64_t>(state.thread_index()) << 48;
+  for (auto _ : state) {
+    const uint64_t h = Remix(i++);
+    table[(h >> 8) % kWords].fetch_or(uint64_t{1} << (h & 63),
+                                      std::memory_order_relaxed);
+    FloorLine* shard = lines[(h >> 40) % kShards];
+    for (uint32_t l = 0; l < per_op; ++l) {
+      shard[l].n.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_SharedLinesFloor)
+    ->ArgName("lines")
+    ->DenseRange(0, 3)
+    ->Threads(1)
+    ->Threads(2)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace shardfilter::bench
