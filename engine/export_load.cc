@@ -13,6 +13,7 @@
 #include "shardfilter/engine/internal/shard_chain.h"
 #include "shardfilter/filters/bloom_filter.h"
 #include "shardfilter/filters/cuckoo_filter.h"
+#include "shardfilter/filters/internal/table_arena.h"
 
 namespace shardfilter {
 namespace {
@@ -63,6 +64,12 @@ Result<std::vector<LoadedChain>> DecodeExportShards(
   for (std::string_view b : blobs) total += b.size();
   SF_RETURN_IF_ERROR(account.Charge(total, "importing the filter"));
   std::vector<internal::LoadedChain> chains;
+  // The shards' first links together, on huge pages where each alone would
+  // not be (filters/internal/table_arena.h).
+  auto link0_bytes = LinkTableBytes(spec, 0, ShardMaxBytes(spec));
+  const TableArenaRef arena = MakeTableArena(
+      link0_bytes.ok() ? *link0_bytes : 0, static_cast<uint32_t>(blobs.size()));
+  const TableArenaScope in_arena(arena.get());
   for (size_t i = 0; i < blobs.size(); ++i) {
     const std::string what = "export file: shard " + std::to_string(i);
     SF_ASSIGN_OR_RETURN(internal::LoadedChain chain,

@@ -40,7 +40,10 @@ void FreeTable(void* p);
 // `bytes`, cache-line aligned; from kHugePageTableBytes on and while
 // HugePageAdvice() holds, 2 MiB-aligned, rounded up to whole huge pages and
 // advised into transparent huge pages (Linux MADV_HUGEPAGE: a hint, ignored
-// where unsupported). Null when unavailable; freed with FreeTable.
+// where unsupported). Smaller tables made together (a sharded filter's
+// shards) are cut from one region placed so, where the whole reaches that
+// size (internal/table_arena.h). Null when unavailable; freed with
+// FreeTable.
 inline constexpr size_t kHugePageTableBytes = size_t{4} << 20;
 void* AllocateFilterTable(size_t bytes);
 

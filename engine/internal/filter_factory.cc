@@ -7,6 +7,7 @@
 #include "shardfilter/filters/bloom_filter.h"
 #include "shardfilter/filters/counting_bloom_filter.h"
 #include "shardfilter/filters/cuckoo_filter.h"
+#include "shardfilter/filters/internal/table_arena.h"
 #include "shardfilter/filters/sizing.h"
 
 namespace shardfilter::internal {
@@ -174,6 +175,10 @@ Result<std::vector<std::unique_ptr<Filter>>> MakeShardFilters(
                                std::to_string(bytes) + " bytes)"));
   std::vector<std::unique_ptr<Filter>> shards;
   shards.reserve(spec.shards);
+  // The shards' tables together, on huge pages where each alone would not
+  // be (filters/internal/table_arena.h).
+  const TableArenaRef arena = MakeTableArena(bytes, spec.shards);
+  const TableArenaScope in_arena(arena.get());
   for (uint32_t i = 0; i < spec.shards; ++i) {
     auto f = MakeShardFilter(spec);
     if (!f.ok()) {

@@ -13,6 +13,7 @@
 #include "shardfilter/engine/internal/parallel.h"
 #include "shardfilter/engine/internal/shard.h"
 #include "shardfilter/engine/internal/shard_chain.h"
+#include "shardfilter/filters/internal/table_arena.h"
 #include "shardfilter/persistence/internal/dedup_log.h"
 #include "shardfilter/persistence/internal/filter_journal.h"
 
@@ -216,7 +217,14 @@ Result<std::unique_ptr<ShardedFilter>> RecoverFilter(
   std::atomic<uint64_t> skipped{0};
   std::vector<uint64_t> stale_vec(shards, ~uint64_t{0});
   std::vector<uint64_t>& stale_after_ = stale_vec;
+  // The shards' first links together, on huge pages where each alone would
+  // not be (filters/internal/table_arena.h): a link 0 of the spec's size,
+  // new or decoded, is cut from the arena by the task that makes it.
+  auto link0_bytes = LinkTableBytes(spec, 0, ShardMaxBytes(spec));
+  const TableArenaRef arena =
+      MakeTableArena(link0_bytes.ok() ? *link0_bytes : 0, shards);
   ParallelFor(shards, [&](size_t i) {
+    const TableArenaScope in_arena(arena.get());
     const ShardRecord& r = d.shards[i];
     std::string what = DescribeName(name) + " shard " + std::to_string(i);
     Shard& sh = ShardedFilterAccess::shard(*f, static_cast<uint32_t>(i));
