@@ -8,37 +8,15 @@
 
 #include <cerrno>
 #include <cstdint>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "shardfilter/filters/internal/atomic_table.h"
+#include "test_util.h"
 
 namespace shardfilter {
 namespace {
 
-// The VmFlags line of the mapping holding `p`; "" when not found.
-std::string VmFlagsOf(const void* p) {
-  std::ifstream smaps("/proc/self/smaps");
-  const auto addr = reinterpret_cast<uintptr_t>(p);
-  std::string line;
-  bool inside = false;
-  while (std::getline(smaps, line)) {
-    uintptr_t lo = 0, hi = 0;
-    char dash = 0;
-    std::istringstream in(line);
-    if (line.find(':') == std::string::npos ||
-        line.find('-') < line.find(':')) {
-      in >> std::hex >> lo >> dash >> hi;
-      if (dash == '-' && hi > lo) {
-        inside = addr >= lo && addr < hi;
-        continue;
-      }
-    }
-    if (inside && line.rfind("VmFlags:", 0) == 0) return line;
-  }
-  return "";
-}
+using testing::VmFlagsOf;
 
 bool Advised(bool advice) {
   SetHugePageAdvice(advice);

@@ -13,9 +13,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -46,28 +44,7 @@ FilterSpec Spec(FilterType type, uint64_t capacity = kCapacity,
   return spec;
 }
 
-// The VmFlags line of the mapping holding `p`; "" when not found.
-std::string VmFlagsOf(const void* p) {
-  std::ifstream smaps("/proc/self/smaps");
-  const auto addr = reinterpret_cast<uintptr_t>(p);
-  std::string line;
-  bool inside = false;
-  while (std::getline(smaps, line)) {
-    uintptr_t lo = 0, hi = 0;
-    char dash = 0;
-    std::istringstream in(line);
-    if (line.find(':') == std::string::npos ||
-        line.find('-') < line.find(':')) {
-      in >> std::hex >> lo >> dash >> hi;
-      if (dash == '-' && hi > lo) {
-        inside = addr >= lo && addr < hi;
-        continue;
-      }
-    }
-    if (inside && line.rfind("VmFlags:", 0) == 0) return line;
-  }
-  return "";
-}
+using testing::VmFlagsOf;
 
 bool HugeAdvised(const void* p) {
   return VmFlagsOf(p).find(" hg") != std::string::npos;

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "shardfilter/filters/filter.h"
@@ -56,6 +58,30 @@ inline uint64_t SplitMix64(uint64_t* state) {
 inline uint64_t KeyHashOf(uint64_t i, uint64_t salt = 0) {
   uint64_t state = i * 0x9E3779B97F4A7C15ULL + salt;
   return SplitMix64(&state);
+}
+
+// The VmFlags line of /proc/self/smaps for the mapping holding `p` ("hg":
+// advised into huge pages); "" when not found.
+inline std::string VmFlagsOf(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto addr = reinterpret_cast<uintptr_t>(p);
+  std::string line;
+  bool inside = false;
+  while (std::getline(smaps, line)) {
+    uintptr_t lo = 0, hi = 0;
+    char dash = 0;
+    std::istringstream in(line);
+    if (line.find(':') == std::string::npos ||
+        line.find('-') < line.find(':')) {
+      in >> std::hex >> lo >> dash >> hi;
+      if (dash == '-' && hi > lo) {
+        inside = addr >= lo && addr < hi;
+        continue;
+      }
+    }
+    if (inside && line.rfind("VmFlags:", 0) == 0) return line;
+  }
+  return "";
 }
 
 }  // namespace shardfilter::testing
