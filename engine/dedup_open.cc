@@ -294,7 +294,7 @@ DedupStats DedupStore::Stats() const {
   auto get = [](const std::atomic<uint64_t>& a) {
     return a.load(std::memory_order_relaxed);
   };
-  auto sum = [](const internal::StripedCounter& c) { return c.Load(); };
+  auto sum = [](const internal::ThreadStripedCount& c) { return c.Load(); };
   DedupStats s;
   s.inserts = sum(c.inserts);
   s.new_keys = sum(c.new_keys);

@@ -111,7 +111,7 @@ Result<std::unique_ptr<BloomFilter>> BloomFilter::Deserialize(
                                      std::to_string(num_bits / 8) + " bytes");
   }
   f->table_.ReadLittleEndian(env.body.data());
-  f->items_[0].n.store(items, std::memory_order_relaxed);
+  f->items_.Reset(items);
   return f;
 }
 

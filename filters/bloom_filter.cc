@@ -309,11 +309,7 @@ void BloomFilter::MayContainKeys(std::span<const std::string_view> keys,
 }
 
 uint64_t BloomFilter::items() const {
-  uint64_t total = 0;
-  for (const ItemStripe& s : items_) {
-    total += s.n.load(std::memory_order_relaxed);  // a statistic
-  }
-  return total;
+  return items_.Load();  // a statistic
 }
 
 Status BloomFilter::UnionWith(const BloomFilter& other) {
@@ -344,7 +340,7 @@ Status BloomFilter::UnionWith(const BloomFilter& other) {
       static_cast<uint64_t>(std::llround(Stats().estimated_cardinality));
   const uint64_t have = items();
   if (implied > have) {
-    items_[0].n.fetch_add(implied - have, std::memory_order_relaxed);
+    items_.AddShared(implied - have);  // not this thread's own adds
   }
   return Status::OK();
 }
@@ -386,7 +382,7 @@ Result<std::unique_ptr<BloomFilter>> BloomFilter::Fold(
     }
   }
   // Distinct keys are unchanged by folding; the statistic carries over.
-  f->items_[0].n.store(items(), std::memory_order_relaxed);
+  f->items_.Reset(items());
   return f;
 }
 

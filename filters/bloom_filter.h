@@ -53,6 +53,7 @@
 #include "shardfilter/filters/internal/atomic_table.h"
 #include "shardfilter/filters/internal/bloom_kernels.h"
 #include "shardfilter/filters/internal/split_block.h"
+#include "shardfilter/filters/internal/thread_stripe.h"
 #include "shardfilter/filters/sizing.h"
 #include "shardfilter/filters/status.h"
 
@@ -139,7 +140,7 @@ class BloomFilter final : public Filter {
   // Returns true if the add set at least one new bit.
   bool AddHashInline(uint64_t h) {
     const bool added = AddHashUncounted(h);
-    if (added) CountNewItem(h);
+    if (added) CountNewItem();
     return added;
   }
   bool MayContainHashInline(uint64_t h) const {
@@ -217,13 +218,6 @@ class BloomFilter final : public Filter {
   uint64_t num_bytes() const { return num_bits_ / 8; }
 
  private:
-  // Items counter, striped over cache lines so that concurrent adds in
-  // different blocks do not bounce one line between cores.
-  static constexpr size_t kItemStripes = 16;
-  struct alignas(64) ItemStripe {
-    std::atomic<uint64_t> n{0};
-  };
-
   BloomFilter(BloomLayout layout, uint32_t k, uint64_t seed, uint64_t capacity,
               double fpp, uint64_t num_bits);
   struct Shape {
@@ -248,11 +242,9 @@ class BloomFilter final : public Filter {
   void Prefetch(uint64_t h, bool write) const;
   // The batch queries' prefetch (into L2: internal/prefetch.h).
   void PrefetchBatchQuery(uint64_t h) const;
-  void CountNewItem(uint64_t h) {
-    // Relaxed: a statistic; nothing is ordered by it.
-    items_[(h >> 32) & (kItemStripes - 1)].n.fetch_add(
-        1, std::memory_order_relaxed);
-  }
+  // A statistic, on the adding thread's own stripe: a plain load and
+  // store, no locked add (internal/thread_stripe.h).
+  void CountNewItem() { items_.Add(1); }
   uint64_t items() const;
 
   const BloomLayout layout_;
@@ -266,7 +258,8 @@ class BloomFilter final : public Filter {
   const internal::BlockedOps blocked_;  // the blocked kernels for k_
   const KeyHasher hasher_;              // Hash(), seed's share precomputed
   internal::AtomicWordTable table_;
-  ItemStripe items_[kItemStripes];
+  // Adds that set a new bit (Stats().items).
+  internal::ThreadStripedCount items_;
 };
 
 }  // namespace shardfilter

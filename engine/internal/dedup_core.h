@@ -38,7 +38,7 @@
 
 #include "shardfilter/engine/dedup_store.h"
 #include "shardfilter/engine/internal/dedup_ring.h"
-#include "shardfilter/engine/internal/striped_counter.h"
+#include "shardfilter/filters/internal/thread_stripe.h"
 #include "shardfilter/persistence/internal/dedup_journal.h"
 #include "shardfilter/persistence/internal/dedup_table.h"
 
@@ -49,10 +49,11 @@ struct alignas(64) DedupStripe {
 };
 
 struct DedupCounters {
-  // Bumped by every op of every thread: striped (striped_counter.h).
-  StripedCounter inserts, new_keys, duplicates;
-  StripedCounter removes, removed, lookups;
-  StripedCounter reads, avoided, false_positives;
+  // Bumped by every op of every thread: striped
+  // (filters/internal/thread_stripe.h).
+  ThreadStripedCount inserts, new_keys, duplicates;
+  ThreadStripedCount removes, removed, lookups;
+  ThreadStripedCount reads, avoided, false_positives;
   // Bumped by expiry and open only.
   std::atomic<uint64_t> expired_keys{0}, expired_partitions{0};
   std::atomic<uint64_t> loaded_keys{0}, open_ms{0};

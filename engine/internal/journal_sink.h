@@ -1,7 +1,7 @@
 // Where a ShardedFilter owned by a Database sends its journal entries: the
 // Store, plus the Database's counters. Thread-safe (Store is; counters are
-// striped by thread, striped_counter.h: statistics, nothing is ordered by
-// them).
+// striped by thread, filters/internal/thread_stripe.h: statistics, nothing is
+// ordered by them).
 //
 // Write is virtual and its one implementation (StoreJournalSink, in
 // journal_sink.cc) lives with the Database, so that the in-memory engine
@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "shardfilter/engine/internal/striped_counter.h"
+#include "shardfilter/filters/internal/thread_stripe.h"
 #include "shardfilter/persistence/internal/store.h"
 
 namespace shardfilter::internal {
@@ -47,8 +47,8 @@ class JournalSink {
   uint64_t ops() const { return ops_.Load(); }
 
  protected:
-  // Striped by thread (striped_counter.h): every journalled op of every
-  // filter of the Database counts here.
+  // Striped by thread (filters/internal/thread_stripe.h): every journalled op
+  // of every filter of the Database counts here.
   void Counted(uint64_t ops) {
     writes_.Add(1);
     ops_.Add(ops);
@@ -58,8 +58,8 @@ class JournalSink {
   persistence::Store* store_;  // not owned; outlives the sink
   bool rocksdb_only_ = false;
   uint64_t mapped_min_bytes_ = 0;
-  StripedCounter writes_;
-  StripedCounter ops_;
+  ThreadStripedCount writes_;
+  ThreadStripedCount ops_;
 };
 
 // The Database's sink: Store::WriteJournal (engine/internal/journal_sink.cc).

@@ -106,20 +106,8 @@ std::unique_ptr<ExactLevel> NewStoreExactLevel(Database* db, std::string name,
 
 std::array<uint64_t, kTieredOutcomes> TieredCounters::Sum() const {
   std::array<uint64_t, kTieredOutcomes> out{};
-  for (const Slot& s : slots) {
-    for (uint32_t i = 0; i < kTieredOutcomes; ++i) {
-      out[i] += s.n[i].load(std::memory_order_relaxed);
-    }
-  }
+  for (uint32_t i = 0; i < kTieredOutcomes; ++i) out[i] = counts.Load(i);
   return out;
-}
-
-uint32_t TieredCounters::ThreadSlot() {
-  static std::atomic<uint32_t> next{0};
-  // Relaxed: only distinctness matters, not ordering.
-  thread_local uint32_t slot =
-      next.fetch_add(1, std::memory_order_relaxed) % kTieredCounterSlots;
-  return slot;
 }
 
 Result<TieredSpec> ResolveTieredSpec(const TieredSpec& spec,

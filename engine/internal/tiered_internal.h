@@ -21,6 +21,7 @@
 
 #include "shardfilter/engine/database.h"
 #include "shardfilter/engine/tiered_filter.h"
+#include "shardfilter/filters/internal/thread_stripe.h"
 #include "shardfilter/persistence/internal/store.h"
 
 namespace shardfilter::internal {
@@ -49,22 +50,14 @@ std::unique_ptr<ExactLevel> NewStoreExactLevel(Database* db, std::string name,
 // the exact level found nothing (or, without exact level, "maybe present");
 // L + 1 = the exact level found the key.
 inline constexpr uint32_t kTieredOutcomes = kMaxTieredLevels + 2;
-inline constexpr uint32_t kTieredCounterSlots = 16;
 
-// Per-outcome query counts, sharded over 16 cache-line-aligned slots so
-// that threads do not bounce one line: a thread always uses the slot it was
-// given on first use (round robin). Relaxed: they are statistics.
+// Per-outcome query counts, on the querying thread's own stripe
+// (filters/internal/thread_stripe.h). Relaxed: they are statistics.
 struct TieredCounters {
-  struct alignas(64) Slot {
-    std::array<std::atomic<uint64_t>, kTieredOutcomes> n{};
-  };
-  Slot slots[kTieredCounterSlots];
-
-  void Add(uint32_t outcome, uint64_t count) {
-    slots[ThreadSlot()].n[outcome].fetch_add(count, std::memory_order_relaxed);
-  }
+  void Add(uint32_t outcome, uint64_t count) { counts.Add(outcome, count); }
   std::array<uint64_t, kTieredOutcomes> Sum() const;
-  static uint32_t ThreadSlot();
+
+  ThreadStripedCounts<kTieredOutcomes> counts;
 };
 
 // Checks and completes a spec: 1..8 levels, each resolved by ResolveSpec
