@@ -162,12 +162,84 @@ void SetCounters(benchmark::State& state, const Built& b) {
 // same 8-byte keys, the same index math (FastRange64, AltBucket's
 // (H(fp) - i1) mod n) and the same two unaligned 8-byte bucket loads with
 // the same SWAR test, over a table of the same size (huge pages, random
-// contents), but without the filter around it: no seqlock, no layout
-// dispatch, every parameter in a register. What the filter's query costs
-// beyond this is its own code. arg: n (the filter's capacity).
+// contents), but without the filter around it: no layout dispatch, every
+// parameter in a register. What the filter's query costs beyond this is
+// its own code. args: n (the filter's capacity), variant:
+//  0 bare: no seqlock (not safe against moves: the floor of the layout);
+//  1 seqlock: the filter's validated read (invariants 4-6 of
+//    cuckoo_filter.h): one version word of 1024 (the pair's lower stripe)
+//    loaded before the buckets and checked after, the retry branch;
+//  2 one line: as 1, but both buckets in one 64-byte line (ten 6-byte
+//    buckets a line): one miss per query, the block-local pair of a
+//    Morton- or vacuum-style layout (what that layout's load factor
+//    allows is another matter: docs/performance.md, session 24).
+// Session 24, 5 interleaved rounds against efficient/cuckoofilter's query
+// in one process (its 31.7-31.9 ns at 5e7, 4.7-5.1 at 1e6): bare 33.0-34.5
+// / 6.5-6.7, seqlock 46.3-46.8 / 7.4-7.5, one line 50.0 / 8.7; the
+// filter 47.8-51.0 / 8.9-9.8. At 5e7 the seqlock, not the second miss, is
+// the gap: a loop of independent queries is bound by how many of them
+// the CPU's window holds, and the validation's instructions shrink it.
+template <int kVariant>
+uint64_t QueryFloorRun(const char* table, uint64_t nb, const uint64_t* keys,
+                       uint64_t count, uint64_t* next,
+                       const std::atomic<uint64_t>* versions) {
+  constexpr uint64_t kOnes = 0x1001001001ULL, kHighs = kOnes << 11;
+  const uint64_t lines = nb / 10 + 1;
+  uint64_t found = 0, i = *next;
+  for (int r = 0; r < 256; ++r) {
+    const uint64_t h = HashKey(KeyBytes(keys[i]), kDefaultSeed);
+    if (++i == count) i = 0;
+    const uint64_t fp = (h & 0xFFF) + ((h & 0xFFF) == 0);
+    uint64_t o1, o2, s1, s2;
+    if constexpr (kVariant == 2) {
+      const uint64_t line = FastRange64(h & ~uint64_t{0xFFFF}, lines);
+      const uint64_t j1 = (((h >> 12) & 15) * 10) >> 4;  // 0..9
+      const uint64_t j2 = (j1 + 1 + fp % 9) % 10;        // another one
+      o1 = line * 64 + j1 * 6;
+      o2 = line * 64 + j2 * 6;
+      s1 = s2 = line;
+    } else {
+      const uint64_t i1 = FastRange64(h & ~uint64_t{0xFFFF}, nb);
+      const uint64_t t = FastRange64(fp * 0x9E3779B97F4A7C15ULL, nb);
+      const uint64_t i2 = t >= i1 ? t - i1 : t + nb - i1;
+      o1 = i1 * 6;
+      o2 = i2 * 6;
+      s1 = i1 >> 3;
+      s2 = i2 >> 3;
+    }
+    const std::atomic<uint64_t>& v = versions[std::min(s1, s2) & 1023];
+    for (;;) {
+      uint64_t v1 = 0;
+      if constexpr (kVariant != 0) v1 = v.load(std::memory_order_acquire);
+      uint64_t b1, b2;
+      std::memcpy(&b1, table + o1, 8);
+      std::memcpy(&b2, table + o2, 8);
+      const uint64_t x1 = b1 ^ (fp * kOnes), x2 = b2 ^ (fp * kOnes);
+      const bool hit =
+          ((((x1 - kOnes) & ~x1) | ((x2 - kOnes) & ~x2)) & kHighs) != 0;
+      if constexpr (kVariant == 0) {
+        found += hit;
+        break;
+      } else {
+        std::atomic_thread_fence(std::memory_order_acquire);
+        const uint64_t v2 = v.load(std::memory_order_relaxed);
+        if (hit | (((v1 & 1) | (v1 ^ v2)) == 0)) {
+          found += hit;
+          break;
+        }
+      }
+    }
+  }
+  *next = i;
+  return found;
+}
+
 void BM_QueryFloor(benchmark::State& state) {
   const uint64_t nb = NewFilter(state.range(0))->num_buckets();
-  const uint64_t bytes = nb * 6 + 8;
+  const int variant = static_cast<int>(state.range(1));
+  // Variant 2's lines hold ten buckets each (the same buckets, 7% more
+  // bytes).
+  const uint64_t bytes = variant == 2 ? (nb / 10 + 1) * 64 + 8 : nb * 6 + 8;
   const uint64_t huge = 2 << 20;
   char* table = static_cast<char*>(
       std::aligned_alloc(huge, (bytes + huge - 1) / huge * huge));
@@ -178,25 +250,25 @@ void BM_QueryFloor(benchmark::State& state) {
     x = Remix(x + at);
     std::memcpy(table + at, &x, 8);
   }
-  constexpr uint64_t kOnes = 0x1001001001ULL, kHighs = kOnes << 11;
+  std::vector<std::atomic<uint64_t>> versions(1024);
   const uint64_t count = ItemsFor(*NewFilter(state.range(0)), 95);
   const uint64_t* keys = Keys(count).absent;
   uint64_t i = 0, found = 0;
   for (auto _ : state) {
-    const uint64_t h = HashKey(KeyBytes(keys[i]), kDefaultSeed);
-    if (++i == count) i = 0;
-    const uint64_t fp = (h & 0xFFF) + ((h & 0xFFF) == 0);
-    const uint64_t i1 = FastRange64(h & ~uint64_t{0xFFFF}, nb);
-    const uint64_t t = FastRange64(fp * 0x9E3779B97F4A7C15ULL, nb);
-    const uint64_t i2 = t >= i1 ? t - i1 : t + nb - i1;
-    uint64_t b1, b2;
-    std::memcpy(&b1, table + i1 * 6, 8);
-    std::memcpy(&b2, table + i2 * 6, 8);
-    const uint64_t x1 = b1 ^ (fp * kOnes), x2 = b2 ^ (fp * kOnes);
-    found += ((((x1 - kOnes) & ~x1) | ((x2 - kOnes) & ~x2)) & kHighs) != 0;
+    found +=
+        variant == 0
+            ? QueryFloorRun<0>(table, nb, keys, count, &i, versions.data())
+        : variant == 1
+            ? QueryFloorRun<1>(table, nb, keys, count, &i, versions.data())
+            : QueryFloorRun<2>(table, nb, keys, count, &i, versions.data());
   }
   benchmark::DoNotOptimize(found);
   std::free(table);
+  const double ops = static_cast<double>(state.iterations()) * 256;
+  state.counters["ops_per_s"] =
+      benchmark::Counter(ops, benchmark::Counter::kIsRate);
+  state.counters["ns_per_op"] = benchmark::Counter(
+      ops * 1e-9, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
 // A floor for one-at-a-time concurrent writes (insert or remove): per key
@@ -496,9 +568,8 @@ void PhaseArgs(benchmark::internal::Benchmark* bm) {
 BENCHMARK(BM_Query)->Apply(QueryArgs)->Threads(1)->Threads(2)->UseRealTime();
 BENCHMARK(BM_QueryBatch)->Apply(QueryArgs)->UseRealTime();
 BENCHMARK(BM_QueryFloor)
-    ->ArgName("n")
-    ->Arg(1'000'000)
-    ->Arg(50'000'000)
+    ->ArgNames({"n", "variant"})
+    ->ArgsProduct({{1'000'000, 50'000'000}, {0, 1, 2}})
     ->UseRealTime();
 BENCHMARK(BM_WriteFloor)
     ->ArgName("n")
