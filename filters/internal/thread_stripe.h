@@ -56,8 +56,9 @@ uint32_t ClaimCounterStripe();
 
 inline uint32_t ThisThreadStripe() {
   const uint32_t s = tls_counter_stripe;
-  if (s <= kSharedStripe) [[likely]]
+  if (s <= kSharedStripe) [[likely]] {
     return s;
+  }
   return ClaimCounterStripe();
 }
 
