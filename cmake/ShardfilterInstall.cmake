@@ -36,7 +36,8 @@ set(SF_PUBLIC_HEADERS_filters_internal
   filters/internal/counting_simd.h
   filters/internal/cuckoo_stripes.h filters/internal/cuckoo_table.h
   filters/internal/prefetch.h filters/internal/spin.h
-  filters/internal/split_block.h filters/internal/tsan.h)
+  filters/internal/split_block.h filters/internal/thread_stripe.h
+  filters/internal/tsan.h)
 set(SF_PUBLIC_HEADERS_engine
   engine/database.h engine/dedup_store.h engine/export.h
   engine/memory_budget.h engine/migration.h engine/multi_part.h
