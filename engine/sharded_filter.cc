@@ -78,6 +78,8 @@ ShardedFilter::ShardedFilter(std::string name, FilterSpec resolved)
     shards_[i].fast = &fast_[i];
     fast_[i].head = &shards_[i];
   }
+  inline_fast_ =
+      remix_router_ && shard_count_ > 1 ? internal::kNoFastPaths : fast_.get();
   // The type is fixed by the spec (DecodeLinkFilter checks every link's).
   switch (spec_.type) {
     case FilterType::kBloom:
@@ -260,10 +262,9 @@ Status ShardedFilter::RemoveHash(uint64_t hash) {
   return Status::OK();
 }
 
-bool ShardedFilter::MayContainHashSlow(
-    uint64_t hash, const internal::ShardFastPath& fast) const {
+bool ShardedFilter::MayContainHashSlow(uint64_t hash) const {
   if (ShardedFilter* f = Forward()) return f->MayContainHash(hash);
-  const Shard& s = shards_[&fast - fast_.get()];
+  const Shard& s = shards_[LocalShardOf(hash)];
   // A one-link shard (the common case) is asked directly through its
   // type's inline query: no loop, no virtual call. S1: links_visible's
   // acquire publishes the link.
@@ -337,6 +338,8 @@ bool ShardedFilter::Equals(const ShardedFilter& other) const {
 }
 
 namespace internal {
+
+constinit const ShardFastPath kNoFastPaths[kNoFastPathCount] = {};
 
 void ShardedFilterAccess::SetAccount(ShardedFilter& f,
                                      std::shared_ptr<MemoryAccount> account) {

@@ -100,6 +100,8 @@ inline constexpr uint64_t kRouterMultiplier = 0x9E3779B97F4A7C15ULL;  // odd
 // Most shards a filter may have. A shard costs one cache line of metadata,
 // one journal key range and one checkpoint record.
 inline constexpr uint32_t kMaxShards = 256;
+static_assert(kMaxShards <= internal::kNoFastPathCount,
+              "a Remix-routed filter's inline paths index kNoFastPaths");
 
 // The shard count used when FilterSpec::shards is 0:
 //   S = next power of two >= ceil(capacity / 1,000,000), clamped to
@@ -247,7 +249,7 @@ class ShardedFilter {
 
   // HashKey(key, seed()).
   uint64_t Hash(std::string_view key) const { return hasher_(key); }
-  // The shard a hash belongs to: Remix(hash) >> (64 - log2 S).
+  // The shard a hash belongs to (the filter's ShardRouter, above).
   uint32_t ShardOf(uint64_t hash) const { return Live().LocalShardOf(hash); }
   // Direct read access to one link of one shard's chain (tests, tools,
   // benchmarks). REQUIRES: shard < shard_count(), link <
@@ -310,7 +312,7 @@ class ShardedFilter {
     return MayContainHash(Hash(key));
   }
   [[gnu::always_inline]] bool MayContainHash(uint64_t hash) const {
-    const internal::ShardFastPath& p = fast_[LocalShardOf(hash)];
+    const internal::ShardFastPath& p = InlineFastPath(hash);
     // Acquire: pairs with Q1's release; `blocks` was written before it.
     if (const std::atomic<uint64_t>* t =
             p.table.load(std::memory_order_acquire)) [[likely]] {
@@ -329,7 +331,7 @@ class ShardedFilter {
       }
       return one_link_query_(*link, hash);
     }
-    return MayContainHashSlow(hash, p);
+    return MayContainHashSlow(hash);
   }
   // Copies held (an upper bound), summed over the shard's links: Bloom
   // 0/1 (whatever the links), counting min counter, cuckoo
@@ -407,10 +409,9 @@ class ShardedFilter {
   friend class internal::ShardedFilterAccess;
 
   ShardedFilter(std::string name, FilterSpec resolved);
-  // MayContainHash past the fast path (a forward, a chain, another type);
-  // `fast` is the hash's entry of fast_ (its shard: fast - fast_.get()).
-  bool MayContainHashSlow(uint64_t hash,
-                          const internal::ShardFastPath& fast) const;
+  // MayContainHash past the fast path (a forward, a chain, another type,
+  // a Remix-routed filter's shard).
+  bool MayContainHashSlow(uint64_t hash) const;
   // The filter calls go to: this one, or the migration target it forwards
   // to (acquire pairs with the switch's release: engine/migration.cc).
   ShardedFilter* Forward() const {
@@ -426,6 +427,22 @@ class ShardedFilter {
     const uint64_t x =
         remix_router_ ? Remix(hash) : hash * kRouterMultiplier;  // ShardRouter
     return static_cast<uint32_t>(x >> shard_shift_);
+  }
+  // The fast-path entry the inline paths (MayContainHash, TryFastAdd,
+  // TryFastOrderedAdd) use for `hash`: its shard's entry of fast_, routed
+  // by the multiply alone. A filter of several shards routed by Remix
+  // (ShardRouter::kRemix: stores from before the router was recorded) has
+  // inline_fast_ = internal::kNoFastPaths, whose entries are all null, so
+  // those paths hand every call to the slow path, which routes by Remix:
+  // the common case pays neither the router's second branch nor its
+  // jump (16 shards: 13 -> 9 routing instructions per query). One
+  // shard is entry 0, without the multiply: its load then waits on
+  // nothing (through the multiply a 1-shard query at 5e7 took 27.6 ns
+  // against 19.9, issue 15 session 25).
+  [[gnu::always_inline]] const internal::ShardFastPath& InlineFastPath(
+      uint64_t hash) const {
+    if (shard_shift_ >= 64) return inline_fast_[0];
+    return inline_fast_[(hash * kRouterMultiplier) >> shard_shift_];
   }
   // Hands a successful op to a running migration (M2 in
   // engine/internal/migration.h). REQUIRES: the shard's lock held (and
@@ -508,7 +525,7 @@ class ShardedFilter {
   // 1.12-1.6x its raw link's in session 21's paired runs, 1.4-1.8x before
   // (docs/performance.md). Always inline: as MayContain.
   [[gnu::always_inline]] bool TryFastAdd(uint64_t hash, AddOutcome* outcome) {
-    const internal::ShardFastPath& fast = fast_[LocalShardOf(hash)];
+    const internal::ShardFastPath& fast = InlineFastPath(hash);
     // Acquire (Q1: `blocks` is written before the table's release); the
     // add itself, ShardFastAdd, loads it again under the lock.
     const std::atomic<uint64_t>* const t =
@@ -543,7 +560,7 @@ class ShardedFilter {
   // 485 -> 293 instructions per add.
   template <typename LinkFilter>
   [[gnu::always_inline]] bool TryFastOrderedAdd(uint64_t hash) {
-    const internal::ShardFastPath& fast = fast_[LocalShardOf(hash)];
+    const internal::ShardFastPath& fast = InlineFastPath(hash);
     const Filter* const link = fast.link.load(std::memory_order_acquire);
     if (link == nullptr) return false;
     // The table's misses start before the locks' stores and CAS.
@@ -608,11 +625,14 @@ class ShardedFilter {
   // function with the three inlined pushed six registers on every query).
   bool (*one_link_query_)(const Filter& link, uint64_t hash) = nullptr;
   uint32_t shard_count_ = 1;
-  uint32_t shard_shift_ = 64;  // 64 - log2(S); 64 means one shard
+  uint64_t shard_shift_ = 64;  // 64 - log2(S); 64 means one shard
   bool remix_router_ = false;  // spec_.router == ShardRouter::kRemix
   std::unique_ptr<internal::Shard[]> shards_;
   // Shard i's query fast path (Q1); shards_[i].fast points to entry i.
   std::unique_ptr<internal::ShardFastPath[]> fast_;
+  // fast_, or internal::kNoFastPaths for a filter of several shards routed
+  // by Remix (InlineFastPath). Set by the constructor, constant.
+  const internal::ShardFastPath* inline_fast_ = nullptr;
   // What this filter holds of its memory budget (each shard points to it
   // for growth); set before the filter is shared.
   std::shared_ptr<internal::MemoryAccount> account_;

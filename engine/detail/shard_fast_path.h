@@ -118,6 +118,13 @@ struct ShardFastPath {
   ShardHead* head = nullptr;
 };
 
+// Entries whose pointers are all null, never written: the inline paths'
+// entries for a filter routed by Remix (ShardedFilter::InlineFastPath),
+// which send every call to the slow path. One per possible shard
+// (kMaxShards in engine/sharded_filter.h, which checks the count).
+inline constexpr uint32_t kNoFastPathCount = 256;
+extern const ShardFastPath kNoFastPaths[kNoFastPathCount];
+
 // The add of the common Bloom shard: one split-block link (Q1: the table
 // non-null) with more than kBloomReserveSlack of its capacity left. There
 // ChainAdd (engine/internal/shard_chain.h) would ask no link before
