@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <map>
 #include <memory>
 #include <span>
 #include <string_view>
@@ -19,11 +21,15 @@
 #include "shardfilter/filters/counting_bloom_filter.h"
 #include "shardfilter/filters/cuckoo_filter.h"
 #include "shardfilter/filters/filter.h"
+#include "shardfilter/filters/hash.h"
+#include "shardfilter/filters/internal/split_block.h"
 
 namespace shardfilter::bench {
 namespace {
 
 constexpr uint64_t kCapacity = 20'000'000;  // ~24 MiB blocked Bloom: > LLC
+// Keys per iteration of a one-at-a-time loop over a key array (bloom_bench's).
+constexpr size_t kRun = 1024;
 
 // Adds the hashes of PresentKey(0 .. n) through add(batch), in batches of
 // 65,536 and exactly n: a scalable filter past its capacity grows a second
@@ -353,6 +359,176 @@ void BM_RepeatAdd(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_RepeatAdd)->ArgName("shards")->Arg(0)->Arg(1)->Arg(16);
+
+// What a growable filter's one-at-a-time query costs over a fixed one's
+// (issue 15: a Database handle's MayContain within 1.15x of its raw
+// link's), on one table (the raw filter's: the same memory, bits and
+// keys), in a caller's loop over an array of absent keys as BM_Query's in
+// bloom_bench. Arg 0, the variant:
+//   0  the raw layout: XXH3, block, lane test, with the table, its size and
+//      the seed in the loop's registers (what a fixed filter's loop
+//      compiles to: nothing in it can change them)
+//   1  plus what a filter that may grow must do per call: load its table
+//      pointer afresh (a relaxed atomic load; an add to a second link must
+//      be seen by every query after it, so it cannot be hoisted) and, when
+//      it is gone, call a slow path. The compiler must then reload the
+//      seed and the table size on every call too: it treats an atomic load
+//      as touching any memory, and the call may write any.
+//   2  variant 1 over 16 shards (16 slices of the table): the router's
+//      multiply and shift, and the shard's own pointer and size
+//   3, 4  a ShardedFilter handle of 1 and 16 shards, filled to `items`
+//   5  the raw filter (BloomFilter::MayContain) on the table of 0-2
+// Arg 1: items. A loop of independent queries runs as fast as the CPU
+// overlaps their misses, so each instruction per call costs time at 5e7
+// (bloom_bench's BM_QueryFloor); 1 against 0 is the least a growable
+// filter pays on top of the raw filter, 3 and 4 against 1 and 2 what the
+// library pays on top of that. Native builds (AVX2 inline): elsewhere the
+// kernels are a call, and all variants pay it.
+//   build-native/bench/sharded_bench --benchmark_filter=HandleQueryFloor
+struct FloorShard {
+  std::atomic<const std::atomic<uint64_t>*> table{nullptr};
+  uint64_t blocks = 0;
+};
+struct FloorHandle {
+  explicit FloorHandle(uint64_t seed) : hasher(seed) {}
+  KeyHasher hasher;
+  uint32_t shift = 64;  // 64 - log2(shards); 64: one shard
+  const FloorShard* shards = nullptr;
+};
+
+// Never taken (no floor shard's table is cleared): the call's presence in
+// the loop is what counts, one that may write any memory, as the handle's
+// slow path (noipa: the compiler may assume nothing else of it).
+[[gnu::noipa]] bool FloorSlowQuery(uint64_t hash) {
+  benchmark::DoNotOptimize(hash);
+  benchmark::ClobberMemory();
+  return (hash & 1) != 0;
+}
+
+template <int kVariant>
+uint64_t HandleFloorRun(const FloorHandle& h, const uint64_t* keys) {
+  uint64_t found = 0;
+  if constexpr (kVariant == 0) {
+    const KeyHasher hasher = h.hasher;
+    const std::atomic<uint64_t>* const t =
+        h.shards[0].table.load(std::memory_order_relaxed);
+    const uint64_t blocks = h.shards[0].blocks;
+    for (size_t r = 0; r < kRun; ++r) {
+      const uint64_t hash = hasher(KeyBytes(keys[r]));
+      found += internal::SplitMayContain(
+          t + internal::SplitBlockOffset(hash, blocks) / sizeof(uint64_t),
+          static_cast<uint32_t>(hash));
+    }
+    return found;
+  }
+  for (size_t r = 0; r < kRun; ++r) {
+    const uint64_t hash = h.hasher(KeyBytes(keys[r]));
+    uint32_t shard = 0;
+    if constexpr (kVariant == 2) {
+      if (h.shift < 64) {
+        shard = static_cast<uint32_t>((hash * kRouterMultiplier) >> h.shift);
+      }
+    }
+    const FloorShard& s = h.shards[shard];
+    const std::atomic<uint64_t>* const t =
+        s.table.load(std::memory_order_relaxed);
+    if (t == nullptr) [[unlikely]] {
+      found += FloorSlowQuery(hash);
+      continue;
+    }
+    found += internal::SplitMayContain(
+        t + internal::SplitBlockOffset(hash, s.blocks) / sizeof(uint64_t),
+        static_cast<uint32_t>(hash));
+  }
+  return found;
+}
+
+template <typename F>
+uint64_t HandleFloorTargetRun(const F& f, const uint64_t* keys) {
+  uint64_t found = 0;
+  for (size_t r = 0; r < kRun; ++r) found += f.MayContain(KeyBytes(keys[r]));
+  return found;
+}
+
+void BM_HandleQueryFloor(benchmark::State& state) {
+  const int variant = static_cast<int>(state.range(0));
+  const auto n = static_cast<uint64_t>(state.range(1));
+  struct Built {
+    std::unique_ptr<BloomFilter> raw;
+    std::shared_ptr<ShardedFilter> handle[2];  // 1 and 16 shards
+    std::vector<uint64_t> keys;                // absent
+  };
+  static std::map<uint64_t, Built> cache;
+  Built& b = cache[n];
+  if (b.raw == nullptr) {
+    BloomOptions o;
+    o.capacity = n;
+    o.fpp = 0.005;  // a scalable 1% filter's link 0
+    auto raw = BloomFilter::Create(o);
+    if (!raw.ok() || (*raw)->split_table() == nullptr) abort();
+    b.raw = std::move(*raw);
+    FillExactly(n, [&](std::span<const uint64_t> batch) {
+      for (uint64_t h : batch) b.raw->AddHashInline(h);
+    });
+    for (uint32_t i = 0; i < 2; ++i) {
+      b.handle[i] = MakeTarget(FilterType::kBloom, i == 0 ? 1 : 16, n).handle;
+      FillExactly(n, [&](std::span<const uint64_t> batch) {
+        if (!b.handle[i]->AddHashes(batch).ok()) abort();
+      });
+      CheckOneLink(*b.handle[i]);
+    }
+    b.keys.resize(n);
+    for (uint64_t i = 0; i < n; ++i) b.keys[i] = AbsentKey(i);
+  }
+  constexpr uint32_t kFloorShards = 16;
+  // On the heap and escaped, as a handle is: after an atomic load or a
+  // call the compiler must read its fields again.
+  auto shards = std::make_unique<FloorShard[]>(kFloorShards);
+  auto handle = std::make_unique<FloorHandle>(b.raw->seed());
+  FloorHandle& h = *handle;
+  benchmark::DoNotOptimize(handle.get());
+  h.shards = shards.get();
+  const uint64_t blocks = b.raw->num_blocks();
+  const uint32_t slices = variant == 2 ? kFloorShards : 1;
+  for (uint32_t i = 0; i < slices; ++i) {
+    shards[i].blocks = blocks / slices;
+    shards[i].table.store(b.raw->split_table() + i * (blocks / slices) *
+                                                     internal::kSplitBlockWords,
+                          std::memory_order_relaxed);
+  }
+  h.shift = variant == 2 ? 60 : 64;
+  uint64_t i = 0, found = 0;
+  for (auto _ : state) {
+    if (i + kRun > n) i = 0;
+    const uint64_t* run = b.keys.data() + i;
+    switch (variant) {
+      case 0:
+        found += HandleFloorRun<0>(h, run);
+        break;
+      case 1:
+        found += HandleFloorRun<1>(h, run);
+        break;
+      case 2:
+        found += HandleFloorRun<2>(h, run);
+        break;
+      case 3:
+      case 4:
+        found += HandleFloorTargetRun(*b.handle[variant - 3], run);
+        break;
+      default:
+        found += HandleFloorTargetRun(*b.raw, run);
+    }
+    i += kRun;
+  }
+  benchmark::DoNotOptimize(found);
+  state.counters["ns_per_query"] = benchmark::Counter(
+      static_cast<double>(state.iterations() * kRun) * 1e-9,
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_HandleQueryFloor)
+    ->ArgNames({"variant", "items"})
+    ->ArgsProduct({{0, 1, 2, 3, 4, 5}, {1'000'000, 50'000'000}})
+    ->UseRealTime();
 
 // The scaling floor of writers that share per-shard state (issue 15's
 // "two journalled writers at 1.7x one"): each op ORs a bit into a random
