@@ -82,7 +82,7 @@ Result<std::unique_ptr<ShardedFilter>> Database::FoldedCopy(
           " links; only shards of one link fold (its links differ in size): "
           "rebuild it from retained hashes or from its keys");
     }
-    const uint64_t fill = sh.fill[0].load(std::memory_order_relaxed);
+    const uint64_t fill = sh.Fill(0);  // S9: exact under LockAll
     const uint64_t capacity = internal::LinkCapacity(target, 0);
     if (fill > capacity) {
       return Status::InvalidArgument(what + " holds " + std::to_string(fill) +

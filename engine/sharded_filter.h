@@ -543,7 +543,12 @@ class ShardedFilter {
     // last_seq; its effect shows in the fill, which Mutations counts).
     if (PlainUnderShardLock()) [[likely]] {
       if (bool added; internal::ShardFastAdd(fast, hash, &added)) [[likely]] {
-        h.dirty.store(true, std::memory_order_relaxed);
+        // Stored only when clear: the shard's first line stays shared
+        // between adding threads (mu orders it with the checkpoint's
+        // clear, which cannot run while this add holds mu shared).
+        if (!h.dirty.load(std::memory_order_relaxed)) {
+          h.dirty.store(true, std::memory_order_relaxed);
+        }
         *outcome = added ? AddOutcome::kAdded : AddOutcome::kAlreadyPresent;
         done = true;
       }

@@ -145,7 +145,14 @@ Status ShardedFilter::UnionWith(const ShardedFilter& other_in) {
       auto& link = static_cast<BloomFilter&>(*s.links[j]);
       // Cannot fail: the shapes were checked and links never change (S1).
       (void)link.UnionWith(BloomLink(theirs, j));
-      RaiseFill(s.fill[j], KeysImplied(link), link.capacity());
+      // S9: link 0 also holds its stripes' unflushed adds (read as the
+      // adds running beside this one leave them: a figure, as KeysImplied
+      // is).
+      const uint64_t implied = KeysImplied(link);
+      const uint64_t unflushed =
+          j == 0 ? std::min(s.UnflushedAdds(), link.capacity()) : 0;
+      RaiseFill(s.fill[j], implied - std::min(implied, unflushed),
+                link.capacity() - unflushed);
     }
     s.dirty.store(true, std::memory_order_relaxed);
   }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "shardfilter/engine/sharded_filter.h"
+#include "shardfilter/filters/internal/thread_stripe.h"
 #include "test_util.h"
 
 namespace shardfilter {
@@ -69,8 +70,9 @@ TEST(BloomOneLinkAddTest, FillsExactlyToCapacityThenFull) {
 
 // Writers race on overlapping keys into a non-scaling filter until it is
 // full, a reader checks acknowledged keys meanwhile: the count of kAdded
-// answers never passes the capacity (what a lost or doubled reservation
-// would break), Stats agrees with it, and nothing is lost.
+// answers never passes the capacity by more than S7 allows (what a lost or
+// doubled reservation, or unflushed adds left out, would break), Stats agrees
+// with it, and nothing is lost.
 TEST(BloomOneLinkAddTest, RacingWritersNeverPassTheCapacity) {
   auto f = MakeFilter(/*scalable=*/false);
   ASSERT_NE(f, nullptr);
@@ -112,7 +114,9 @@ TEST(BloomOneLinkAddTest, RacingWritersNeverPassTheCapacity) {
   threads.back().join();
   EXPECT_EQ(failures.load(), 0u);
   EXPECT_EQ(misses.load(), 0u);
-  EXPECT_LE(added.load(), capacity);
+  // S7: an add delayed past the far-from-full check may land on a full
+  // link, at most one per owned thread stripe (S9).
+  EXPECT_LE(added.load(), capacity + internal::kOwnedStripes);
   EXPECT_EQ(f->Stats().total.items, added.load());
   EXPECT_EQ(f->shard_links(0), 1u);
   for (int w = 0; w < kWriters; ++w) {

@@ -37,6 +37,7 @@
 #include "shardfilter/filters/counting_bloom_filter.h"
 #include "shardfilter/filters/cuckoo_filter.h"
 #include "shardfilter/filters/internal/split_block.h"
+#include "shardfilter/filters/internal/thread_stripe.h"
 
 namespace shardfilter {
 class Filter;
@@ -50,6 +51,10 @@ inline constexpr uint32_t kMaxLinks = 32;
 // Copies of one key a counting chain keeps (MaxOwnCopies below): where its
 // 4-bit counters saturate (a copy past it would not be counted anyway).
 inline constexpr uint32_t kMaxCountingCopies = 15;
+// Adds a thread counts on its own before it adds them to the shard's fill
+// (S9, ShardHead::unflushed): one locked add per this many, instead of a
+// CAS per add.
+inline constexpr uint32_t kFillFlush = 64;
 
 // A shard's first cache line: what every mutation writes (the lock word,
 // the order lock, the sequence, the dirty flag and the first links' fill),
@@ -57,7 +62,10 @@ inline constexpr uint32_t kMaxCountingCopies = 15;
 // threads adding to one filter spread over all its shards, so a shard's
 // written lines were last written by the other core about half the time,
 // and each such line is a transfer between cores (three lines per add
-// before). The invariants these fields keep (S2, S3, S7, S8) are Shard's
+// before). A Bloom add far from the capacity writes none of it (but the
+// dirty flag once after each checkpoint), only its thread's own unflushed
+// line (S9) and reader slot (ShardMutex). The
+// invariants these fields keep (S2, S3, S7, S8, S9) are Shard's
 // (engine/internal/shard.h), which derives from this.
 struct alignas(64) ShardHead {
   ShardMutex mu;        // S2, S4, S5
@@ -87,6 +95,34 @@ struct alignas(64) ShardHead {
   // ShardFastOrderedAdd.
   uint64_t fast_add_limit = 0;
   std::atomic<uint64_t> fill[kMaxLinks];  // S7 (zero: C++20)
+
+  // S9: adds of link 0 not yet in fill[0]: unflushed[k].n counts the adds
+  // the owner of thread stripe k (filters/internal/thread_stripe.h) made
+  // through ShardFastAdd's stripe path since it last added them to fill[0]
+  // (every kFillFlush). Written by that owner only, under `mu` shared; read
+  // by anyone (relaxed: the lock orders what must be exact). Only a Bloom
+  // shard's link 0 has them. A line per stripe (1 KiB a shard): on one
+  // line, two threads adding to one shard passed it between their cores on
+  // every add.
+  struct alignas(64) Unflushed {
+    std::atomic<uint32_t> n{0};
+  };
+  Unflushed unflushed[kOwnedStripes];
+
+  // Adds of link 0 not yet in fill[0] (S9).
+  uint64_t UnflushedAdds() const {
+    uint64_t n = 0;
+    for (const Unflushed& u : unflushed) {
+      n += u.n.load(std::memory_order_relaxed);
+    }
+    return n;
+  }
+  // The adds link i holds (S7, S8): fill[i], and for link 0 the adds not
+  // yet flushed into it. Exact under `mu` exclusive; otherwise a figure.
+  uint64_t Fill(uint32_t i) const {
+    const uint64_t f = fill[i].load(std::memory_order_relaxed);
+    return i == 0 ? f + UnflushedAdds() : f;
+  }
 
   // Takes the next sequence of a counting or cuckoo shard: last_seq + 1.
   // Every taker of an ordered shard's sequence holds its order_mu (S3),
@@ -126,38 +162,73 @@ inline constexpr uint32_t kNoFastPathCount = 256;
 extern const ShardFastPath kNoFastPaths[kNoFastPathCount];
 
 // The add of the common Bloom shard: one split-block link (Q1: the table
-// non-null) with more than kBloomReserveSlack of its capacity left. There
-// ChainAdd (engine/internal/shard_chain.h) would ask no link before
-// reserving (S8), and this does what it does, without its call, loop and
-// virtual calls (callgrind, handle_add_bloom_16: 247 -> 184 instructions;
-// at DRAM sizes a loop of adds runs as fast as the CPU overlaps
-// consecutive adds' misses, and each instruction per add shrinks that
-// overlap): a unit of link 0's fill reserved by CAS below the limit (S7),
-// the bits set, and the unit given back when no bit was new (*added false:
-// kAlreadyPresent, S8). Link 0 is the newest link then: a growth needs its
-// fill at the capacity, and only kBloomReserveSlack adds in flight could
-// have given back enough units to bring it below the slack again (ChainAdd
-// relies on the same bound). True when done; false, with nothing changed,
-// when any condition fails (another layout or type, more links, near the
-// capacity, a CAS lost to another add): ChainAdd decides then.
+// non-null) with more than kBloomReserveSlack of its capacity left in
+// fill[0]. There ChainAdd (engine/internal/shard_chain.h) would ask no
+// link before reserving (S8), and this does what it does, without its
+// call, loop and virtual calls (callgrind, handle_add_bloom_16: 247 -> 184
+// instructions; at DRAM sizes a loop of adds runs as fast as the CPU
+// overlaps consecutive adds' misses, and each instruction per add shrinks
+// that overlap): the bits set, and a new key's add counted (S7, S8; an
+// add that set no new bit is kAlreadyPresent, *added false, and counts
+// nothing). A thread with a stripe of its own counts it in its unflushed
+// count (S9: a plain load and store on its own line, no locked
+// instruction); any other thread reserves a unit of fill[0] by CAS first
+// and gives it back when no bit was new. Link 0 is the newest link then: a
+// growth needs its fill at the capacity, and only kBloomReserveSlack adds
+// in flight could have given back enough units to bring it below the
+// slack again (ChainAdd relies on the same bound). True when done; false,
+// with nothing changed, when any condition fails (another layout or type,
+// more links, near the capacity, a CAS lost to another add): ChainAdd
+// decides then, counting the unflushed adds too.
+//
+// Measured (sharded_bench, native, medians of 7 alternating runs, session
+// 26), the unit CAS per add against S9's stripe count: BM_OneAdd, one
+// thread, 2^22 items: 1 shard 41.0 -> 45.0M adds/s, 16 shards 40.7 ->
+// 44.8 (the raw link 50-51); 5e7: within the noise (each add waits on
+// DRAM). BM_ConcurrentAdd, two threads into one handle at 5e7: 1 shard
+// 16.3 -> 58.5M adds/s (16.9 with the stripes' counts on one shared line:
+// hence a line each), 16 shards 27.8 -> 49.3. Callgrind: 14 instructions
+// more per add (the stripe's TLS and the count) for the locked CAS less.
 // REQUIRES: as ChainAdd's (`mu` held shared, S2), for a Bloom filter (Q1
 // keeps `table` null for the other types, so asking is harmless: false).
-inline bool ShardFastAdd(const ShardFastPath& fast, uint64_t hash,
-                         bool* added) {
+[[gnu::always_inline]] inline bool ShardFastAdd(const ShardFastPath& fast,
+                                                uint64_t hash, bool* added) {
   // Acquire: pairs with Q1's release, after which `blocks` and the limit
   // are visible.
   std::atomic<uint64_t>* const table =
       fast.table.load(std::memory_order_acquire);
   if (table == nullptr) return false;
   ShardHead& h = *fast.head;
+  // Below the limit, kBloomReserveSlack under the capacity: more than the
+  // stripes' unflushed adds can be (fewer than kFillFlush each, one more in
+  // flight; shard_chain.h checks), so link 0 holds fewer than its capacity
+  // (S9).
   uint64_t f = h.fill[0].load(std::memory_order_relaxed);
-  if (f >= h.fast_add_limit) return false;
+  if (f >= h.fast_add_limit) [[unlikely]] {
+    return false;
+  }
+  std::atomic<uint64_t>* const block =
+      table + SplitBlockOffset(hash, fast.blocks) / sizeof(uint64_t);
+  if (const uint32_t k = ThisThreadStripe(); k < kOwnedStripes) [[likely]] {
+    *added = SplitAdd(block, static_cast<uint32_t>(hash));
+    if (*added) {
+      std::atomic<uint32_t>& u = h.unflushed[k].n;  // S9: its owner's
+      const uint32_t n = u.load(std::memory_order_relaxed) + 1u;
+      if (n == kFillFlush) [[unlikely]] {
+        // fill[0] first: a reader between the two counts these adds twice
+        // (too full, never too empty).
+        h.fill[0].fetch_add(n, std::memory_order_relaxed);
+        u.store(0, std::memory_order_relaxed);
+      } else {
+        u.store(n, std::memory_order_relaxed);
+      }
+    }
+    return true;
+  }
   if (!h.fill[0].compare_exchange_strong(f, f + 1, std::memory_order_relaxed)) {
     return false;
   }
-  *added =
-      SplitAdd(table + SplitBlockOffset(hash, fast.blocks) / sizeof(uint64_t),
-               static_cast<uint32_t>(hash));
+  *added = SplitAdd(block, static_cast<uint32_t>(hash));
   if (!*added) {
     // S8: our own unit (fill >= 1), so no CAS loop is needed to stay >= 0.
     h.fill[0].fetch_sub(1, std::memory_order_relaxed);

@@ -117,9 +117,7 @@ class ShardedFilterAccess {
         n += s.last_seq.load(std::memory_order_relaxed);
         continue;
       }
-      for (const std::atomic<uint64_t>& fill : s.fill) {
-        n += fill.load(std::memory_order_relaxed);
-      }
+      for (uint32_t l = 0; l < kMaxLinks; ++l) n += s.Fill(l);  // S9
     }
     return n;
   }

@@ -102,7 +102,7 @@ uint64_t ChainItemsEstimate(ShardedFilter& f) {
   for (uint32_t i = 0; i < f.shard_count(); ++i) {
     Shard& sh = ShardedFilterAccess::shard(f, i);
     for (uint32_t l = 0; l < sh.links_visible(); ++l) {
-      n += sh.fill[l].load(std::memory_order_relaxed);  // a figure
+      n += sh.Fill(l);  // a figure (S9)
     }
   }
   return n;
@@ -132,7 +132,7 @@ Status FoldInto(Migration& m, ShardedFilter& src, uint32_t factor,
           "links have different sizes); migrate it from retained hashes");
     }
     const auto& link = static_cast<const BloomFilter&>(*sh.links[0]);
-    const uint64_t fill = sh.fill[0].load(std::memory_order_relaxed);
+    const uint64_t fill = sh.Fill(0);  // S9: exact under the cut's locks
     const uint64_t capacity = LinkCapacity(ts, 0);
     if (fill > capacity) {
       return Status::InvalidArgument(what + " holds " + std::to_string(fill) +

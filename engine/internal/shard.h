@@ -39,13 +39,17 @@
 //      find the newest link full append one link, not two. A checkpoint
 //      (holding `mu` exclusive) therefore never sees a half-built chain.
 //  S7. fill[i] counts the adds link i holds (minus removes from it for
-//      counting and cuckoo filters). An add reserves a unit of the newest
-//      link's fill with a CAS that never exceeds the link's capacity, so a
-//      link never holds more adds than it was sized for, even when Bloom
-//      adds (which skip `order_mu`) race. Counting and cuckoo shards'
-//      fill is written only under `order_mu` (S3: adds, removes, growth)
-//      or before the shard is shared, so an add there may take its unit
-//      by a load and a store once it has added (ShardFastOrderedAdd).
+//      counting and cuckoo filters; for a Bloom link 0, with its
+//      unflushed adds, S9: ShardHead::Fill). An add reserves a unit of the
+//      newest link's fill with a CAS that never exceeds the link's
+//      capacity, so a link never holds more adds than it was sized for,
+//      even when Bloom adds (which skip `order_mu`) race; except that a
+//      Bloom link 0 may take one add more per owned thread stripe (S9),
+//      which checkpoints do not record (ChainSerialize writes at most the
+//      capacity, which decoding checks). Counting and cuckoo shards' fill
+//      is written only under `order_mu` (S3: adds, removes, growth) or
+//      before the shard is shared, so an add there may take its unit by a
+//      load and a store once it has added (ShardFastOrderedAdd).
 //  S8. Bloom: fill[i] counts distinct keys as far as the chain can tell. An
 //      add of a key an older link reports present reserves nothing and
 //      changes nothing (it is "already present"); an add of the newest
@@ -54,6 +58,20 @@
 //      left) the newest is asked before reserving. So repeated keys never
 //      use capacity nor make the chain grow, and a repeated key's passing
 //      reservation never makes a new key's add see a full link.
+//  S9. A Bloom shard's link 0, far from full (ShardFastAdd: fill[0] more
+//      than kBloomReserveSlack below the capacity, which is more than the
+//      unflushed counts can hold), counts the adds of a thread that owns a
+//      thread stripe (filters/internal/thread_stripe.h) in that stripe's
+//      unflushed count, written only by its owner (a plain load and store,
+//      under `mu` shared), and adds them to fill[0] kFillFlush at a time,
+//      fill[0] first. So fill[0] plus the unflushed counts is the adds link 0
+//      holds: exact under `mu` exclusive (no add runs), a figure otherwise,
+//      too high (never too low) for the instant between a flush's two
+//      stores. Every reader of link 0's fill reads that sum
+//      (ShardHead::Fill), and ChainAdd reserves against the capacity less
+//      the unflushed adds. An add that read fill[0] far from full and was
+//      delayed past other adds that filled the link lands anyway: at most
+//      one per stripe (each owner has one add in flight), the S7 excess.
 //  Q1. `fast` (the shard's ShardFastPath, engine/detail/shard_fast_path.h)
 //      holds link 0's table only while the shard has that one link, a
 //      split-block Bloom filter, and the filter is not forwarded; growth

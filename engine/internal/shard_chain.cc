@@ -1,5 +1,6 @@
 #include "shardfilter/engine/internal/shard_chain.h"
 
+#include <algorithm>
 #include <mutex>
 
 #include "shardfilter/engine/internal/filter_factory.h"
@@ -145,6 +146,9 @@ void InstallChain(Shard& s, LoadedChain chain) {
     s.links[i] = std::move(chain.links[i]);
     s.fill[i].store(chain.fill[i], std::memory_order_relaxed);
   }
+  for (ShardHead::Unflushed& u : s.unflushed) {
+    u.n.store(0, std::memory_order_relaxed);  // S9: all in chain.fill[0]
+  }
   SetFastPath(s, n);                                 // Q1
   s.link_count.store(n, std::memory_order_release);  // S1
 }
@@ -168,8 +172,7 @@ Status ChainAdd(const FilterSpec& spec, Shard& s, uint64_t hash,
   if (bloom) {
     const uint32_t n = s.links_visible();
     const bool near_full =
-        s.fill[n - 1].load(std::memory_order_relaxed) + kBloomReserveSlack >=
-        s.capacity[n - 1];
+        s.Fill(n - 1) + kBloomReserveSlack >= s.capacity[n - 1];  // S9
     for (uint32_t i = near_full ? n : n - 1; i-- > 0;) {
       if (s.links[i]->MayContainHash(hash)) {
         *outcome = AddOutcome::kAlreadyPresent;
@@ -181,7 +184,11 @@ Status ChainAdd(const FilterSpec& spec, Shard& s, uint64_t hash,
     const uint32_t n = s.links_visible();
     Filter& newest = *s.links[n - 1];
     Status full;
-    if (Reserve(s.fill[n - 1], s.capacity[n - 1])) {
+    // S9: a Bloom link 0 also holds its stripes' unflushed adds.
+    const uint64_t unflushed = bloom && n == 1 ? s.UnflushedAdds() : 0;
+    const uint64_t room =
+        s.capacity[n - 1] > unflushed ? s.capacity[n - 1] - unflushed : 0;
+    if (Reserve(s.fill[n - 1], room)) {
       if (bloom) {
         // The type is fixed by the spec (DecodeLinkFilter checks it).
         // Uncounted: fill is the count (S8; ChainStatistics reports it).
@@ -293,7 +300,9 @@ std::string ChainSerialize(const Shard& s) {
   std::vector<persistence::ChainLinkBytes> links(n);
   for (uint32_t i = 0; i < n; ++i) {
     envelopes[i] = s.links[i]->Serialize();
-    links[i] = {envelopes[i], s.fill[i].load(std::memory_order_relaxed)};
+    // S9: exact under mu exclusive. S7: at most the capacity (a Bloom link
+    // 0 may hold a few adds more, which decoding would call corrupt).
+    links[i] = {envelopes[i], std::min(s.Fill(i), s.capacity[i])};
   }
   return persistence::EncodeChainBlob(links);
 }
@@ -367,9 +376,7 @@ FilterStats ChainStatistics(const FilterSpec& spec, const Shard& s, bool scan) {
     // The links' own counters are not kept (ChainAdd adds uncounted): fill
     // counts the distinct keys each link took (S8). Relaxed: a figure.
     t.items = 0;
-    for (uint32_t i = 0; i < n; ++i) {
-      t.items += s.fill[i].load(std::memory_order_relaxed);
-    }
+    for (uint32_t i = 0; i < n; ++i) t.items += s.Fill(i);  // S9
   }
   t.target_fpr = ChainTargetFpp(spec, n);
   t.estimated_fpr = 1 - pass;
@@ -384,9 +391,7 @@ bool ChainEquals(const Shard& a, const Shard& b) {
   const uint32_t n = a.links_visible();
   if (n != b.links_visible()) return false;
   for (uint32_t i = 0; i < n; ++i) {
-    if (a.fill[i].load(std::memory_order_relaxed) !=
-            b.fill[i].load(std::memory_order_relaxed) ||
-        !a.links[i]->Equals(*b.links[i])) {
+    if (a.Fill(i) != b.Fill(i) || !a.links[i]->Equals(*b.links[i])) {
       return false;
     }
   }

@@ -75,6 +75,10 @@ Status ChainAdd(const FilterSpec& spec, Shard& s, uint64_t hash,
 // ask it before reserving (ShardFastAdd: below ShardHead::fast_add_limit,
 // the capacity less this).
 inline constexpr uint64_t kBloomReserveSlack = 4096;
+// S9: every stripe's unflushed adds (fewer than kFillFlush each, one more
+// in flight) fit in the slack, so adds below the fast path's limit never
+// take link 0 past its capacity.
+static_assert(kOwnedStripes * kFillFlush <= kBloomReserveSlack);
 
 // ChainAdd, inline where ShardFastOrderedAdd (engine/detail/
 // shard_fast_path.h) applies: the single-key add paths of ordered types
