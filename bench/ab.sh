@@ -6,7 +6,7 @@
 # and its median, in M/s.
 #
 #   bench/ab.sh ROUNDS FILTER BINARY_A BINARY_B [extra benchmark flags]
-#   bench/ab.sh 5 'BM_DurableAdd/type:1/durability:1/real_time/threads:[12]$' \
+#   bench/ab.sh 5 'BM_DurableAdd/type:1/durability:1/iterations:4000000/real_time/threads:[12]$' \
 #       old/bench/persistence_bench build-ci/build/bench/persistence_bench
 set -eu
 rounds=${1:?usage: ab.sh ROUNDS FILTER BINARY_A BINARY_B [flags]}
