@@ -6,8 +6,9 @@
 // exact (Full at capacity, growth once) whichever threads added; more
 // threads than stripes (the others reserve by CAS) count exactly too; a
 // checkpoint records the sum and a reopen finds it; a link 0 holding S9's
-// few adds over its capacity still checkpoints and reopens; no key is ever
-// lost. Scaled down under TSan.
+// few adds over its capacity still checkpoints and reopens; only shards
+// that can use the stripe path have its lines; no key is ever lost. Scaled
+// down under TSan.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -278,6 +279,38 @@ TEST(BloomUnflushedAddsTest, ALinkPastItsCapacityStillCheckpointsAndReopens) {
   auto report = db->Verify();
   SF_ASSERT_OK(report.status());
   EXPECT_TRUE(report->ok()) << report->problems.front();
+}
+
+// The stripes' lines (1 KiB) exist only in shards whose adds can use
+// them: a split-block Bloom link 0 with more than kBloomReserveSlack of
+// capacity. A server's many small filters (a key per user) and the other
+// types' shards pay nothing for them.
+TEST(BloomUnflushedAddsTest, OnlyShardsThatUseTheStripePathHaveItsLines) {
+  auto large = MakeFilter(20'000, /*scalable=*/true);
+  auto small = MakeFilter(1'000, /*scalable=*/true);
+  ASSERT_NE(large, nullptr);
+  ASSERT_NE(small, nullptr);
+  EXPECT_NE(ShardedFilterAccess::shard(*large, 0).unflushed, nullptr);
+  EXPECT_EQ(ShardedFilterAccess::shard(*small, 0).unflushed, nullptr);
+  for (FilterType type : {FilterType::kCountingBloom, FilterType::kCuckoo}) {
+    FilterSpec spec;
+    spec.type = type;
+    spec.capacity = 100'000;
+    spec.shards = 2;
+    auto f = ShardedFilter::Create(spec);
+    SF_ASSERT_OK(f.status());
+    EXPECT_EQ(ShardedFilterAccess::shard(**f, 1).unflushed, nullptr);
+  }
+  // A small filter still counts every add (through ChainAdd).
+  uint64_t added = 0;
+  for (uint64_t i = 0; i < 500; ++i) {
+    auto r = small->InsertHash(KeyHash(i));
+    SF_ASSERT_OK(r.status());
+    added += *r == AddOutcome::kAdded;
+  }
+  EXPECT_EQ(small->Stats().total.items, added);
+  // The shard's own footprint stays under a KiB without them.
+  EXPECT_LE(sizeof(internal::Shard), 1024u);
 }
 
 }  // namespace

@@ -32,6 +32,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 
 #include "shardfilter/engine/detail/shard_mutex.h"
 #include "shardfilter/filters/counting_bloom_filter.h"
@@ -94,26 +95,30 @@ struct alignas(64) ShardHead {
   // is smaller), ShardFastAdd; a counting or cuckoo link's capacity,
   // ShardFastOrderedAdd.
   uint64_t fast_add_limit = 0;
-  std::atomic<uint64_t> fill[kMaxLinks];  // S7 (zero: C++20)
-
   // S9: adds of link 0 not yet in fill[0]: unflushed[k].n counts the adds
   // the owner of thread stripe k (filters/internal/thread_stripe.h) made
   // through ShardFastAdd's stripe path since it last added them to fill[0]
   // (every kFillFlush). Written by that owner only, under `mu` shared; read
-  // by anyone (relaxed: the lock orders what must be exact). Only a Bloom
-  // shard's link 0 has them. A line per stripe (1 KiB a shard): on one
-  // line, two threads adding to one shard passed it between their cores on
-  // every add.
-  struct alignas(64) Unflushed {
+  // by anyone (relaxed: the lock orders what must be exact). A line per
+  // stripe: on one line, two threads adding to one shard passed it between
+  // their cores on every add. Allocated (kOwnedStripes lines, 1 KiB) with
+  // the fast path of a one-link split-block Bloom shard whose limit is
+  // above 0, before the shard is shared (Q1), and constant afterwards;
+  // null for every other shard (the stripe path never runs there), so that
+  // many small filters do not pay a KiB a shard.
+  struct alignas(64) UnflushedLine {
     std::atomic<uint32_t> n{0};
   };
-  Unflushed unflushed[kOwnedStripes];
+  std::unique_ptr<UnflushedLine[]> unflushed;
+  std::atomic<uint64_t> fill[kMaxLinks];  // S7 (zero: C++20)
 
   // Adds of link 0 not yet in fill[0] (S9).
   uint64_t UnflushedAdds() const {
     uint64_t n = 0;
-    for (const Unflushed& u : unflushed) {
-      n += u.n.load(std::memory_order_relaxed);
+    if (unflushed != nullptr) {
+      for (uint32_t k = 0; k < kOwnedStripes; ++k) {
+        n += unflushed[k].n.load(std::memory_order_relaxed);
+      }
     }
     return n;
   }
@@ -137,9 +142,9 @@ struct alignas(64) ShardHead {
     return seq;
   }
 };
-static_assert(sizeof(ShardMutex) + sizeof(ShortMutex) + 4 + 8 + 8 + 8 <= 64,
-              "the lock, sequence, dirty flag, add limit and link 0's fill "
-              "share the shard's first line");
+static_assert(sizeof(ShardMutex) + sizeof(ShortMutex) + 4 + 8 + 8 + 8 + 8 <= 64,
+              "the lock, sequence, dirty flag, add limit, unflushed lines "
+              "and link 0's fill share the shard's first line");
 
 struct ShardFastPath {
   // Mutable: a single-key Bloom add sets its bits through it too
@@ -187,7 +192,7 @@ extern const ShardFastPath kNoFastPaths[kNoFastPathCount];
 // 44.8 (the raw link 50-51); 5e7: within the noise (each add waits on
 // DRAM). BM_ConcurrentAdd, two threads into one handle at 5e7: 1 shard
 // 16.3 -> 58.5M adds/s (16.9 with the stripes' counts on one shared line:
-// hence a line each), 16 shards 27.8 -> 49.3. Callgrind: 14 instructions
+// hence a line each), 16 shards 27.8 -> 49.3. Callgrind: 13 instructions
 // more per add (the stripe's TLS and the count) for the locked CAS less.
 // REQUIRES: as ChainAdd's (`mu` held shared, S2), for a Bloom filter (Q1
 // keeps `table` null for the other types, so asking is harmless: false).
@@ -212,7 +217,8 @@ extern const ShardFastPath kNoFastPaths[kNoFastPathCount];
   if (const uint32_t k = ThisThreadStripe(); k < kOwnedStripes) [[likely]] {
     *added = SplitAdd(block, static_cast<uint32_t>(hash));
     if (*added) {
-      std::atomic<uint32_t>& u = h.unflushed[k].n;  // S9: its owner's
+      // S9: its owner's; non-null below a limit above 0.
+      std::atomic<uint32_t>& u = h.unflushed[k].n;
       const uint32_t n = u.load(std::memory_order_relaxed) + 1u;
       if (n == kFillFlush) [[unlikely]] {
         // fill[0] first: a reader between the two counts these adds twice

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <new>
 
 #include "shardfilter/engine/internal/filter_factory.h"
 #include "shardfilter/engine/internal/memory_account.h"
@@ -33,6 +34,14 @@ void SetFastPath(Shard& s, uint32_t links) {
       s.fast_add_limit = s.capacity[0] > kBloomReserveSlack
                              ? s.capacity[0] - kBloomReserveSlack
                              : 0;
+      // S9: the stripes' lines, which ShardFastAdd uses below a limit
+      // above 0; without them (allocation failed) the limit is 0 and every
+      // add takes ChainAdd.
+      if (s.fast_add_limit > 0 && s.unflushed == nullptr) {
+        s.unflushed.reset(new (std::nothrow)
+                              ShardHead::UnflushedLine[kOwnedStripes]);
+        if (s.unflushed == nullptr) s.fast_add_limit = 0;
+      }
     }
   }
   s.fast->link.store(links == 1 ? s.links[0].get() : nullptr,
@@ -146,8 +155,10 @@ void InstallChain(Shard& s, LoadedChain chain) {
     s.links[i] = std::move(chain.links[i]);
     s.fill[i].store(chain.fill[i], std::memory_order_relaxed);
   }
-  for (ShardHead::Unflushed& u : s.unflushed) {
-    u.n.store(0, std::memory_order_relaxed);  // S9: all in chain.fill[0]
+  if (s.unflushed != nullptr) {  // S9: all in chain.fill[0]
+    for (uint32_t k = 0; k < kOwnedStripes; ++k) {
+      s.unflushed[k].n.store(0, std::memory_order_relaxed);
+    }
   }
   SetFastPath(s, n);                                 // Q1
   s.link_count.store(n, std::memory_order_release);  // S1
