@@ -65,9 +65,9 @@ inline constexpr uint32_t kFillFlush = 64;
 // and each such line is a transfer between cores (three lines per add
 // before). A Bloom add far from the capacity writes none of it (but the
 // dirty flag once after each checkpoint), only its thread's own unflushed
-// line (S9) and reader slot (ShardMutex). The
-// invariants these fields keep (S2, S3, S7, S8, S9) are Shard's
-// (engine/internal/shard.h), which derives from this.
+// line (S9) and reader slot (ShardMutex). The invariants these fields keep
+// (S2, S3, S7, S8, S9) are Shard's (engine/internal/shard.h), which
+// derives from this.
 struct alignas(64) ShardHead {
   ShardMutex mu;        // S2, S4, S5
   ShortMutex order_mu;  // S3 (shard_mutex.h)
@@ -180,8 +180,9 @@ extern const ShardFastPath kNoFastPaths[kNoFastPathCount];
 // instruction); any other thread reserves a unit of fill[0] by CAS first
 // and gives it back when no bit was new. Link 0 is the newest link then: a
 // growth needs its fill at the capacity, and only kBloomReserveSlack adds
-// in flight could have given back enough units to bring it below the
-// slack again (ChainAdd relies on the same bound). True when done; false,
+// in flight (less the unflushed adds S9 allows: 3072) could have given
+// back enough units to bring it below the slack again (ChainAdd relies on
+// the same bound). True when done; false,
 // with nothing changed, when any condition fails (another layout or type,
 // more links, near the capacity, a CAS lost to another add): ChainAdd
 // decides then, counting the unflushed adds too.

@@ -64,8 +64,8 @@
 //      thread stripe (filters/internal/thread_stripe.h) in that stripe's
 //      unflushed count (on lines allocated with the shard's fast path, Q1),
 //      written only by its owner (a plain load and store, under `mu`
-//      shared), and adds them to fill[0] kFillFlush at a time,
-//      fill[0] first. So fill[0] plus the unflushed counts is the adds link 0
+//      shared), and adds them to fill[0] kFillFlush at a time, fill[0]
+//      first. So fill[0] plus the unflushed counts is the adds link 0
 //      holds: exact under `mu` exclusive (no add runs), a figure otherwise,
 //      too high (never too low) for the instant between a flush's two
 //      stores. Every reader of link 0's fill reads that sum
