@@ -5,10 +5,10 @@
 // counts of threads that ended stay in the shard, so the capacity is
 // exact (Full at capacity, growth once) whichever threads added; more
 // threads than stripes (the others reserve by CAS) count exactly too; a
-// checkpoint records the sum and a reopen finds it; a link 0 holding S9's
-// few adds over its capacity still checkpoints and reopens; only shards
-// that can use the stripe path have its lines; no key is ever lost. Scaled
-// down under TSan.
+// checkpoint records the sum and a reopen finds it; a union keeps the sum
+// within the capacity; a link 0 holding S9's few adds over its capacity
+// still checkpoints and reopens; only shards that can use the stripe path
+// have its lines; no key is ever lost. Scaled down under TSan.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -279,6 +279,33 @@ TEST(BloomUnflushedAddsTest, ALinkPastItsCapacityStillCheckpointsAndReopens) {
   auto report = db->Verify();
   SF_ASSERT_OK(report.status());
   EXPECT_TRUE(report->ok()) << report->problems.front();
+}
+
+// A union raises link 0's fill to the keys its bits imply, capped at the
+// capacity less the unflushed adds: the sum never passes the capacity,
+// and the next new key is Full (a non-scaling filter).
+TEST(BloomUnflushedAddsTest, UnionKeepsTheSumWithinTheCapacity) {
+  auto a = MakeFilter(20'000, /*scalable=*/false);
+  auto b = MakeFilter(20'000, /*scalable=*/false);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  const uint64_t capacity = a->shard_filter(0).capacity();
+  // Three ended threads' counts, unflushed (37 each, under kFillFlush).
+  uint64_t next = 0;
+  for (int t = 0; t < 3; ++t, next += 37) {
+    AddOnNewThread(*a, next, next + 37);
+  }
+  // b holds nearly the capacity of other keys.
+  for (uint64_t added = 0; added + 50 < capacity; ++next) {
+    auto r = b->InsertHash(KeyHash(next));
+    SF_ASSERT_OK(r.status());
+    added += *r == AddOutcome::kAdded;
+  }
+  SF_ASSERT_OK(a->UnionWith(*b));
+  EXPECT_LE(a->Stats().total.items, capacity);
+  for (uint64_t i = 0; i < next; ++i) {
+    ASSERT_TRUE(a->MayContainHash(KeyHash(i))) << "key " << i;
+  }
 }
 
 // The stripes' lines (1 KiB) exist only in shards whose adds can use
