@@ -84,7 +84,9 @@ TEST(TableArenaTest, ShardTablesShareOneHugePageRegion) {
   std::sort(at.begin(), at.end());
   for (uint32_t i = 0; i < kShards; ++i) {
     EXPECT_EQ(at[i] % 64, 0u);
-    if (i > 0) EXPECT_EQ(at[i] - at[i - 1], (bytes + 63) / 64 * 64);
+    if (i > 0) {
+      EXPECT_EQ(at[i] - at[i - 1], (bytes + 63) / 64 * 64);
+    }
   }
   // Every key answers, through the cut tables.
   for (uint64_t k = 0; k < 10'000; ++k) ASSERT_OK(f->AddHash(k * 7919 + 1));
