@@ -513,20 +513,25 @@ void BM_CountingAddFloor(benchmark::State& state) {
   const KeyHasher hasher(kDefaultSeed);
   const FloorTable bloom{static_cast<std::atomic<uint64_t>*>(mem),
                          bytes / internal::kSplitBlockBytes};
+  // The floors' loops (one call per kRun adds).
+  using FloorRunFn = uint64_t (*)(char*, uint64_t, FloorStripe*,
+                                  const KeyHasher&, const uint64_t*);
+  const FloorRunFn floor_run = variant == 0   ? &CountingFloorRun<0>
+                               : variant == 1 ? &CountingFloorRun<1>
+                               : variant == 5 ? &CountingFloorRun<5>
+                               : variant == 6 ? &CountingFloorRun<6>
+                                              : nullptr;
   uint64_t i = 0, sum = 0;
   for (auto _ : state) {
     if (i + kRun > kKeys) i = 0;
     const uint64_t* run = keys.data() + i;
     auto* table = static_cast<char*>(mem);
+    if (floor_run != nullptr) {
+      sum += floor_run(table, bytes / 64, stripes.get(), hasher, run);
+      i += kRun;
+      continue;
+    }
     switch (variant) {
-      case 0:
-        sum +=
-            CountingFloorRun<0>(table, bytes / 64, stripes.get(), hasher, run);
-        break;
-      case 1:
-        sum +=
-            CountingFloorRun<1>(table, bytes / 64, stripes.get(), hasher, run);
-        break;
       case 2:
         for (size_t r = 0; r < kRun; ++r) {
           static_cast<CountingBloomFilter&>(*made).Add(KeyBytes(run[r]));
@@ -534,14 +539,6 @@ void BM_CountingAddFloor(benchmark::State& state) {
         break;
       case 3:
         sum += FloorRun<4>(bloom, hasher, run);
-        break;
-      case 5:
-        sum +=
-            CountingFloorRun<5>(table, bytes / 64, stripes.get(), hasher, run);
-        break;
-      case 6:
-        sum +=
-            CountingFloorRun<6>(table, bytes / 64, stripes.get(), hasher, run);
         break;
       default:
         for (size_t r = 0; r < kRun; ++r) {
