@@ -335,16 +335,22 @@ bool SkippedWithoutAvx2(benchmark::State& state) {
   return false;
 }
 
+// The add floors' keys: PresentKey(0 .. kFloorKeys), made once.
+constexpr uint64_t kFloorKeys = 4'000'000;  // as BM_Add's, at most
+const std::vector<uint64_t>& FloorKeys() {
+  static const std::vector<uint64_t> keys = [] {
+    std::vector<uint64_t> k(kFloorKeys);
+    for (uint64_t i = 0; i < kFloorKeys; ++i) k[i] = PresentKey(i);
+    return k;
+  }();
+  return keys;
+}
+
 void BM_AddFloor(benchmark::State& state) {
   const int variant = static_cast<int>(state.range(0));
   const uint64_t n = static_cast<uint64_t>(state.range(1));
   if (SkippedWithoutAvx2(state)) return;
-  constexpr uint64_t kKeys = 4'000'000;  // as BM_Add's, at most
-  static const std::vector<uint64_t> keys = [] {
-    std::vector<uint64_t> k(kKeys);
-    for (uint64_t i = 0; i < kKeys; ++i) k[i] = PresentKey(i);
-    return k;
-  }();
+  const std::vector<uint64_t>& keys = FloorKeys();
   std::unique_ptr<Filter> made = MakeFilter(kSplit, n);
   auto& filter = static_cast<BloomFilter&>(*made);
   const uint64_t bytes = filter.Stats().bytes;
@@ -356,7 +362,7 @@ void BM_AddFloor(benchmark::State& state) {
   const KeyHasher hasher(kDefaultSeed);
   uint64_t i = 0, added = 0;
   for (auto _ : state) {
-    if (i + kRun > kKeys) i = 0;  // later rounds find their bits set
+    if (i + kRun > kFloorKeys) i = 0;  // later rounds find their bits set
     const uint64_t* run = keys.data() + i;
     switch (variant) {
       case 0:
@@ -481,12 +487,7 @@ void BM_CountingAddFloor(benchmark::State& state) {
   const int variant = static_cast<int>(state.range(0));
   const uint64_t n = static_cast<uint64_t>(state.range(1));
   if (SkippedWithoutAvx2(state)) return;
-  constexpr uint64_t kKeys = 4'000'000;
-  static const std::vector<uint64_t> keys = [] {
-    std::vector<uint64_t> k(kKeys);
-    for (uint64_t i = 0; i < kKeys; ++i) k[i] = PresentKey(i);
-    return k;
-  }();
+  const std::vector<uint64_t>& keys = FloorKeys();
   const bool counting = variant != 3 && variant != 4;
   std::unique_ptr<Filter> made = MakeFilter(counting ? kCounting : kSplit, n);
   const uint64_t bytes = made->Stats().bytes;
@@ -500,8 +501,8 @@ void BM_CountingAddFloor(benchmark::State& state) {
     // Every page of the filter's table touched before the timing, as the
     // floors' tables are by their memset: as many other keys as the timed
     // loop adds (first touches cost 7-14% of a 5e7 run otherwise).
-    for (uint64_t k = 0; k < kKeys; ++k) {
-      const uint64_t other = PresentKey(kKeys + k);
+    for (uint64_t k = 0; k < kFloorKeys; ++k) {
+      const uint64_t other = PresentKey(kFloorKeys + k);
       if (counting) {
         static_cast<CountingBloomFilter&>(*made).Add(KeyBytes(other));
       } else {
@@ -523,7 +524,7 @@ void BM_CountingAddFloor(benchmark::State& state) {
                                               : nullptr;
   uint64_t i = 0, sum = 0;
   for (auto _ : state) {
-    if (i + kRun > kKeys) i = 0;
+    if (i + kRun > kFloorKeys) i = 0;
     const uint64_t* run = keys.data() + i;
     auto* table = static_cast<char*>(mem);
     if (floor_run != nullptr) {
