@@ -416,7 +416,8 @@ BENCHMARK(BM_AddFloor)
 //      64-bit atomic stores (lock-free readers load the words atomically)
 //   6  1 with the filter's kernel (CountersAddAvx2: the key's eight
 //      counter positions, their nibble increment, the saturation test, the
-//      eight stores)
+//      write-back: eight atomic stores until session 27, since then two
+//      vector stores)
 //   2  the counting filter itself (CountingBloomFilter::Add)
 //   3  the Bloom block's four locked ORs (BM_AddFloor's variant 4)
 //   4  the Bloom filter itself (BloomFilter::Add)
@@ -434,6 +435,28 @@ BENCHMARK(BM_AddFloor)
 struct alignas(64) FloorStripe {
   std::atomic<uint32_t> lock{0};
 };
+
+#if SHARDFILTER_SPLIT_AVX2
+// Variant 5's write-back: the block's eight words stored one by one with
+// relaxed 64-bit atomic stores, each extracted from the vector (the
+// counting kernels' write-back until session 27; now two vector stores).
+SHARDFILTER_FLOOR_TARGET inline void EightAtomicStores(
+    std::atomic<uint64_t>* block, __m256i lo, __m256i hi) {
+  const __m128i w01 = _mm256_castsi256_si128(lo);
+  const __m128i w23 = _mm256_extracti128_si256(lo, 1);
+  const __m128i w45 = _mm256_castsi256_si128(hi);
+  const __m128i w67 = _mm256_extracti128_si256(hi, 1);
+  constexpr auto kR = std::memory_order_relaxed;
+  block[0].store(static_cast<uint64_t>(_mm_cvtsi128_si64(w01)), kR);
+  block[1].store(static_cast<uint64_t>(_mm_extract_epi64(w01, 1)), kR);
+  block[2].store(static_cast<uint64_t>(_mm_cvtsi128_si64(w23)), kR);
+  block[3].store(static_cast<uint64_t>(_mm_extract_epi64(w23, 1)), kR);
+  block[4].store(static_cast<uint64_t>(_mm_cvtsi128_si64(w45)), kR);
+  block[5].store(static_cast<uint64_t>(_mm_extract_epi64(w45, 1)), kR);
+  block[6].store(static_cast<uint64_t>(_mm_cvtsi128_si64(w67)), kR);
+  block[7].store(static_cast<uint64_t>(_mm_extract_epi64(w67, 1)), kR);
+}
+#endif
 
 template <int kVariant>
 SHARDFILTER_FLOOR_TARGET uint64_t CountingFloorRun(char* table, uint64_t blocks,
@@ -461,10 +484,9 @@ SHARDFILTER_FLOOR_TARGET uint64_t CountingFloorRun(char* table, uint64_t blocks,
       const __m256i inc = internal::SplitMaskAvx2(static_cast<uint32_t>(h));
       auto* v = reinterpret_cast<__m256i*>(block);
       if constexpr (kVariant == 5) {
-        internal::StoreBlockAvx2(
-            reinterpret_cast<std::atomic<uint64_t>*>(block),
-            _mm256_add_epi32(_mm256_load_si256(v), inc),
-            _mm256_add_epi32(_mm256_load_si256(v + 1), inc));
+        EightAtomicStores(reinterpret_cast<std::atomic<uint64_t>*>(block),
+                          _mm256_add_epi32(_mm256_load_si256(v), inc),
+                          _mm256_add_epi32(_mm256_load_si256(v + 1), inc));
       } else {
         _mm256_store_si256(v, _mm256_add_epi32(_mm256_load_si256(v), inc));
         _mm256_store_si256(v + 1,

@@ -251,12 +251,15 @@ inline void CounterMasks(uint32_t h32, uint32_t k,
 
 inline constexpr uint64_t kNibbleLowBits = 0x1111111111111111ULL;
 // Low bit of each nibble set iff that nibble is 15 (saturated).
+// (Bit 0 of t = w & w >> 1 is bits 0 and 1 of w; of t & t >> 2, bits 0-3.)
 inline uint64_t SaturatedNibbles(uint64_t w) {
-  return w & (w >> 1) & (w >> 2) & (w >> 3) & kNibbleLowBits;
+  const uint64_t t = w & (w >> 1);
+  return t & (t >> 2) & kNibbleLowBits;
 }
-// Low bit of each nibble set iff that nibble is non-zero.
+// Low bit of each nibble set iff that nibble is non-zero (as above, OR).
 inline uint64_t NonZeroNibbles(uint64_t w) {
-  return (w | (w >> 1) | (w >> 2) | (w >> 3)) & kNibbleLowBits;
+  const uint64_t t = w | (w >> 1);
+  return (t | (t >> 2)) & kNibbleLowBits;
 }
 // Counters per word that are non-zero, for fill statistics.
 inline int NonZeroCounters(uint64_t w) {

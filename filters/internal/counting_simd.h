@@ -89,7 +89,10 @@ SHARDFILTER_TARGET_AVX2 inline bool CountersNonZeroAvx2(
 // portable build, the kernel through one indirect call): 275 instructions
 // with the scalar loop, 196 with this kernel; side by side at 5e7 keys, 1%
 // (k = 6), -march=native: 114 -> 71 ns an add, the handle's 204 -> 130 ns
-// (docs/performance.md, session 18).
+// (docs/performance.md, session 18). Session 27: the write-back in two
+// vector stores, the saturation test in two shifts, the spread by a table:
+// 198 -> 167 instructions; bloom_bench BM_Add, counting, native, medians
+// of 5 alternating runs: 5e7 18.5 -> 22.3M adds/s, 1e6 64 -> 83.
 
 // The key's eight counter positions (0..127), one per 32-bit lane.
 SHARDFILTER_TARGET_AVX2 inline __m256i CounterPositionsAvx2(
@@ -109,13 +112,22 @@ SHARDFILTER_TARGET_AVX2 inline __m256i PositionBitsAvx2(__m256i pos) {
 }
 // Byte i of x (set byte i / 4) to the increment's byte i: 0x01 if set bit
 // 2 (i mod 4) (the byte's low-nibble counter), | 0x10 if bit 2 (i mod 4) + 1.
+// The byte's two bits kept in place (m = x & 0x03, 0x0c, 0x30 or 0xc0 as i
+// mod 4) are its low nibble's 0..3 or 0, 4, 8, 12 for i mod 4 = 0, 1 and its
+// high nibble's for 2, 3, so one 16-entry table (vpshufb) looked up by each
+// nibble, OR-ed, gives the byte: six instructions against seven with masks
+// and compares. The low nibble's lookup needs no mask: a byte with bit 7 set
+// (i mod 4 = 3) has low nibble 0, and vpshufb gives 0, the table's entry 0.
 SHARDFILTER_TARGET_AVX2 inline __m256i SpreadToNibblesAvx2(__m256i x) {
-  const __m256i even = _mm256_set1_epi32(0x40100401);
-  const __m256i odd = _mm256_set1_epi32(static_cast<int>(0x80200802U));
-  const __m256i e = _mm256_cmpeq_epi8(_mm256_and_si256(x, even), even);
-  const __m256i o = _mm256_cmpeq_epi8(_mm256_and_si256(x, odd), odd);
-  return _mm256_or_si256(_mm256_and_si256(e, _mm256_set1_epi8(0x01)),
-                         _mm256_and_si256(o, _mm256_set1_epi8(0x10)));
+  const __m256i pair = _mm256_set1_epi32(static_cast<int>(0xc0300c03U));
+  const __m256i table = _mm256_setr_epi8(
+      0, 0x01, 0x10, 0x11, 0x01, 0, 0, 0, 0x10, 0, 0, 0, 0x11, 0, 0, 0,  //
+      0, 0x01, 0x10, 0x11, 0x01, 0, 0, 0, 0x10, 0, 0, 0, 0x11, 0, 0, 0);
+  const __m256i m = _mm256_and_si256(x, pair);
+  const __m256i high =
+      _mm256_and_si256(_mm256_srli_epi16(m, 4), _mm256_set1_epi8(0x0f));
+  return _mm256_or_si256(_mm256_shuffle_epi8(table, m),
+                         _mm256_shuffle_epi8(table, high));
 }
 // The increment of the counters at positions c (lanes), into *lo, *hi.
 SHARDFILTER_TARGET_AVX2 inline void CounterIncrementAvx2(__m256i c,
@@ -141,38 +153,35 @@ SHARDFILTER_TARGET_AVX2 inline void CounterIncrementAvx2(__m256i c,
 
 // Low bit of each nibble set iff the nibble is 15 (other bits: noise, which
 // the increment's nibble-low bits mask away); as SaturatedNibbles.
+// Bit 0 of t = v & v >> 1 is bits 0 and 1 of v; of t & t >> 2, bits 0-3:
+// two shifts and two ANDs instead of three and three.
 SHARDFILTER_TARGET_AVX2 inline __m256i SaturatedNibblesAvx2(__m256i v) {
-  return _mm256_and_si256(
-      _mm256_and_si256(v, _mm256_srli_epi64(v, 1)),
-      _mm256_and_si256(_mm256_srli_epi64(v, 2), _mm256_srli_epi64(v, 3)));
+  const __m256i t = _mm256_and_si256(v, _mm256_srli_epi64(v, 1));
+  return _mm256_and_si256(t, _mm256_srli_epi64(t, 2));
 }
-// Low bit of each nibble set iff the nibble is non-zero (other bits: noise).
+// Low bit of each nibble set iff the nibble is non-zero (other bits: noise;
+// as above, with OR).
 SHARDFILTER_TARGET_AVX2 inline __m256i NonZeroNibblesAvx2(__m256i v) {
-  return _mm256_or_si256(
-      _mm256_or_si256(v, _mm256_srli_epi64(v, 1)),
-      _mm256_or_si256(_mm256_srli_epi64(v, 2), _mm256_srli_epi64(v, 3)));
+  const __m256i t = _mm256_or_si256(v, _mm256_srli_epi64(v, 1));
+  return _mm256_or_si256(t, _mm256_srli_epi64(t, 2));
 }
 
 // Memory order: the stripe lock's holder is the block's only writer, so its
 // vector load reads the words as the last holder left them (the lock's
-// acquire/release orders them) and races with no write; it writes back all
-// eight words with relaxed atomic stores, unchanged ones included, so a
-// reader's atomic load sees each word whole, as with the scalar loop.
+// acquire/release orders them) and races with no write. It writes back all
+// eight words, unchanged ones included, with two aligned 32-byte stores: x86
+// performs an aligned vector store as stores of aligned 8-byte parts, each
+// of which a reader's 8-byte load (or the query's vector load, above) sees
+// whole, old or new, never torn (the argument the query's vector load makes,
+// and split_block.h's; an unchanged word is rewritten with the value it has).
+// Not a C++ atomic access: TSan builds take the scalar path. Eight relaxed
+// 64-bit atomic stores, each after an extract from the vector, cost ~18
+// more instructions an add (bloom_bench BM_CountingAddFloor measures both).
 SHARDFILTER_TARGET_AVX2 inline void StoreBlockAvx2(std::atomic<uint64_t>* block,
                                                    __m256i lo, __m256i hi) {
-  const __m128i w01 = _mm256_castsi256_si128(lo);
-  const __m128i w23 = _mm256_extracti128_si256(lo, 1);
-  const __m128i w45 = _mm256_castsi256_si128(hi);
-  const __m128i w67 = _mm256_extracti128_si256(hi, 1);
-  constexpr auto kR = std::memory_order_relaxed;
-  block[0].store(static_cast<uint64_t>(_mm_cvtsi128_si64(w01)), kR);
-  block[1].store(static_cast<uint64_t>(_mm_extract_epi64(w01, 1)), kR);
-  block[2].store(static_cast<uint64_t>(_mm_cvtsi128_si64(w23)), kR);
-  block[3].store(static_cast<uint64_t>(_mm_extract_epi64(w23, 1)), kR);
-  block[4].store(static_cast<uint64_t>(_mm_cvtsi128_si64(w45)), kR);
-  block[5].store(static_cast<uint64_t>(_mm_extract_epi64(w45, 1)), kR);
-  block[6].store(static_cast<uint64_t>(_mm_cvtsi128_si64(w67)), kR);
-  block[7].store(static_cast<uint64_t>(_mm_extract_epi64(w67, 1)), kR);
+  auto* p = reinterpret_cast<__m256i*>(block);
+  _mm256_store_si256(p, lo);
+  _mm256_store_si256(p + 1, hi);
 }
 
 // Writes back the halves lo, hi plus the increment, less its nibbles that
