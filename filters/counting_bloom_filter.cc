@@ -74,10 +74,33 @@ SHARDFILTER_TARGET_AVX2 bool CountersRemoveKernelAvx2(
 }
 #endif
 
+#if SHARDFILTER_SPLIT_AVX2
+// The writers' AVX-512 kernels (counting_simd.h), for a CPU with AVX-512
+// F, BW, VL and BITALG: BITALG came with Ice Lake, so no CPU that takes
+// these has Skylake-SP's frequency penalty for 512-bit instructions.
+// Named ...Avx512: the package test allows AVX-512 registers only in
+// functions so named (tests/package/run.sh).
+SHARDFILTER_TARGET_AVX512_COUNTING void CountersAddKernelAvx512(
+    std::atomic<uint64_t>* block, const uint32_t* mult, uint32_t h32,
+    uint32_t /*k*/) {
+  CountersAddAvx512(block, mult, h32);
+}
+SHARDFILTER_TARGET_AVX512_COUNTING uint32_t CountersAddCappedKernelAvx512(
+    std::atomic<uint64_t>* block, const uint32_t* mult, uint32_t h32,
+    uint32_t /*k*/, uint32_t cap) {
+  return CountersAddCappedAvx512(block, mult, h32, cap);
+}
+SHARDFILTER_TARGET_AVX512_COUNTING bool CountersRemoveKernelAvx512(
+    std::atomic<uint64_t>* block, const uint32_t* mult, uint32_t h32,
+    uint32_t /*k*/) {
+  return CountersRemoveAvx512(block, mult, h32);
+}
+#endif
+
 }  // namespace
 
 // The scalar kernel from the start, the AVX2 one once the CPU says it has
-// AVX2 (counting_simd.h).
+// AVX2, the writers' AVX-512 ones where it has those (counting_simd.h).
 constinit std::atomic<CountersNonZeroKernel> g_counters_non_zero_kernel{
     &CountersNonZeroKernelScalar};
 constinit std::atomic<CountersAddKernel> g_counters_add_kernel{
@@ -98,6 +121,14 @@ namespace {
     g_counters_add_capped_kernel.store(&CountersAddCappedKernelAvx2,
                                        std::memory_order_relaxed);
     g_counters_remove_kernel.store(&CountersRemoveKernelAvx2,
+                                   std::memory_order_relaxed);
+  }
+  if (CpuHasAvx512Counting()) {
+    g_counters_add_kernel.store(&CountersAddKernelAvx512,
+                                std::memory_order_relaxed);
+    g_counters_add_capped_kernel.store(&CountersAddCappedKernelAvx512,
+                                       std::memory_order_relaxed);
+    g_counters_remove_kernel.store(&CountersRemoveKernelAvx512,
                                    std::memory_order_relaxed);
   }
   return true;

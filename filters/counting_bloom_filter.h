@@ -241,12 +241,17 @@ class CountingBloomFilter final : public Filter {
   static void CountLocked(std::atomic<uint64_t>& n) {
     n.store(n.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
-  // The key's update of `block`, REQUIRES its stripe lock held: the AVX2
-  // kernels of internal/counting_simd.h for k <= 8 (inline in a build for
-  // AVX2, one indirect call in the portable one), else the scalar loops of
+  // The key's update of `block`, REQUIRES its stripe lock held: the
+  // AVX-512 or AVX2 kernels of internal/counting_simd.h for k <= 8 (inline
+  // in a build for those extensions, the AVX2 ones through one indirect
+  // call in the portable one), else the scalar loops of
   // internal/bloom_kernels.h; the same counters either way.
   void IncrementLocked(std::atomic<uint64_t>* block, uint32_t h32) const {
-#if SHARDFILTER_SPLIT_AVX2_INLINE
+#if SHARDFILTER_COUNTING_AVX512_INLINE
+    if (k_ <= 8) [[likely]] {
+      return internal::CountersAddAvx512(block, lane_mult_, h32);
+    }
+#elif SHARDFILTER_SPLIT_AVX2_INLINE
     if (k_ <= 8) [[likely]] {
       return internal::CountersAddAvx2(block, lane_mult_, h32);
     }
@@ -261,7 +266,11 @@ class CountingBloomFilter final : public Filter {
     internal::CounterIncrementLocked(block, masks);
   }
   bool DecrementLocked(std::atomic<uint64_t>* block, uint32_t h32) const {
-#if SHARDFILTER_SPLIT_AVX2_INLINE
+#if SHARDFILTER_COUNTING_AVX512_INLINE
+    if (k_ <= 8) [[likely]] {
+      return internal::CountersRemoveAvx512(block, lane_mult_, h32);
+    }
+#elif SHARDFILTER_SPLIT_AVX2_INLINE
     if (k_ <= 8) [[likely]] {
       return internal::CountersRemoveAvx2(block, lane_mult_, h32);
     }
@@ -279,7 +288,11 @@ class CountingBloomFilter final : public Filter {
   // below `cap`.
   uint32_t IncrementCappedLocked(std::atomic<uint64_t>* block, uint32_t h32,
                                  uint32_t cap) const {
-#if SHARDFILTER_SPLIT_AVX2_INLINE
+#if SHARDFILTER_COUNTING_AVX512_INLINE
+    if (k_ <= 8) [[likely]] {
+      return internal::CountersAddCappedAvx512(block, lane_mult_, h32, cap);
+    }
+#elif SHARDFILTER_SPLIT_AVX2_INLINE
     if (k_ <= 8) [[likely]] {
       return internal::CountersAddCappedAvx2(block, lane_mult_, h32, cap);
     }

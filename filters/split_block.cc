@@ -22,6 +22,21 @@ bool CpuHasAvx2() {
 #endif
 }
 
+bool CpuHasAvx512Counting() {
+#if SHARDFILTER_SPLIT_AVX2
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") &&
+           __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512bitalg");
+  }();
+  return has;
+#else
+  return false;
+#endif
+}
+
 namespace {
 
 bool SplitQueryKernelScalar(const std::atomic<uint64_t>* block, uint32_t h32) {

@@ -198,6 +198,29 @@ TEST(SimdKernels, CountingWritersMatchTheScalarLoops) {
   if (!CpuHasAvx2()) GTEST_SKIP() << "no AVX2";
   ExpectCountingWritersMatchScalar<InlineCounting>(21);
 }
+
+// The AVX-512 writers (inline in a native build on a CPU that has them),
+// against the scalar loops, on any build where this CPU has them.
+struct Avx512Counting {
+  static void Add(std::atomic<uint64_t>* b, const uint32_t* mult, uint32_t h32,
+                  uint32_t /*k*/) {
+    internal::CountersAddAvx512(b, mult, h32);
+  }
+  static uint32_t AddCapped(std::atomic<uint64_t>* b, const uint32_t* mult,
+                            uint32_t h32, uint32_t /*k*/, uint32_t cap) {
+    return internal::CountersAddCappedAvx512(b, mult, h32, cap);
+  }
+  static bool Remove(std::atomic<uint64_t>* b, const uint32_t* mult,
+                     uint32_t h32, uint32_t /*k*/) {
+    return internal::CountersRemoveAvx512(b, mult, h32);
+  }
+};
+TEST(SimdKernels, CountingAvx512WritersMatchTheScalarLoops) {
+  if (!internal::CpuHasAvx512Counting()) {
+    GTEST_SKIP() << "no AVX-512 F, BW, VL and BITALG";
+  }
+  ExpectCountingWritersMatchScalar<Avx512Counting>(25);
+}
 #endif
 
 #if SHARDFILTER_SPLIT_AVX2
@@ -239,7 +262,8 @@ TEST(SimdKernels, DispatchedKernelsMatchTheScalarForms) {
 }
 
 // The counting writers as a portable build calls them: through the kernels
-// chosen at load (the AVX2 ones on this CPU if it has AVX2).
+// chosen at load (the AVX2 ones on this CPU if it has AVX2, the AVX-512
+// ones if it has those).
 struct DispatchedCounting {
   static void Add(std::atomic<uint64_t>* b, const uint32_t* mult, uint32_t h32,
                   uint32_t k) {

@@ -126,6 +126,9 @@ inline bool SplitAddScalar(std::atomic<uint64_t>* block, uint32_t h32) {
 // call (a function-local static: right in any order of static
 // initialization); false in builds without the kernels.
 bool CpuHasAvx2();
+// Whether the counting writers' AVX-512 kernels (counting_simd.h) may run:
+// the CPU has AVX-512 F, BW, VL and BITALG. Asked as CpuHasAvx2.
+bool CpuHasAvx512Counting();
 
 // The forms for code compiled without AVX2 (the portable package): one
 // indirect call to the kernel chosen while the library loads (the AVX2
