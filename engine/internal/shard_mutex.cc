@@ -69,6 +69,8 @@ void HeavyBarrier() {
 // mode is fixed before any ShortMutex is unlocked.
 const bool g_plain_store_unlock = !SHARDFILTER_TSAN && Asymmetric();
 
+void ShortMutex::WakeOne() { state_.notify_one(); }
+
 void ShortMutex::LockSlow() {
   for (int i = 0; i < kSpins; ++i) {
     CpuRelax();
