@@ -29,7 +29,8 @@
 // with the same positions, in two 32-byte halves instead of the scalar
 // loop's per-word masks and branches: every instruction an add spends
 // shrinks how many adds' misses a one-at-a-time loop overlaps (see
-// "Writers" below for the figures).
+// "Writers" below for the figures). On a CPU with AVX-512 F, BW, VL and
+// BITALG they run in one 64-byte register instead ("Writers in AVX-512").
 //
 // Thread-safe: the query is a pure function over atomics; the writers'
 // kernels REQUIRE the block's stripe lock (CountingBloomFilter).
