@@ -75,11 +75,17 @@ SHARDFILTER_TARGET_AVX2 bool CountersRemoveKernelAvx2(
 #endif
 
 #if SHARDFILTER_SPLIT_AVX2
-// The writers' AVX-512 kernels (counting_simd.h), for a CPU with AVX-512
-// F, BW, VL and BITALG: BITALG came with Ice Lake, so no CPU that takes
-// these has Skylake-SP's frequency penalty for 512-bit instructions.
+// The query's and the writers' AVX-512 kernels (counting_simd.h), for a
+// CPU with AVX-512 F, BW, VL and BITALG: BITALG came with Ice Lake, so no
+// CPU that takes these has Skylake-SP's frequency penalty for 512-bit
+// instructions.
 // Named ...Avx512: the package test allows AVX-512 registers only in
 // functions so named (tests/package/run.sh).
+SHARDFILTER_TARGET_AVX512_COUNTING bool CountersNonZeroKernelAvx512(
+    const std::atomic<uint64_t>* block, const uint32_t* mult, uint32_t h32,
+    uint32_t /*k*/) {
+  return CountersNonZeroAvx512(block, mult, h32);
+}
 SHARDFILTER_TARGET_AVX512_COUNTING void CountersAddKernelAvx512(
     std::atomic<uint64_t>* block, const uint32_t* mult, uint32_t h32,
     uint32_t /*k*/) {
@@ -124,6 +130,8 @@ namespace {
                                    std::memory_order_relaxed);
   }
   if (CpuHasAvx512Counting()) {
+    g_counters_non_zero_kernel.store(&CountersNonZeroKernelAvx512,
+                                     std::memory_order_relaxed);
     g_counters_add_kernel.store(&CountersAddKernelAvx512,
                                 std::memory_order_relaxed);
     g_counters_add_capped_kernel.store(&CountersAddCappedKernelAvx512,

@@ -174,7 +174,13 @@ class CountingBloomFilter final : public Filter {
                                 static_cast<uint32_t>(h), k_);
   }
   bool MayContainHashInline(uint64_t h) const {
-#if SHARDFILTER_SPLIT_AVX2_INLINE
+#if SHARDFILTER_COUNTING_AVX512_INLINE
+    if (k_ <= 8) [[likely]] {
+      return internal::CountersNonZeroAvx512(
+          BlockAt(internal::BlockIndex(h, num_blocks_)), lane_mult_,
+          static_cast<uint32_t>(h));
+    }
+#elif SHARDFILTER_SPLIT_AVX2_INLINE
     if (k_ <= 8) [[likely]] {
       return internal::CountersNonZeroAvx2(
           BlockAt(internal::BlockIndex(h, num_blocks_)), lane_mult_,

@@ -251,6 +251,10 @@ TEST(SimdKernels, DispatchedKernelsMatchTheScalarForms) {
       const bool want = internal::CounterMin(block, h32, k) != 0;
       ASSERT_EQ(internal::CountersNonZeroDispatch(block, mult, h32, k), want)
           << round;
+      if (internal::CpuHasAvx512Counting()) {
+        ASSERT_EQ(internal::CountersNonZeroAvx512(block, mult, h32), want)
+            << round;
+      }
       non_zero += want;
       ASSERT_EQ(internal::SplitMayContainDispatch(block, h32),
                 internal::SplitMayContainScalar(block, h32))

@@ -264,9 +264,10 @@ SHARDFILTER_TARGET_AVX2 inline bool CountersRemoveAvx2(
 }
 #endif
 
-// ---- Writers in AVX-512 (F, BW, VL and BITALG) ------------------------------
+// ---- Query and writers in AVX-512 (F, BW, VL and BITALG) --------------------
 //
-// The same updates as the AVX2 writers above, the block in one register
+// The same answers and updates as the AVX2 kernels above, the block in one
+// register
 // and the increment built in fewer steps: the 128-bit set of the key's
 // counters as above (lanes 1 << c for c < 64 and 1 << (c - 64), OR-ed over
 // the eight lanes), its low 64 bits copied to quadwords 0-3 and its high
@@ -339,6 +340,24 @@ SHARDFILTER_TARGET_AVX512_COUNTING inline __m512i NonZeroNibblesAvx512(
     __m512i v) {
   const __m512i t = _mm512_or_si512(v, _mm512_srli_epi64(v, 1));
   return _mm512_or_si512(t, _mm512_srli_epi64(t, 2));
+}
+
+// The query, as CountersNonZeroAvx2: the key's eight counters read with
+// one vpermd of the block's sixteen dwords (one 64-byte load) instead of
+// two and a blend, their zero test one vptestnmd. Memory order as the
+// AVX2 query's: an aligned vector load is loads of aligned 8-byte parts.
+// bloom_bench BM_Query, counting, absent keys, native, medians of 5
+// alternating runs against the AVX2 kernel: 1e6 178.5 -> 217.9M
+// queries/s, 5e7 44.2 -> 48.9.
+SHARDFILTER_TARGET_AVX512_COUNTING inline bool CountersNonZeroAvx512(
+    const std::atomic<uint64_t>* block, const uint32_t* mult, uint32_t h32) {
+  const __m256i c = CounterPositionsAvx2(mult, h32);
+  const __m512i v = _mm512_load_si512(block);
+  const __m256i word = _mm512_castsi512_si256(_mm512_permutexvar_epi32(
+      _mm512_castsi256_si512(_mm256_srli_epi32(c, 3)), v));
+  const __m256i shift = _mm256_srli_epi32(_mm256_slli_epi32(c, 29), 27);
+  return _mm256_testn_epi32_mask(_mm256_srlv_epi32(word, shift),
+                                 _mm256_set1_epi32(15)) == 0;
 }
 
 // REQUIRES (these three) as the AVX2 writers': the block's stripe lock
