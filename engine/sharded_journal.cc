@@ -10,6 +10,9 @@
 //     release order_mu -> copy the record, commit word last (J1) -> wait
 //     until every lower seq of the shard is committed, move the watermark
 //     (L2) -> sync: share an fdatasync (L3) -> acknowledge.
+//   thread segments (L7: Bloom, durability journal, a thread with a stripe):
+//     space in the stripe's segment -> the record's check -> apply ->
+//     record (T1) -> acknowledge.
 //   RocksDB journal family (filters that retain hashes: the retained
 //     set is written in the same WriteBatch):
 //     apply and take the seq (under order_mu for ordered types) -> write the
@@ -23,7 +26,9 @@
 #include "shardfilter/engine/internal/shard.h"
 #include "shardfilter/engine/internal/shard_chain.h"
 #include "shardfilter/engine/sharded_filter.h"
+#include "shardfilter/filters/internal/thread_stripe.h"
 #include "shardfilter/persistence/internal/filter_journal.h"
+#include "shardfilter/persistence/internal/thread_journal.h"
 
 namespace shardfilter {
 
@@ -47,6 +52,35 @@ Result<AddOutcome> ShardedFilter::JournalledInsert(uint32_t index, Shard& s,
   AddOutcome outcome = AddOutcome::kAdded;
   uint64_t seq = 0;
   if (log.mmap()) {
+    if (log.thread_logged()) {
+      // L7: a Bloom add of a thread with a stripe of its own goes to that
+      // stripe's segment (thread_journal.h): no seq, no lock of the log's,
+      // no wait. Space first (nothing changed if it fails), the record's
+      // check computed while the table's line (prefetched before the shard
+      // lock) is on its way, then the apply, the record, the ack (T1). A
+      // failed add writes no record. A key already present is journalled
+      // too (AddOutcome): its bits may be another writer's, not yet
+      // journalled.
+      static_assert(kMaxShards <= persistence::kThreadRecordShards);
+      if (const uint32_t k = internal::ThisThreadStripe();
+          k < internal::kOwnedStripes) [[likely]] {
+        SF_ASSIGN_OR_RETURN(char* const slot, log.ThreadSlot(k));
+        const uint64_t tag = persistence::ThreadRecordTag(index, hash);
+        SF_RETURN_IF_ERROR(
+            internal::ChainAddAt(spec_, s, fast_[index], hash, &outcome));
+        RecordForMigration(index, hash, false,
+                           outcome == AddOutcome::kAlreadyPresent);
+        // Stored only when clear: under `mu` shared no checkpoint clears
+        // it, and a store every add would write the shard's first line.
+        if (!s.dirty.load(std::memory_order_relaxed)) {
+          s.dirty.store(true, std::memory_order_relaxed);
+        }
+        persistence::CommitThreadRecord(slot, tag, hash);
+        log.ThreadCommitted(k);
+        journal_->Count(1);
+        return outcome;
+      }
+    }
     char* slot = nullptr;
     uint64_t prepared = 0;  // a short record's tag
     Status applied;

@@ -179,10 +179,11 @@ Result<SegmentHeader> DecodeSegmentHeader(std::string_view bytes,
       check != XXH3_64bits_withSeed(bytes.data(), covered, kSeed)) {
     return bad("header checksum mismatch");
   }
-  if (h.version != 1 && h.version != 2) {
+  // 3: a thread segment (thread_journal.h), told apart by its name too.
+  if (h.version < 1 || h.version > 3) {
     return Status::NotSupported(what + ": version " +
                                 std::to_string(h.version) +
-                                " (this build reads 1 and 2)");
+                                " (this build reads 1 to 3)");
   }
   if (h.file_bytes <= kSegmentHeaderBytes || h.file_bytes % 4096 != 0) {
     return bad("bad size");

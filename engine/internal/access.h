@@ -72,7 +72,8 @@ class ShardedFilterAccess {
           f.durability_ != Durability::kNone && !journal->rocksdb_only() &&
           shard_bytes * f.shard_count_ >= journal->mapped_min_bytes();
       f.log_->Configure(journal, mmap, f.durability_ == Durability::kSync,
-                        shard_bytes);
+                        shard_bytes,
+                        /*thread_segments=*/f.spec_.type == FilterType::kBloom);
     }
     f.UpdateFastAdd();
     for (uint32_t i = 0; i < f.shard_count_; ++i) {  // L2's start

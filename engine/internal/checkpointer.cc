@@ -26,23 +26,35 @@ Status CheckpointFilter(persistence::Store* store, ShardedFilter& f,
                                                    std::memory_order_relaxed);
     }
   };
+  // L7, T2: thread segments' records of generations <= covered are in
+  // this checkpoint once it commits, provided every shard is looked at
+  // under its exclusive lock from here on.
+  const uint64_t covered = log != nullptr ? log->BeginThreadGeneration() : 0;
   for (uint32_t i = 0; i < f.shard_count(); ++i) {
     Shard& sh = ShardedFilterAccess::shard(f, i);
+    std::unique_lock<ShardMutex> lock;
     // Relaxed read without the lock: a mutation that sets dirty after this
     // load is journalled with a sequence above what we would record, so it
-    // is postponed to the next checkpoint, never lost.
+    // is postponed to the next checkpoint, never lost. Not so a thread
+    // segment's record (no sequence): with those, a clean-looking shard is
+    // looked at again under its lock (T2), which waits out the adds in
+    // flight of the generations this checkpoint covers.
     if (!healing && !sh.dirty.load(std::memory_order_relaxed)) {
-      ++stats->shards_skipped;
-      continue;
+      if (covered != 0) lock = LockExclusive(sh);
+      if (!lock.owns_lock() || !sh.dirty.load(std::memory_order_relaxed)) {
+        ++stats->shards_skipped;
+        continue;
+      }
     }
     std::string blob;
     uint64_t seq;
     auto t0 = std::chrono::steady_clock::now();
     {
-      auto lock = LockExclusive(sh);  // S2: no op is half done; S5
-      blob = ChainSerialize(sh);      // S6: no growth runs either
+      if (!lock.owns_lock()) lock = LockExclusive(sh);  // S2, S5
+      blob = ChainSerialize(sh);  // S6: no growth runs either
       seq = sh.last_seq.load(std::memory_order_relaxed);
       sh.dirty.store(false, std::memory_order_relaxed);
+      lock.unlock();
     }
     uint64_t held = std::chrono::duration_cast<std::chrono::nanoseconds>(
                         std::chrono::steady_clock::now() - t0)
@@ -60,12 +72,18 @@ Status CheckpointFilter(persistence::Store* store, ShardedFilter& f,
     stats->chunks_written += record->chunk_count;
     stats->bytes_written += record->byte_length;
   }
-  if (changed.empty()) return Status::OK();
+  if (changed.empty()) {
+    // Every shard clean under its lock: the committed state holds every
+    // record of the generations covered (T2).
+    if (covered != 0) log->RetireThreadSegments(covered);
+    return Status::OK();
+  }
   Status s = store->CommitCheckpoint(f.name(), next, changed);
   if (!s.ok()) {
     redirty();
     return s;
   }
+  if (covered != 0) log->RetireThreadSegments(covered);  // T2
   state->committed = next;
   for (uint32_t i : changed) {
     if (log != nullptr) {

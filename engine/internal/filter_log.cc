@@ -8,6 +8,7 @@
 #include <random>
 #include <thread>
 
+#include "shardfilter/filters/internal/thread_stripe.h"
 #include "shardfilter/persistence/internal/boot_id.h"
 #include "shardfilter/persistence/internal/store.h"
 
@@ -75,16 +76,34 @@ FilterLog::~FilterLog() {
       ::unlink(shards_[i].spare->path().c_str());
     }
   }
+  for (uint32_t k = 0; threads_ != nullptr && k < kOwnedStripes; ++k) {
+    if (threads_[k].spare != nullptr) {
+      ::unlink(threads_[k].spare->path().c_str());
+    }
+  }
 }
 
 void FilterLog::Configure(JournalSink* sink, bool mmap, bool sync,
-                          uint64_t shard_table_bytes) {
+                          uint64_t shard_table_bytes, bool thread_segments) {
   sink_ = sink;
   store_path_ = sink->store()->path();
   mmap_ = mmap;
   sync_ = sync;
   segment_bytes_ = MappedSegmentBytes(shard_table_bytes, shard_count_);
-  if (uint64_t t = persistence::SegmentBytesForTesting()) segment_bytes_ = t;
+  // L6, L7: a writer's segment is an eighth of the whole table, 1 to 8
+  // MiB (65,536 to 524,288 adds), so that a writer thread's active and
+  // spare segments cost about a quarter of the table or 2 MiB.
+  thread_segment_bytes_ =
+      std::clamp<uint64_t>(shard_table_bytes * shard_count_ / 8,
+                           uint64_t{1} << 20, uint64_t{8} << 20) /
+      4096 * 4096;
+  if (uint64_t t = persistence::SegmentBytesForTesting()) {
+    segment_bytes_ = t;
+    thread_segment_bytes_ = t;
+  }
+  if (thread_segments && mmap && !sync && threads_ == nullptr) {
+    threads_ = std::make_unique<ThreadLog[]>(kOwnedStripes);
+  }
 }
 
 void FilterLog::AdoptSegment(uint32_t shard, std::shared_ptr<Segment> s) {
@@ -116,18 +135,101 @@ Status FilterLog::EnsureEpoch() {
   return Status::OK();
 }
 
-Result<std::shared_ptr<Segment>> FilterLog::MakeSegment(uint32_t shard,
+Result<std::shared_ptr<Segment>> FilterLog::MakeSegment(uint32_t slot,
                                                         uint64_t bytes) {
   SegmentHeader h;
-  h.shard = shard;
   h.epoch = epoch();
-  h.number = shards_[shard].next_number.fetch_add(1);
   h.file_bytes = bytes;
   h.boot_id = persistence::CurrentBootId().substr(0, 64);
   h.name = name_;
+  if (slot >= shard_count_) {  // L7: a thread segment
+    h.version = persistence::kThreadSegmentVersion;
+    h.shard = slot - shard_count_;  // the stripe
+    h.number = thread_next_number_.fetch_add(1);
+    return Segment::Create(
+        persistence::ThreadSegmentPath(store_path_, h.epoch, h.shard, h.number),
+        h, /*written=*/false, /*prefault_write=*/true);
+  }
+  h.shard = slot;
+  h.number = shards_[slot].next_number.fetch_add(1);
   return Segment::Create(
-      persistence::SegmentPath(store_path_, h.epoch, shard, h.number), h,
+      persistence::SegmentPath(store_path_, h.epoch, slot, h.number), h,
       /*written=*/false, /*prefault_write=*/!sync_);
+}
+
+std::shared_ptr<Segment>& FilterLog::SpareOf(uint32_t slot) {
+  return slot < shard_count_ ? shards_[slot].spare
+                             : threads_[slot - shard_count_].spare;
+}
+
+bool& FilterLog::SpareWanted(uint32_t slot) {
+  return slot < shard_count_ ? shards_[slot].spare_wanted
+                             : threads_[slot - shard_count_].spare_wanted;
+}
+
+Result<char*> FilterLog::ThreadSlotSlow(uint32_t stripe) {
+  SF_RETURN_IF_ERROR(failure());
+  SF_RETURN_IF_ERROR(EnsureEpoch());
+  ThreadLog& t = threads_[stripe];
+  const uint64_t gen = thread_gen_.load(std::memory_order_relaxed);
+  const uint32_t slot = shard_count_ + stripe;
+  std::shared_ptr<Segment> seg;
+  {
+    std::lock_guard lock(spare_mu_);
+    seg = std::move(t.spare);
+  }
+  if (seg == nullptr) {
+    SF_ASSIGN_OR_RETURN(seg, MakeSegment(slot, thread_segment_bytes_));
+  }
+  seg->max_seq.store(gen, std::memory_order_relaxed);  // T2: its generation
+  {
+    std::lock_guard lock(thread_mu_);
+    thread_segments_.push_back(seg);
+  }
+  t.gen = gen;
+  t.next = seg->data() + persistence::kSegmentHeaderBytes;
+  t.end = t.next + (seg->size() - persistence::kSegmentHeaderBytes) /
+                       persistence::kThreadRecordBytes *
+                       persistence::kThreadRecordBytes;
+  t.active = std::move(seg);
+  WantSpare(slot);
+  return t.next;
+}
+
+void FilterLog::AdoptThreadSegment(std::shared_ptr<Segment> s) {
+  uint64_t n = thread_next_number_.load(std::memory_order_relaxed);
+  if (n <= s->header().number) {
+    thread_next_number_.store(s->header().number + 1,
+                              std::memory_order_relaxed);
+  }
+  s->max_seq.store(0, std::memory_order_relaxed);  // T2: recovered
+  std::lock_guard lock(thread_mu_);
+  thread_segments_.push_back(std::move(s));
+}
+
+uint64_t FilterLog::BeginThreadGeneration() {
+  {
+    std::lock_guard lock(thread_mu_);
+    if (threads_ == nullptr && thread_segments_.empty()) return 0;
+  }
+  // Seq_cst: before every shard lock the checkpoint takes next (T2).
+  return thread_gen_.fetch_add(1);
+}
+
+void FilterLog::RetireThreadSegments(uint64_t g) {
+  std::lock_guard lock(thread_mu_);
+  std::vector<std::shared_ptr<Segment>> keep;
+  for (auto& seg : thread_segments_) {
+    // T2: every record of it is in the committed checkpoint. Its writer,
+    // if it is still a stripe's active segment, writes nothing more to
+    // it: its next add reads a later generation and switches.
+    if (seg->max_seq.load(std::memory_order_relaxed) <= g) {
+      ::unlink(seg->path().c_str());
+      continue;
+    }
+    keep.push_back(std::move(seg));
+  }
+  thread_segments_ = std::move(keep);
 }
 
 Status FilterLog::EnsureSpace(uint32_t shard, size_t hashes) {
@@ -165,10 +267,10 @@ Status FilterLog::EnsureSpace(uint32_t shard, size_t hashes) {
   return Status::OK();
 }
 
-void FilterLog::WantSpare(uint32_t shard) {
+void FilterLog::WantSpare(uint32_t slot) {
   std::lock_guard lock(spare_mu_);
   if (spare_stop_) return;
-  shards_[shard].spare_wanted = true;
+  SpareWanted(slot) = true;
   if (!spare_running_) {
     // L6: an idle loop returned (under spare_mu_, which we hold now, so
     // all that is left of it is its return): join it, start another.
@@ -182,11 +284,14 @@ void FilterLog::WantSpare(uint32_t shard) {
 void FilterLog::SpareLoop() {
   std::unique_lock lock(spare_mu_);
   for (;;) {
-    uint32_t want = shard_count_;
+    // Shards, then writer stripes (L7).
+    const uint32_t slots =
+        shard_count_ + (threads_ != nullptr ? kOwnedStripes : 0);
+    uint32_t want = slots;
     const bool woken = spare_cv_.wait_for(lock, std::chrono::seconds(1), [&] {
       if (spare_stop_) return true;
-      for (uint32_t i = 0; i < shard_count_; ++i) {
-        if (shards_[i].spare_wanted && shards_[i].spare == nullptr) {
+      for (uint32_t i = 0; i < slots; ++i) {
+        if (SpareWanted(i) && SpareOf(i) == nullptr) {
           want = i;
           return true;
         }
@@ -197,12 +302,13 @@ void FilterLog::SpareLoop() {
       spare_running_ = false;  // L6: idle for a second (or stopping)
       return;
     }
-    shards_[want].spare_wanted = false;
+    SpareWanted(want) = false;
     lock.unlock();
     // A failure here only means the writer makes the segment itself.
-    auto seg = MakeSegment(want, segment_bytes_);
+    auto seg = MakeSegment(
+        want, want < shard_count_ ? segment_bytes_ : thread_segment_bytes_);
     lock.lock();
-    if (seg.ok()) shards_[want].spare = std::move(*seg);
+    if (seg.ok()) SpareOf(want) = std::move(*seg);
   }
 }
 

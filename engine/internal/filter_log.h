@@ -57,6 +57,20 @@
 //      cost about the table (or 2 MiB). The spare thread exits once no
 //      shard has wanted a spare for a second.
 //
+//  L7. Thread segments (persistence/internal/thread_journal.h T1-T3): a
+//      Bloom filter of durability journal on the memory-mapped path
+//      journals a single-key add of a thread that owns a counter stripe
+//      (filters/internal/thread_stripe.h) in that stripe's own segment, not
+//      its shard's: no seq, no reservation lock, no watermark, so two
+//      writers share no line per op (docs/performance.md, session 28).
+//      Space before the apply (ThreadSlot, L1's rule), the record after it,
+//      then the ack. Every other add (a thread without a stripe, a batch,
+//      counting and cuckoo ops, durability sync, whose group commit is per
+//      shard) keeps the shard's segments; replay applies both (adds
+//      commute). A checkpoint retires thread segments by generation (T2):
+//      BeginThreadGeneration before it looks at any shard, every shard's
+//      exclusive lock taken, RetireThreadSegments once it committed.
+//
 // Thread safety: as described per member; all public methods may be called
 // concurrently.
 #ifndef SHARDFILTER_ENGINE_INTERNAL_FILTER_LOG_H_
@@ -77,6 +91,7 @@
 #include "shardfilter/filters/internal/spin.h"  // SpinLock (L1)
 #include "shardfilter/filters/status.h"
 #include "shardfilter/persistence/internal/filter_journal.h"
+#include "shardfilter/persistence/internal/thread_journal.h"
 
 namespace shardfilter::persistence {
 class Store;
@@ -99,8 +114,9 @@ class FilterLog {
   // (else ops go to the RocksDB journal family and only L2 / L4 apply).
   // `shard_table_bytes`: one shard's table (link 0), which sizes the
   // segments (L6).
+  // `thread_segments`: L7's (a Bloom filter, mmap and not sync).
   void Configure(JournalSink* sink, bool mmap, bool sync,
-                 uint64_t shard_table_bytes);
+                 uint64_t shard_table_bytes, bool thread_segments = false);
   bool mmap() const { return mmap_; }
 
   // Recovery (before sharing): the filter's epoch (0: none yet), the
@@ -140,6 +156,39 @@ class FilterLog {
   // segments (other than the active one) whose records are all <= seq.
   void Retire(uint32_t shard, uint64_t seq);
 
+  // --- Thread segments (L7; thread_journal.h) ---
+  // Whether single-key Bloom adds go to thread segments (set by Configure).
+  bool thread_logged() const { return threads_ != nullptr; }
+  // The slot of the stripe's next record, in a segment of the current
+  // generation (T2), made or switched to when needed; the record is
+  // written there by CommitThreadRecord, then ThreadCommitted. Errors
+  // (a full disk) before anything changed. REQUIRES: the calling thread
+  // owns `stripe` (< kOwnedStripes), thread_logged(), and holds the lock
+  // (shared) of the shard it will name (T2).
+  Result<char*> ThreadSlot(uint32_t stripe) {
+    ThreadLog& t = threads_[stripe];
+    // Relaxed: the shard lock orders this load after a checkpoint's raise
+    // whose exclusive lock of that shard came before ours (T2).
+    if (t.gen == thread_gen_.load(std::memory_order_relaxed) && t.next != t.end)
+        [[likely]] {
+      return t.next;
+    }
+    return ThreadSlotSlow(stripe);
+  }
+  void ThreadCommitted(uint32_t stripe) {
+    threads_[stripe].next += persistence::kThreadRecordBytes;
+  }
+  // Recovery (before sharing): a thread segment that was read and
+  // replayed (retired by the first checkpoint, T2).
+  void AdoptThreadSegment(std::shared_ptr<persistence::Segment> s);
+  // T2: a checkpoint's first step. Returns g: once the checkpoint (which
+  // must look at every shard under its exclusive lock) committed, records
+  // of generations <= g are in it. 0 when the filter has no thread
+  // segments (none made, none recovered): nothing to retire.
+  uint64_t BeginThreadGeneration();
+  // T2: unlinks the thread segments of generations <= g.
+  void RetireThreadSegments(uint64_t g);
+
   uint64_t epoch() const { return epoch_.load(std::memory_order_acquire); }
 
  private:
@@ -168,11 +217,27 @@ class FilterLog {
     size_t unsynced_from = 0;    // index in segments   // GUARDED_BY(mu)
   };
 
+  // A writer stripe's thread segment state (L7). Written by the stripe's
+  // owner only; `spare` and `spare_wanted` GUARDED_BY(spare_mu_).
+  struct alignas(64) ThreadLog {
+    uint64_t gen = 0;      // the active segment's generation (T2)
+    char* next = nullptr;  // the next record's slot in it
+    char* end = nullptr;   // its end (records are 16 bytes, the area a
+                           // multiple of 4096 after the header)
+    std::shared_ptr<persistence::Segment> active;
+    std::shared_ptr<persistence::Segment> spare;
+    bool spare_wanted = false;
+  };
+
+  Result<char*> ThreadSlotSlow(uint32_t stripe);
   Status EnsureEpoch();
   Status Sync(LogShard& s, uint64_t last_seq);
-  Result<std::shared_ptr<persistence::Segment>> MakeSegment(uint32_t shard,
+  // `slot`: a shard, or shard_count_ + a stripe for a thread segment.
+  Result<std::shared_ptr<persistence::Segment>> MakeSegment(uint32_t slot,
                                                             uint64_t bytes);
-  void WantSpare(uint32_t shard);
+  void WantSpare(uint32_t slot);
+  std::shared_ptr<persistence::Segment>& SpareOf(uint32_t slot);
+  bool& SpareWanted(uint32_t slot);
   void SpareLoop();
 
   const std::string name_;
@@ -193,6 +258,17 @@ class FilterLog {
   bool spare_running_ = false;  // GUARDED_BY(spare_mu_): SpareLoop has not
                                 // returned (L6: it returns when idle)
   std::thread spare_thread_;    // GUARDED_BY(spare_mu_)
+  // L7 (null unless Configure chose thread segments): kOwnedStripes.
+  std::unique_ptr<ThreadLog[]> threads_;
+  uint64_t thread_segment_bytes_ = 0;
+  // T2: the generation new records are written in; raised by checkpoints.
+  std::atomic<uint64_t> thread_gen_{1};
+  std::atomic<uint64_t> thread_next_number_{1};
+  // Every thread segment not yet retired (made or recovered), each with
+  // its generation in Segment::max_seq (0: recovered).
+  std::mutex thread_mu_;
+  std::vector<std::shared_ptr<persistence::Segment>>
+      thread_segments_;  // GUARDED_BY(thread_mu_)
   std::atomic<bool> failed_{false};
   mutable std::mutex fail_mu_;
   Status fail_status_;  // GUARDED_BY(fail_mu_)

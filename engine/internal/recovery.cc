@@ -14,8 +14,10 @@
 #include "shardfilter/engine/internal/shard.h"
 #include "shardfilter/engine/internal/shard_chain.h"
 #include "shardfilter/filters/internal/table_arena.h"
+#include "shardfilter/persistence/internal/boot_id.h"
 #include "shardfilter/persistence/internal/dedup_log.h"
 #include "shardfilter/persistence/internal/filter_journal.h"
+#include "shardfilter/persistence/internal/thread_journal.h"
 
 namespace shardfilter::internal {
 
@@ -63,6 +65,59 @@ Result<std::vector<std::vector<std::string>>> ListSegments(
     for (auto& [n, path] : found[i]) out[i].push_back(std::move(path));
   }
   return out;
+}
+
+// The thread segments (L7) of the filter's epoch: their paths, in no
+// particular order (their adds commute).
+Result<std::vector<std::string>> ListThreadSegments(
+    const std::string& store_path, uint64_t epoch) {
+  std::vector<std::string> out;
+  if (epoch == 0) return out;
+  const std::string dir = persistence::FilterJournalEpochDir(store_path, epoch);
+  std::error_code ec;
+  if (!std::filesystem::exists(dir, ec)) return out;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    uint32_t stripe = 0;
+    uint64_t number = 0;
+    if (persistence::ParseThreadSegmentName(entry.path().filename().string(),
+                                            &stripe, &number)) {
+      out.push_back(entry.path().string());
+    }
+  }
+  if (ec) return Status::IOError("listing " + dir + ": " + ec.message());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Opens and reads one thread segment (T3; with tolerate_damage, the
+// records before the damage).
+Status LoadThreadSegment(const std::string& path, uint64_t epoch,
+                         std::string_view name, uint32_t shards,
+                         bool tolerate_damage,
+                         std::shared_ptr<persistence::Segment>* seg,
+                         std::vector<persistence::ThreadRecord>* recs) {
+  const std::string what = DescribeName(name) + " journal " + path;
+  SF_ASSIGN_OR_RETURN(*seg, persistence::Segment::OpenExisting(path));
+  const persistence::SegmentHeader& h = (*seg)->header();
+  if (h.version != persistence::kThreadSegmentVersion) {
+    return Status::Corruption(what + ": not a thread segment (version " +
+                              std::to_string(h.version) + ")");
+  }
+  if (h.epoch != epoch || h.name != name) {
+    return Status::Corruption(what + ": header names another filter");
+  }
+  const bool later_boot =
+      h.boot_id != persistence::CurrentBootId().substr(0, 64);
+  Status decoded;
+  if (!later_boot && (*seg)->size() != h.file_bytes) {
+    decoded = Status::Corruption(
+        what + ": file is " + std::to_string((*seg)->size()) +
+        " bytes, its header says " + std::to_string(h.file_bytes));
+  } else {
+    decoded = persistence::DecodeThreadRecords((*seg)->records(), later_boot,
+                                               shards, what, recs);
+  }
+  return tolerate_damage ? Status::OK() : decoded;
 }
 
 // Replays one journal entry. Adds must succeed (the original did, and
@@ -120,6 +175,11 @@ Status LoadSegments(const std::vector<std::string>& paths, uint32_t shard,
     const persistence::SegmentHeader& h = seg->header();
     if (h.epoch != epoch || h.shard != shard || h.name != name) {
       return Status::Corruption(what + ": header names another filter");
+    }
+    if (h.version == persistence::kThreadSegmentVersion) {
+      return Status::Corruption(what +
+                                ": a thread segment under a shard's "
+                                "name");
     }
     const bool later_boot = h.boot_id != boot;
     std::vector<persistence::FilterJournalRecord> recs;
@@ -210,6 +270,23 @@ Result<std::unique_ptr<ShardedFilter>> RecoverFilter(
   log->SetEpoch(epoch);
   SF_ASSIGN_OR_RETURN(std::vector<std::vector<std::string>> segment_paths,
                       ListSegments(store.path(), name, epoch, shards));
+  // L7: the thread segments' adds, by shard, replayed after each shard's
+  // sequenced ops (adds commute, and applying one the checkpoint holds
+  // changes nothing: T2).
+  SF_ASSIGN_OR_RETURN(const std::vector<std::string> thread_paths,
+                      ListThreadSegments(store.path(), epoch));
+  std::vector<std::vector<uint64_t>> thread_adds(shards);
+  std::vector<std::shared_ptr<persistence::Segment>> thread_segments;
+  for (const std::string& path : thread_paths) {
+    std::shared_ptr<persistence::Segment> seg;
+    std::vector<persistence::ThreadRecord> recs;
+    SF_RETURN_IF_ERROR(LoadThreadSegment(path, epoch, name, shards,
+                                         tolerate_damage, &seg, &recs));
+    for (const persistence::ThreadRecord& r : recs) {
+      thread_adds[r.shard].push_back(r.hash);
+    }
+    if (seg != nullptr) thread_segments.push_back(std::move(seg));
+  }
   std::vector<Status> errors(shards);
   std::vector<uint64_t> last_seq(shards, 0), counts(shards, 0);
   std::vector<std::vector<std::shared_ptr<persistence::Segment>>> segments(
@@ -269,6 +346,11 @@ Result<std::unique_ptr<ShardedFilter>> RecoverFilter(
         }
         last = seq;
       }
+      for (uint64_t h : thread_adds[i]) {  // L7
+        Status added = ChainAdd(spec, sh, h);
+        if (!added.ok()) return added.WithContext("replaying an add");
+        ++counts[i];
+      }
       // RocksDB entries past the end are unacknowledged debris: a writable
       // open deletes them before new ops reuse their seqs.
       if (!rocks.empty() && rocks.back().first > last) stale_after_[i] = last;
@@ -287,12 +369,14 @@ Result<std::unique_ptr<ShardedFilter>> RecoverFilter(
     Shard& sh = ShardedFilterAccess::shard(*f, i);
     sh.last_seq.store(last_seq[i], std::memory_order_relaxed);
     // Replayed shards are dirty: their next checkpoint truncates the journal.
-    sh.dirty.store(last_seq[i] > d.shards[i].sequence,
-                   std::memory_order_relaxed);
+    sh.dirty.store(
+        last_seq[i] > d.shards[i].sequence || !thread_adds[i].empty(),
+        std::memory_order_relaxed);
     sh.NoteCheckpoint(d.shards[i].generation, d.shards[i].sequence,
                       d.shards[i].byte_length);
     *replayed += counts[i];
   }
+  for (auto& seg : thread_segments) log->AdoptThreadSegment(std::move(seg));
   ShardedFilterAccess::SetLog(*f, std::move(log));
   if (stale_after != nullptr) *stale_after = std::move(stale_vec);
   *skipped_removes += skipped.load(std::memory_order_relaxed);
@@ -310,6 +394,20 @@ Status ScanFilterJournal(const persistence::Store& store, std::string_view name,
     return Status::OK();
   }
   const std::string boot = persistence::CurrentBootId().substr(0, 64);
+  auto thread_paths = ListThreadSegments(store.path(), epoch);
+  if (!thread_paths.ok()) {
+    problems->push_back(thread_paths.status().ToString());
+    return Status::OK();
+  }
+  for (const std::string& path : *thread_paths) {  // L7
+    std::shared_ptr<persistence::Segment> seg;
+    std::vector<persistence::ThreadRecord> recs;
+    Status s = LoadThreadSegment(path, epoch, name,
+                                 static_cast<uint32_t>(d.shards.size()),
+                                 /*tolerate_damage=*/false, &seg, &recs);
+    if (!s.ok()) problems->push_back(s.ToString());
+    *records += recs.size();
+  }
   for (uint32_t i = 0; i < paths->size(); ++i) {
     for (const std::string& path : (*paths)[i]) {
       auto seg = persistence::Segment::OpenExisting(path);
