@@ -4,15 +4,17 @@
 // or fail with a Status, never crash, hang or read out of bounds.
 //
 // Input: byte 0 bit 0 selects the boot rule, bit 1 the format version of a
-// bare records area (1 or 2: short records); the rest is a records area
-// (and, when it starts with the segment magic, a whole segment file, read
-// as its header's version).
+// bare records area (1 or 2: short records), bit 2 a thread segment's
+// records (persistence/internal/thread_journal.h) of a filter of 1 + (byte
+// 0 >> 3) shards; the rest is a records area (and, when it starts with the
+// segment magic, a whole segment file, read as its header's version).
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 #include <vector>
 
 #include "shardfilter/persistence/internal/filter_journal.h"
+#include "shardfilter/persistence/internal/thread_journal.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace shardfilter::persistence;
@@ -27,6 +29,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (h.ok() && bytes.size() > kSegmentHeaderBytes) {
       (void)DecodeSegmentRecords(bytes.substr(kSegmentHeaderBytes), h->version,
                                  later_boot, "fuzz", &out, &uncommitted);
+    }
+    return 0;
+  }
+  if ((data[0] & 4) != 0) {
+    const uint32_t shards = 1u + (data[0] >> 3);
+    std::vector<ThreadRecord> recs;
+    (void)DecodeThreadRecords(bytes, later_boot, shards, "fuzz", &recs,
+                              &uncommitted);
+    for (const ThreadRecord& r : recs) {
+      // Only whole records of this filter's shards come out.
+      if (r.shard >= shards) __builtin_trap();
     }
     return 0;
   }
