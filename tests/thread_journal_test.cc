@@ -11,10 +11,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <random>
 #include <thread>
 
 #include "shardfilter/engine/database.h"
+#include "shardfilter/engine/internal/filter_log.h"
 #include "shardfilter/persistence/internal/boot_id.h"
 #include "shardfilter/persistence/internal/filter_journal.h"
 #include "store_test_util.h"
@@ -289,6 +291,73 @@ TEST(ThreadJournalTest, CleanCheckpointRetiresToo) {
   // Every shard clean now: a checkpoint with nothing to write.
   SF_ASSERT_OK(db->CheckpointAll().status());
   EXPECT_TRUE(Written(dir.db()).empty());
+}
+
+// T2's second half: a checkpoint must look at a clean-looking shard again
+// under its exclusive lock. Here a writer has made its new segment active
+// (generation g, registered for retirement) and holds the shard's lock,
+// its add not yet applied, while a checkpoint raises the generation past
+// g and finds the shard clean. Without the second look the checkpoint
+// skipped the shard, committed nothing and unlinked the writer's segment;
+// the writer then acknowledged an add whose record was in a deleted file
+// and whose bits no checkpoint held: lost at the reopen.
+TEST(ThreadJournalTest, CheckpointWaitsForAnAddInFlightOnACleanShard) {
+  TempDir dir;
+  std::atomic<int> phase{0};
+  std::atomic<bool> checkpointed{false}, added{false};
+  {
+    auto db = MustOpen(NoCheckpoint(dir.db()));
+    auto f = *db->Create("f", Spec(FilterType::kBloom, 10'000, 1));
+    std::thread::id writer_id;
+    std::mutex id_mu;
+    internal::SetThreadSegmentActivatedForTesting([&] {
+      {
+        std::lock_guard lock(id_mu);
+        if (std::this_thread::get_id() != writer_id) return;
+      }
+      int expected = 1;
+      if (!phase.compare_exchange_strong(expected, 2)) return;
+      while (phase.load() != 3) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    });
+    std::thread writer([&] {
+      {
+        std::lock_guard lock(id_mu);
+        writer_id = std::this_thread::get_id();
+      }
+      for (int i = 0; i < 10; ++i) SF_EXPECT_OK(f->Add(Key(0, i)));
+      added.store(true);
+      while (phase.load() != 1) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      SF_EXPECT_OK(f->Add("x"));  // a new generation: a new segment
+    });
+    // The shard checkpointed and clean; the writer's segment retired.
+    while (!added.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    SF_ASSERT_OK(db->CheckpointAll().status());
+    phase.store(1);
+    while (phase.load() != 2) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    std::thread checkpointer([&] {
+      SF_EXPECT_OK(db->CheckpointAll().status());
+      checkpointed.store(true);
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    // It waits for the writer's lock (S2).
+    EXPECT_FALSE(checkpointed.load());
+    phase.store(3);
+    writer.join();
+    checkpointer.join();
+    internal::SetThreadSegmentActivatedForTesting(nullptr);
+  }
+  auto db = MustOpen(NoCheckpoint(dir.db()));
+  auto f = *db->Get("f");
+  EXPECT_TRUE(f->MayContain("x"));
+  for (int i = 0; i < 10; ++i) EXPECT_TRUE(f->MayContain(Key(0, i))) << i;
 }
 
 // Space before the apply (L1, L7): a thread segment that cannot be made

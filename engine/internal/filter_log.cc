@@ -167,6 +167,24 @@ bool& FilterLog::SpareWanted(uint32_t slot) {
                              : threads_[slot - shard_count_].spare_wanted;
 }
 
+namespace {
+std::atomic<bool> thread_hook_set{false};
+std::mutex& ThreadHookMu() {
+  static std::mutex mu;
+  return mu;
+}
+std::function<void()>& ThreadHook() {
+  static std::function<void()> fn;
+  return fn;
+}
+}  // namespace
+
+void SetThreadSegmentActivatedForTesting(std::function<void()> fn) {
+  std::lock_guard lock(ThreadHookMu());
+  thread_hook_set.store(fn != nullptr);
+  ThreadHook() = std::move(fn);
+}
+
 Result<char*> FilterLog::ThreadSlotSlow(uint32_t stripe) {
   SF_RETURN_IF_ERROR(failure());
   SF_RETURN_IF_ERROR(EnsureEpoch());
@@ -193,6 +211,14 @@ Result<char*> FilterLog::ThreadSlotSlow(uint32_t stripe) {
                        persistence::kThreadRecordBytes;
   t.active = std::move(seg);
   WantSpare(slot);
+  if (thread_hook_set.load(std::memory_order_relaxed)) [[unlikely]] {
+    std::function<void()> hook;
+    {
+      std::lock_guard lock(ThreadHookMu());
+      hook = ThreadHook();
+    }
+    if (hook) hook();
+  }
   return t.next;
 }
 

@@ -79,6 +79,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -273,6 +274,11 @@ class FilterLog {
   mutable std::mutex fail_mu_;
   Status fail_status_;  // GUARDED_BY(fail_mu_)
 };
+
+// Tests: called by a writer each time it has made a thread segment its
+// active one (L7: registered for retirement, the generation read), while
+// it holds its shard's lock and before its add is applied; null: none.
+void SetThreadSegmentActivatedForTesting(std::function<void()> fn);
 
 // Picks a fresh random epoch (never 0).
 uint64_t NewJournalEpoch();
