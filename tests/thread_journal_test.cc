@@ -416,6 +416,38 @@ TEST(ThreadJournalTest, DamagedRecordWithinTheBootAndAfterAReboot) {
   for (int i = 0; i < 600; ++i) EXPECT_TRUE(f->MayContain(Key(0, i))) << i;
 }
 
+// A power loss writes pages back in any order: a page of the segment
+// lost (zeros) with later ones kept. After the reboot the thread's adds up
+// to the lost page replay, none after it (a prefix per writer thread, T3);
+// within the boot the same bytes are damage.
+TEST(ThreadJournalTest, PageLostInAPowerLossEndsTheThreadsPrefix) {
+  struct BootReset {
+    ~BootReset() { persistence::SetBootIdForTesting(""); }
+  } reset;
+  TempDir dir;
+  {
+    auto db = MustOpen(NoCheckpoint(dir.db()));
+    auto f = *db->Create("f", Spec(FilterType::kBloom, 100'000, 4));
+    for (int i = 0; i < 1000; ++i) SF_ASSERT_OK(f->Add(Key(0, i)));
+  }
+  const auto segs = Written(dir.db());
+  ASSERT_EQ(segs.size(), 1u);
+  std::string bytes = ReadFile(segs[0]);
+  // The records area's second page: records 256 to 511.
+  std::fill_n(bytes.begin() + persistence::kSegmentHeaderBytes + 4096, 4096,
+              '\0');
+  WriteFile(segs[0], bytes);
+  {
+    auto db = MustOpen(NoCheckpoint(dir.db()));
+    EXPECT_TRUE(db->Get("f").status().IsCorruption());
+  }
+  persistence::SetBootIdForTesting("a-later-boot");
+  auto db = MustOpen(NoCheckpoint(dir.db()));
+  auto f = *db->Get("f");
+  EXPECT_EQ(db->counters().replayed_ops, 256u);
+  for (int i = 0; i < 256; ++i) EXPECT_TRUE(f->MayContain(Key(0, i))) << i;
+}
+
 // Counting and cuckoo ops stay on the shards' segments (their replay is
 // ordered, S3); so do Bloom adds under durability sync (group commit).
 TEST(ThreadJournalTest, OnlyJournalModeBloomAddsUseThreadSegments) {
