@@ -235,8 +235,14 @@ void FilterLog::AdoptThreadSegment(std::shared_ptr<Segment> s) {
 
 uint64_t FilterLog::BeginThreadGeneration() {
   {
+    // A record is written only to a registered segment of the generation
+    // its writer read (a writer whose segment a checkpoint retired
+    // registers a new one first), so with none registered there is
+    // nothing to cover, and an idle filter's checkpoint skips the locks of
+    // its clean shards. A segment registered after this look is retired by
+    // a later checkpoint.
     std::lock_guard lock(thread_mu_);
-    if (threads_ == nullptr && thread_segments_.empty()) return 0;
+    if (thread_segments_.empty()) return 0;
   }
   // Seq_cst: before every shard lock the checkpoint takes next (T2).
   return thread_gen_.fetch_add(1);

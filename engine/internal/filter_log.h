@@ -184,8 +184,9 @@ class FilterLog {
   void AdoptThreadSegment(std::shared_ptr<persistence::Segment> s);
   // T2: a checkpoint's first step. Returns g: once the checkpoint (which
   // must look at every shard under its exclusive lock) committed, records
-  // of generations <= g are in it. 0 when the filter has no thread
-  // segments (none made, none recovered): nothing to retire.
+  // of generations <= g are in it. 0 when no thread segment is
+  // registered (none made since the last retirement, none recovered):
+  // nothing to retire, and no shard need be locked for it.
   uint64_t BeginThreadGeneration();
   // T2: unlinks the thread segments of generations <= g.
   void RetireThreadSegments(uint64_t g);
