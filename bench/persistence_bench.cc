@@ -22,6 +22,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "bench_util.h"
 #include "shardfilter/engine/database.h"
@@ -365,6 +366,73 @@ BENCHMARK(BM_SyncFloor)
     ->Threads(1)
     ->Threads(2)
     ->Threads(4)
+    ->UseRealTime();
+
+// The floor of BM_DurableAdd's Bloom `journal` rows with thread segments
+// (filter_log.h L7), without the library: each thread appends 16-byte
+// records (a hash, then a tag) to files of its own, 1.5 MiB each (the
+// segment size of that benchmark's filter), made fallocated and mapped
+// with their pages faulted in writable, unlinked when full; with
+// table:1 each record also follows one locked OR into a random word of a
+// 16 MiB table shared by the threads (the add's miss). Two threads'
+// records per second against one's is the ceiling the page cache's work
+// (allocating, zeroing, writing back and dropping 16 bytes per add) leaves
+// two journalled writers on this machine.
+//   build/bench/persistence_bench --benchmark_filter=JournalBytesFloor
+std::vector<std::atomic<uint64_t>> g_floor_table(size_t{2} << 20);
+
+void BM_JournalBytesFloor(benchmark::State& state) {
+  const bool table = state.range(0) != 0;
+  const std::string dir = TempPath("sfjfloor");
+  std::filesystem::create_directories(dir);
+  constexpr size_t kBytes = size_t{1536} << 10;
+  char* map = nullptr;
+  size_t at = kBytes;
+  int n = 0;
+  auto next_file = [&] {
+    if (map != nullptr) ::munmap(map, kBytes);
+    const std::string path = dir + "/" + std::to_string(n++);
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC,
+                          0644);
+    Check(fd >= 0 && ::posix_fallocate(fd, 0, kBytes) == 0
+              ? Status::OK()
+              : Status::IOError("journal floor file " + path));
+    void* m = ::mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                     0);
+    Check(m != MAP_FAILED ? Status::OK() : Status::IOError("mmap"));
+#ifdef MADV_POPULATE_WRITE
+    (void)::madvise(m, kBytes, MADV_POPULATE_WRITE);
+#endif
+    ::close(fd);
+    ::unlink(path.c_str());
+    map = static_cast<char*>(m);
+    at = 0;
+  };
+  uint64_t v = static_cast<uint64_t>(state.thread_index() + 1) << 56;
+  for (auto _ : state) {
+    const uint64_t h = (++v) * 0x9e3779b97f4a7c15ULL;
+    if (table) {
+      g_floor_table[h >> 43].fetch_or(uint64_t{1} << (h & 63),
+                                      std::memory_order_relaxed);
+    }
+    if (at == kBytes) next_file();
+    reinterpret_cast<std::atomic<uint64_t>*>(map + at + 8)->store(
+        h, std::memory_order_relaxed);
+    reinterpret_cast<std::atomic<uint64_t>*>(map + at)->store(
+        h | 3, std::memory_order_release);
+    at += 16;
+  }
+  state.SetItemsProcessed(state.iterations());
+  if (map != nullptr) ::munmap(map, kBytes);
+  std::filesystem::remove_all(dir);
+}
+BENCHMARK(BM_JournalBytesFloor)
+    ->ArgNames({"table"})
+    ->Arg(0)
+    ->Arg(1)
+    ->Iterations(4'000'000)
+    ->Threads(1)
+    ->Threads(2)
     ->UseRealTime();
 
 // The same on a small filter (1e5 items, 1 shard: ~120 KB), which
