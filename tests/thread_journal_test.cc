@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -228,6 +229,40 @@ TEST(ThreadJournalTest, BloomAddsOfTwoThreadsReplayExactly) {
   auto db = MustOpen(NoCheckpoint(dir.db()));
   auto f = *db->Get("f");
   EXPECT_EQ(db->counters().replayed_ops, 40'000u);
+  EXPECT_TRUE(f->Equals(*want));
+}
+
+// More writer threads than stripes (16): the ones without a stripe of
+// their own journal in the shards' segments, the others in their own; a
+// reopen replays both.
+TEST(ThreadJournalTest, ThreadsBeyondTheStripesUseShardSegments) {
+  TempDir dir;
+  std::unique_ptr<ShardedFilter> want;
+  constexpr int kThreads = 24;
+  {
+    auto db = MustOpen(NoCheckpoint(dir.db()));
+    auto f = *db->Create("f", Spec(FilterType::kBloom, 200'000, 4));
+    want = Reference(*f);
+    std::atomic<int> started{0};
+    std::vector<std::thread> writers;
+    for (int t = 0; t < kThreads; ++t) {
+      writers.emplace_back([&, t] {
+        // All alive at once, so that some find no free stripe.
+        started.fetch_add(1);
+        while (started.load() < kThreads) std::this_thread::yield();
+        for (int i = 0; i < 500; ++i) SF_EXPECT_OK(f->Add(Key(t, i)));
+      });
+    }
+    for (auto& w : writers) w.join();
+    for (int t = 0; t < kThreads; ++t) {
+      for (int i = 0; i < 500; ++i) SF_ASSERT_OK(want->Add(Key(t, i)));
+    }
+    EXPECT_FALSE(Written(dir.db()).empty());
+    EXPECT_FALSE(Files(dir.db(), false).empty());
+  }
+  auto db = MustOpen(NoCheckpoint(dir.db()));
+  auto f = *db->Get("f");
+  EXPECT_EQ(db->counters().replayed_ops, uint64_t{kThreads} * 500);
   EXPECT_TRUE(f->Equals(*want));
 }
 
