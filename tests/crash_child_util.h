@@ -4,9 +4,13 @@
 #ifndef SHARDFILTER_TESTS_CRASH_CHILD_UTIL_H_
 #define SHARDFILTER_TESTS_CRASH_CHILD_UTIL_H_
 
+#include <poll.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -66,6 +70,43 @@ std::vector<std::string> RunChild(Child&& child) {
   int status = 0;
   waitpid(pid, &status, 0);
   return lines;
+}
+
+// The parent's side of a kill: reads the child's lines until it reported
+// "R" (ready) and `delay_ms` more passed (10 s at most without "R"), then
+// SIGKILLs it, reads the pipe to EOF, closes it and reaps the child.
+// Returns everything read; *killed: the child died of the signal (it had
+// not exited on its own first).
+inline std::string ReadUntilReadyThenKill(int fd, pid_t pid, int delay_ms,
+                                          bool* killed) {
+  std::string text;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  bool ready = false;
+  for (;;) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) break;
+    pollfd pfd{fd, POLLIN, 0};
+    const int wait = static_cast<int>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now)
+            .count());
+    if (poll(&pfd, 1, std::max(wait, 1)) <= 0) continue;
+    char buf[1 << 16];
+    const ssize_t n = read(fd, buf, sizeof buf);
+    if (n <= 0) break;
+    text.append(buf, static_cast<size_t>(n));
+    if (!ready && text.find("R\n") != std::string::npos) {
+      ready = true;
+      deadline = std::chrono::steady_clock::now() +
+                 std::chrono::milliseconds(delay_ms);
+    }
+  }
+  kill(pid, SIGKILL);
+  text += Drain(fd);
+  close(fd);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  *killed = WIFSIGNALED(status);
+  return text;
 }
 
 }  // namespace shardfilter::testing

@@ -17,8 +17,6 @@
 // seq n+1 could be journalled and acknowledged before n, and replay applied
 // it without n.
 #include <gtest/gtest.h>
-#include <poll.h>
-#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -180,33 +178,10 @@ TEST_P(MultiWriterCrashTest, AcknowledgedOpsSurviveExactlyOnce) {
     }
     close(p[1]);
     const int delay_ms = static_cast<int>(20 + rng() % 150);
-    std::string text;
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    bool ready = false;
-    for (;;) {
-      auto now = std::chrono::steady_clock::now();
-      if (now >= deadline) break;
-      pollfd pfd{p[0], POLLIN, 0};
-      int wait = static_cast<int>(
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now)
-              .count());
-      if (poll(&pfd, 1, std::max(wait, 1)) <= 0) continue;
-      char buf[4096];
-      ssize_t n = read(p[0], buf, sizeof buf);
-      if (n <= 0) break;
-      text.append(buf, static_cast<size_t>(n));
-      if (!ready && text.find("R\n") != std::string::npos) {
-        ready = true;
-        deadline = std::chrono::steady_clock::now() +
-                   std::chrono::milliseconds(delay_ms);
-      }
-    }
-    kill(pid, SIGKILL);
-    text += Drain(p[0]);
-    close(p[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    ASSERT_TRUE(WIFSIGNALED(status)) << text.substr(0, 300);
+    bool killed = false;
+    const std::string text =
+        testing::ReadUntilReadyThenKill(p[0], pid, delay_ms, &killed);
+    ASSERT_TRUE(killed) << text.substr(0, 300);
     std::vector<int> expected = model;
     std::vector<int> lo_slack(kKeys, 0), hi_slack(kKeys, 0);
     std::map<int, std::pair<char, int>> inflight;  // thread -> (op, key)

@@ -11,8 +11,6 @@
 // probability 0.9999). Odd sessions use 64 KiB segments, so writers switch
 // segments and checkpoints retire them many times a session.
 #include <gtest/gtest.h>
-#include <poll.h>
-#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -141,33 +139,10 @@ TEST(ThreadJournalCrashTest, AcknowledgedAddsSurviveKillNine) {
     }
     close(p[1]);
     const int delay_ms = static_cast<int>(50 + rng() % 250);
-    std::string text;
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    bool ready = false;
-    for (;;) {
-      const auto now = std::chrono::steady_clock::now();
-      if (now >= deadline) break;
-      pollfd pfd{p[0], POLLIN, 0};
-      const int wait = static_cast<int>(
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now)
-              .count());
-      if (poll(&pfd, 1, std::max(wait, 1)) <= 0) continue;
-      char buf[1 << 16];
-      const ssize_t n = read(p[0], buf, sizeof buf);
-      if (n <= 0) break;
-      text.append(buf, static_cast<size_t>(n));
-      if (!ready && text.find("R\n") != std::string::npos) {
-        ready = true;
-        deadline = std::chrono::steady_clock::now() +
-                   std::chrono::milliseconds(delay_ms);
-      }
-    }
-    kill(pid, SIGKILL);
-    text += Drain(p[0]);
-    close(p[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    ASSERT_TRUE(WIFSIGNALED(status)) << text.substr(0, 300);
+    bool killed = false;
+    const std::string text =
+        testing::ReadUntilReadyThenKill(p[0], pid, delay_ms, &killed);
+    ASSERT_TRUE(killed) << text.substr(0, 300);
     std::vector<int> mine(kWriters, 0);
     for (const std::string& line : Lines(text)) {
       if (line.empty() || line == "R") continue;

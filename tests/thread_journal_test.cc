@@ -149,6 +149,11 @@ TEST(ThreadJournalTest, NamesParseOnlyInTheirOwnForm) {
 
 // --- Through the engine ---
 
+// Restores the real boot id (tests act out a reboot by changing it).
+struct BootReset {
+  ~BootReset() { persistence::SetBootIdForTesting(""); }
+};
+
 DatabaseOptions NoCheckpoint(const std::string& path) {
   DatabaseOptions o = testing::Options(path);
   o.checkpoint_on_close = false;
@@ -422,9 +427,7 @@ TEST(ThreadJournalTest, NoRoomForTheThreadSegmentChangesNothing) {
 // unavailable (Corruption naming the file), not the store; after a reboot
 // the same bytes end the thread's log there.
 TEST(ThreadJournalTest, DamagedRecordWithinTheBootAndAfterAReboot) {
-  struct BootReset {
-    ~BootReset() { persistence::SetBootIdForTesting(""); }
-  } reset;
+  BootReset reset;
   TempDir dir;
   {
     auto db = MustOpen(NoCheckpoint(dir.db()));
@@ -456,9 +459,7 @@ TEST(ThreadJournalTest, DamagedRecordWithinTheBootAndAfterAReboot) {
 // to the lost page replay, none after it (a prefix per writer thread, T3);
 // within the boot the same bytes are damage.
 TEST(ThreadJournalTest, PageLostInAPowerLossEndsTheThreadsPrefix) {
-  struct BootReset {
-    ~BootReset() { persistence::SetBootIdForTesting(""); }
-  } reset;
+  BootReset reset;
   TempDir dir;
   {
     auto db = MustOpen(NoCheckpoint(dir.db()));
