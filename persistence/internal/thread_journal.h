@@ -41,9 +41,12 @@
 //      exclusive lock (writing each dirty one), so every record of a
 //      generation <= g was applied before its shard was written. Once that
 //      checkpoint committed, the segments of generations <= g are dead and
-//      are unlinked. Generations live in memory only: replaying a record
-//      the checkpoint holds already changes nothing (adds are idempotent),
-//      so a kill between the commit and the unlink costs only the replay.
+//      are unlinked. (A checkpoint that finds no thread segment registered
+//      skips all this: a writer registers a segment of the generation it
+//      read before it writes a record there.) Generations live in memory
+//      only: replaying a record the checkpoint holds already changes
+//      nothing (adds are idempotent), so a kill between the commit and the
+//      unlink costs only the replay.
 //  T3. As J3: within the boot that wrote a segment the page cache is
 //      exact, so a committed record that fails its check, a shard outside
 //      the filter or non-zero bytes after the end are damage (Corruption);
