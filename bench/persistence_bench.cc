@@ -397,8 +397,8 @@ void BM_JournalBytesFloor(benchmark::State& state) {
   auto next_file = [&] {
     if (map != nullptr) ::munmap(map, kBytes);
     const std::string path = dir + "/" + std::to_string(n++);
-    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC,
-                          0644);
+    const int fd =
+        ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     bool made = fd >= 0;
     if (made && written) {
       // Blocks written with zeros (as a `sync` segment's), not fallocated.
@@ -411,10 +411,9 @@ void BM_JournalBytesFloor(benchmark::State& state) {
     } else if (made) {
       made = ::posix_fallocate(fd, 0, kBytes) == 0;
     }
-    Check(made ? Status::OK()
-               : Status::IOError("journal floor file " + path));
-    void* m = ::mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-                     0);
+    Check(made ? Status::OK() : Status::IOError("journal floor file " + path));
+    void* m =
+        ::mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     Check(m != MAP_FAILED ? Status::OK() : Status::IOError("mmap"));
 #ifdef MADV_POPULATE_WRITE
     (void)::madvise(m, kBytes, MADV_POPULATE_WRITE);
@@ -432,8 +431,8 @@ void BM_JournalBytesFloor(benchmark::State& state) {
                                       std::memory_order_relaxed);
     }
     if (at == kBytes) next_file();
-    reinterpret_cast<std::atomic<uint64_t>*>(map + at + 8)->store(
-        h, std::memory_order_relaxed);
+    reinterpret_cast<std::atomic<uint64_t>*>(map + at + 8)
+        ->store(h, std::memory_order_relaxed);
     reinterpret_cast<std::atomic<uint64_t>*>(map + at)->store(
         h | 3, std::memory_order_release);
     at += 16;

@@ -192,8 +192,10 @@ struct ShardStats {
                                        // (internal/shard_chain.h)
   uint32_t links = 1;                  // links in the shard's chain
   uint64_t last_sequence = 0;          // last journal sequence assigned
-                                       // (0 for a Bloom filter without a
-                                       // journal: its adds take none)
+                                       // (a Bloom filter's single-key adds
+                                       // take none without a journal, nor
+                                       // under durability journal on
+                                       // memory-mapped segments)
   uint64_t checkpoint_sequence = 0;    // last sequence in the checkpoint
   uint64_t checkpoint_generation = 0;  // 0 = never checkpointed
   uint64_t checkpoint_bytes = 0;       // serialized size at that checkpoint

@@ -79,9 +79,11 @@ struct alignas(64) ShardHead {
   // Last journal sequence assigned (0 = none). Incremented under `mu`
   // shared (and `order_mu` for ordered types: TakeOrderedSeq), read under
   // `mu` exclusive by checkpoints: the lock gives the ordering, so relaxed
-  // RMWs suffice. Every journalled op and every counting or cuckoo op
-  // takes one; a single-key Bloom add of a filter without a journal takes
-  // none: nothing replays it, and what it changed shows in the fill (an
+  // RMWs suffice. Every counting or cuckoo op takes one, and so does
+  // every journalled op on the shard's own journal; a single-key Bloom add
+  // takes none when its filter has no journal or it goes to its thread's
+  // journal segment (engine/internal/filter_log.h L7): its replay needs no
+  // order, and what it changed shows in the fill (an
   // add that set a new bit keeps its unit, S8), which
   // ShardedFilterAccess::Mutations counts for Bloom filters. That is one
   // locked instruction fewer per add: at DRAM sizes each one waits for the
