@@ -3,8 +3,6 @@
 // Cuckoo sizing is in cuckoo_sizing.cc.
 #include "shardfilter/filters/sizing.h"
 
-#include <math.h>  // lgamma_r
-
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -15,16 +13,10 @@
 #include <utility>
 #include <vector>
 
+#include "shardfilter/filters/internal/poisson_mixture.h"
+
 namespace shardfilter {
 namespace {
-
-// ln(j!). std::lgamma writes the global `signgam`: a data race when filters
-// are sized on several threads at once (shards growing their chains), found
-// by TSan. lgamma_r returns the sign through its argument instead.
-double LogFactorial(uint64_t j) {
-  int sign = 0;
-  return ::lgamma_r(static_cast<double>(j) + 1.0, &sign);
-}
 
 constexpr long double kLn2 = 0.693147180559945309417232121458176568L;
 
@@ -148,12 +140,6 @@ double BlockedFpr(uint64_t blocks, uint32_t slots_per_block, uint64_t n,
   const std::vector<double> distinct = DistinctDistribution(k, slots_per_block);
   const double lambda = static_cast<double>(n) / static_cast<double>(blocks);
   const double log_empty = std::log1p(-1.0 / slots_per_block);
-  // Sum the Poisson mixture outward from the mode until terms vanish.
-  const double log_lambda = lambda > 0 ? std::log(lambda) : 0;
-  auto pmf = [&](uint64_t j) {
-    return std::exp(static_cast<double>(j) * log_lambda - lambda -
-                    LogFactorial(j));
-  };
   auto fpr_given = [&](uint64_t j) {
     double q = -std::expm1(log_empty * static_cast<double>(k) * j);
     double e = 0;
@@ -164,19 +150,7 @@ double BlockedFpr(uint64_t blocks, uint32_t slots_per_block, uint64_t n,
     }
     return e;
   };
-  const uint64_t mode = static_cast<uint64_t>(lambda);
-  double total = 0;
-  for (uint64_t j = mode;; ++j) {  // upward
-    double w = pmf(j);
-    total += w * fpr_given(j);
-    if (j > mode + 10 && w < 1e-18) break;
-  }
-  for (uint64_t j = mode; j-- > 0;) {  // downward
-    double w = pmf(j);
-    total += w * fpr_given(j);
-    if (j + 10 < mode && w < 1e-18) break;
-  }
-  return std::min(total, 1.0);
+  return std::min(internal::PoissonMixture(lambda, fpr_given), 1.0);
 }
 
 Result<BlockedSizing> BlockedBloomSizing(uint64_t n, double p, uint32_t k,
@@ -386,27 +360,12 @@ double SplitBlockFpr(uint64_t blocks, uint64_t n) {
   if (n == 0) return 0.0;
   if (blocks == 0) return 1.0;
   const double lambda = static_cast<double>(n) / static_cast<double>(blocks);
-  const double log_lambda = std::log(lambda);
   const double log_empty = std::log1p(-1.0 / 32);  // a lane misses a key
-  auto term = [&](uint64_t j) {
-    const double w = std::exp(static_cast<double>(j) * log_lambda - lambda -
-                              LogFactorial(j));
-    return std::pair{w, w * std::pow(-std::expm1(log_empty * j), 8)};
-  };
-  // Sum the Poisson mixture outward from the mode until terms vanish.
-  const uint64_t mode = static_cast<uint64_t>(lambda);
-  double total = 0;
-  for (uint64_t j = mode;; ++j) {
-    const auto [w, t] = term(j);
-    total += t;
-    if (j > mode + 10 && w < 1e-18) break;
-  }
-  for (uint64_t j = mode; j-- > 0;) {
-    const auto [w, t] = term(j);
-    total += t;
-    if (j + 10 < mode && w < 1e-18) break;
-  }
-  return std::min(total, 1.0);
+  return std::min(
+      internal::PoissonMixture(
+          lambda,
+          [&](uint64_t j) { return std::pow(-std::expm1(log_empty * j), 8); }),
+      1.0);
 }
 
 Result<BlockedSizing> SplitBlockBloomSizing(uint64_t n, double p,

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "shardfilter/engine/sharded_filter.h"
 #include "shardfilter/persistence/internal/values.h"
 #include "store_test_util.h"
 
@@ -74,6 +75,30 @@ TEST(FuzzRegressionTest, StoreWithNaNRateDescriptorFailsToOpenAsCorruption) {
   ASSERT_TRUE(db.ok()) << db.status().ToString();
   auto f = (*db)->Get("f");
   EXPECT_TRUE(f.status().IsCorruption()) << f.status().ToString();
+}
+
+// export_fuzz: an export whose spec asked for 2.2e12 counting items under
+// a 6-byte memory limit took 33 s to refuse (the rate model summed one
+// Poisson term per key count near the mean: filters/internal/
+// poisson_mixture.h); 1e15 items took minutes. Any spec a caller sends
+// (BF.RESERVE, `create`, an import) is sized this way.
+TEST(FuzzRegressionTest, HugeCapacityUnderATinyMemoryLimitIsRefusedAtOnce) {
+  for (FilterType type :
+       {FilterType::kBloom, FilterType::kCountingBloom, FilterType::kCuckoo}) {
+    for (uint64_t capacity :
+         {2'203'318'223'048ull, 1'000'000'000'000'000ull, 1ull << 60}) {
+      FilterSpec spec;
+      spec.type = type;
+      spec.capacity = capacity;
+      spec.fpp = 0.5;
+      spec.shards = 1;
+      spec.max_bytes = 64;
+      auto f = ShardedFilter::Create(spec);
+      EXPECT_TRUE(f.status().IsInvalidArgument())
+          << static_cast<int>(type) << " " << capacity << ": "
+          << f.status().ToString();
+    }
+  }
 }
 
 }  // namespace

@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
+#include "shardfilter/filters/internal/poisson_mixture.h"
 #include "test_util.h"
 
 namespace shardfilter {
@@ -101,6 +104,77 @@ TEST(BlockedSizing, RejectsBadParametersAndMemoryLimit) {
   auto big = BlockedBloomSizing(1'000'000'000, 0.01, 0, 512, 1 << 20);
   EXPECT_TRUE(big.status().IsInvalidArgument());
   EXPECT_NE(big.status().message().find("memory limit"), std::string::npos);
+}
+
+// The mixture's weights sum to 1 with mean and variance lambda in both of
+// its regimes, whatever lambda, at a bounded number of evaluations.
+TEST(PoissonMixtureTest, MomentsAndBoundedCost) {
+  for (double lambda : {0.25, 3.0, 57.5, 16383.0, 16384.0, 1e5, 3.3e7, 2.2e12,
+                        1e15, 1e18, 1.8e19}) {
+    SCOPED_TRACE(lambda);
+    size_t calls = 0;
+    const double mass = internal::PoissonMixture(lambda, [&](uint64_t) {
+      ++calls;
+      return 1.0;
+    });
+    EXPECT_NEAR(mass, 1.0, 1e-9);
+    // Before the bound, 2.2e12 keys per block took ~3e7 calls, 1e18 ~2e10.
+    EXPECT_LE(calls, 2u * (9 * 128 + 12));
+    const double mean = internal::PoissonMixture(
+        lambda, [&](uint64_t j) { return static_cast<double>(j) / lambda; });
+    EXPECT_NEAR(mean, 1.0, 1e-9);
+    const double var = internal::PoissonMixture(lambda, [&](uint64_t j) {
+      const double d = static_cast<double>(j) - lambda;
+      return d * d / lambda;
+    });
+    EXPECT_NEAR(var, 1.0, 1e-6);
+  }
+}
+
+// The two regimes meet: the rate of a saturating block does not jump at
+// the boundary (16384 keys per block).
+TEST(PoissonMixtureTest, RegimesAgreeAtTheBoundary) {
+  const uint64_t blocks = 100'000, n = 16384 * blocks;
+  for (uint32_t k : {1u, 2u}) {
+    const double below = BlockedFpr(blocks, 16384 * 4, n - 1, k);  // exact
+    const double at = BlockedFpr(blocks, 16384 * 4, n, k);  // every 2nd j
+    EXPECT_NEAR(at, below, 1e-9 * at) << k;
+  }
+}
+
+// For k = 1 the blocked rate has a closed form: a query slot is set with
+// probability 1 - (1 - 1/S)^J, and E[z^J] = exp(λ(z - 1)) for J ~
+// Poisson(λ), so BlockedFpr = 1 - exp(-λ/S). Before the mixture's bound,
+// λ = 1e13 gave 0.9835 instead of 1 (cancellation in j ln λ - λ -
+// ln j!) after 3 s, and 1e15 took 24 s.
+TEST(BlockedSizing, FprMatchesTheClosedFormAtAnyLoad) {
+  for (double lambda : {0.5, 10.0, 1e3, 16383.0, 16384.0, 1e5, 1e7, 1e9, 4e9,
+                        1e10, 1e13, 1e15, 1e18}) {
+    const uint64_t n = static_cast<uint64_t>(lambda);
+    const uint32_t slots = static_cast<uint32_t>(std::clamp<double>(
+        lambda / 2, 1, std::numeric_limits<uint32_t>::max()));
+    const double want = -std::expm1(-static_cast<double>(n) / slots);
+    EXPECT_NEAR(BlockedFpr(1, slots, n, 1), want, 1e-9) << lambda;
+  }
+}
+
+// A capacity far past the memory limit fails at once. A capacity of 2.2e12
+// in a 6-byte limit (an export's spec, found by export_fuzz) took 3.4 s to
+// refuse; 1e18 in one block, hours.
+TEST(BlockedSizing, HugeCapacityInATinyLimitFailsQuickly) {
+  for (uint64_t n : {2'203'318'223'048ull, 1'000'000'000'000'000'000ull}) {
+    for (uint64_t max_bytes : {6ull, 64ull, 4096ull, 1ull << 20}) {
+      for (uint32_t slots : {128u, 512u}) {
+        auto s = BlockedBloomSizing(n, 0.5, 0, slots, max_bytes);
+        EXPECT_TRUE(s.status().IsInvalidArgument()) << n << " " << max_bytes;
+      }
+      EXPECT_TRUE(SplitBlockBloomSizing(n, 0.5, max_bytes)
+                      .status()
+                      .IsInvalidArgument());
+    }
+  }
+  EXPECT_GT(BlockedFpr(1, 128, 1'000'000'000'000'000'000ull, 1), 0.999);
+  EXPECT_GT(SplitBlockFpr(1, 1'000'000'000'000'000'000ull), 0.999);
 }
 
 TEST(WordBlockedSizing, MeetsTargetMinimalAndNearTheSpread) {
