@@ -526,6 +526,12 @@ Segment::~Segment() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+void Segment::ReleaseSpace() {
+  if (fd_ < 0) return;
+  (void)::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
+                    static_cast<off_t>(size_));
+}
+
 Status Segment::Sync() {
   SF_RETURN_IF_ERROR(Fault("sync", path_));
   std::string copy;

@@ -257,6 +257,9 @@ void FilterLog::RetireThreadSegments(uint64_t g) {
     // it: its next add reads a later generation and switches.
     if (seg->max_seq.load(std::memory_order_relaxed) <= g) {
       ::unlink(seg->path().c_str());
+      // Still a stripe's active segment: its writer may stay idle, and
+      // keep the unlinked file mapped, for as long as the process lives.
+      if (seg.use_count() > 1) seg->ReleaseSpace();
       continue;
     }
     keep.push_back(std::move(seg));

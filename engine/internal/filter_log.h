@@ -69,7 +69,13 @@
 //      shard) keeps the shard's segments; replay applies both (adds
 //      commute). A checkpoint retires thread segments by generation (T2):
 //      BeginThreadGeneration before it looks at any shard, every shard's
-//      exclusive lock taken, RetireThreadSegments once it committed.
+//      exclusive lock taken, RetireThreadSegments once it committed. A
+//      retired segment that is still a stripe's active one stays mapped
+//      until its writer's next add, which an idle writer may never make:
+//      retirement frees its blocks and page cache at once
+//      (Segment::ReleaseSpace), so it costs a mapping and a descriptor,
+//      not disk. Footprint: each stripe that has written holds its active
+//      segment and a spare, an eighth of the table each (1 to 8 MiB).
 //
 // Thread safety: as described per member; all public methods may be called
 // concurrently.

@@ -206,6 +206,14 @@ class Segment {
   }
   // fdatasync (and the test fault hook, SetJournalFaultForTesting).
   Status Sync();
+  // For an unlinked segment that nobody will write again but that a
+  // reference may keep mapped (a thread segment retired while its writer is
+  // idle, engine/internal/filter_log.h L7): frees its blocks and page cache
+  // now (a hole punched over the whole file), not when the last reference
+  // unmaps it, which for an idle writer may be never. Its pages read as
+  // zeros from then on. Best effort: a file system that cannot punch holes
+  // keeps them until the unmap.
+  void ReleaseSpace();
 
   // Highest seq reserved in it, set by its writer when it stops being the
   // active segment (filter_log.h keeps the active one's in its LogShard);
