@@ -7,12 +7,34 @@
 # in the per-call paths, found without timing.
 #
 #   bench/instructions.sh build/bench/sf_instructions [bench/instruction_budgets.txt]
+#   bench/instructions.sh --check-budgets bench/instruction_budgets.txt
 #
+# The budget file is checked first (the second form checks only that, a
+# unit test): every line that is not blank or a comment must be
+# "scenario integer", each scenario once. A comment line that lost its
+# '#' once read as a second bloom_query budget, and the two-line budget
+# made the check compare strings ("100.0" > "58<newline>58" is false).
 # Needs valgrind, and a build without AVX-512 (SHARDFILTER_NATIVE=OFF; the
 # CI and package builds): Debian's valgrind 3.19 cannot decode it.
 set -u
+check_budgets() {
+  bad=$(awk '/^[[:space:]]*(#|$)/ { next }
+             NF != 2 || $2 !~ /^[0-9]+$/ { print FILENAME ":" FNR ": not \"scenario integer\": " $0; next }
+             seen[$1]++ { print FILENAME ":" FNR ": " $1 " has a second budget" }' "$1") || return 1
+  if [ -n "$bad" ]; then
+    echo "instructions.sh: malformed budget file:" >&2
+    echo "$bad" >&2
+    return 1
+  fi
+}
+if [ "${1:-}" = --check-budgets ]; then
+  check_budgets "${2:?usage: instructions.sh --check-budgets BUDGETS}" || exit 1
+  echo "instructions.sh: $2 is well formed"
+  exit 0
+fi
 bin=${1:?usage: instructions.sh SF_INSTRUCTIONS [BUDGETS]}
 budgets=${2:-}
+if [ -n "$budgets" ]; then check_budgets "$budgets" || exit 1; fi
 command -v valgrind >/dev/null || { echo "instructions.sh: valgrind missing" >&2; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -29,6 +51,10 @@ printf '%-24s %12s %8s\n' scenario instructions budget
     max=$(awk -v s="$name" '$1 == s { print $2 }' "$budgets")
   fi
   printf '%-24s %12s %8s\n' "$name" "$per" "${max:--}"
+  if [ -n "$budgets" ] && [ -z "$max" ]; then
+    echo "instructions.sh: $name has no budget in $budgets" >&2
+    echo fail >"$tmp/failed"
+  fi
   if [ -n "$max" ] && awk -v p="$per" -v m="$max" 'BEGIN { exit !(p > m) }'; then
     echo "instructions.sh: $name needs $per instructions per call, over its budget of $max" >&2
     echo fail >"$tmp/failed"

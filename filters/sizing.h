@@ -21,7 +21,10 @@
 // against 14.4. BlockedBloomSizing() searches for the smallest number of
 // blocks meeting p for each k, instead of padding the classic figure by a
 // guessed factor. The same math serves the counting filter with B = 128
-// four-bit counters per line.
+// four-bit counters per line. The sum over j costs a bounded number of
+// terms whatever lambda (filters/internal/poisson_mixture.h): a search
+// for a huge capacity under a small memory limit evaluates lambdas of
+// 1e12 and more.
 //
 // Thread-safe: pure functions.
 #ifndef SHARDFILTER_FILTERS_SIZING_H_
