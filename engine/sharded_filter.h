@@ -322,10 +322,20 @@ class ShardedFilter {
           t + internal::SplitBlockOffset(hash, p.blocks) / sizeof(uint64_t),
           static_cast<uint32_t>(hash));
     }
+    // A counting shard of one link (Q1's `counters`): its kernel on the
+    // entry's table, block count and multipliers, one 64-byte block as the
+    // split-block probe.
+    if constexpr (CountingBloomFilter::kTableQuery) {
+      if (const std::atomic<uint64_t>* c =
+              p.counters.load(std::memory_order_acquire)) {
+        return CountingBloomFilter::MayContainInTable(c, p.blocks, p.mult, p.k,
+                                                      hash);
+      }
+    }
     // Any other one-link shard (Q1's `link`): its type's inline query, a
-    // counting link's here (one 64-byte block, as the split-block probe),
-    // the others' through one_link_query_ (the cuckoo query's validated
-    // two-bucket read is too long to inline into every caller).
+    // counting link's here (k > 8), the others' through one_link_query_
+    // (the cuckoo query's validated two-bucket read is too long to inline
+    // into every caller).
     if (const Filter* link = p.link.load(std::memory_order_acquire)) {
       if (spec_.type == FilterType::kCountingBloom) {
         return static_cast<const CountingBloomFilter*>(link)

@@ -174,27 +174,44 @@ class CountingBloomFilter final : public Filter {
                                 static_cast<uint32_t>(h), k_);
   }
   bool MayContainHashInline(uint64_t h) const {
-#if SHARDFILTER_COUNTING_AVX512_INLINE
-    if (k_ <= 8) [[likely]] {
-      return internal::CountersNonZeroAvx512(
-          BlockAt(internal::BlockIndex(h, num_blocks_)), lane_mult_,
-          static_cast<uint32_t>(h));
+    if constexpr (kTableQuery) {
+      if (k_ <= 8) [[likely]] {
+        return MayContainInTable(table_.data(), num_blocks_, lane_mult_, k_, h);
+      }
     }
-#elif SHARDFILTER_SPLIT_AVX2_INLINE
-    if (k_ <= 8) [[likely]] {
-      return internal::CountersNonZeroAvx2(
-          BlockAt(internal::BlockIndex(h, num_blocks_)), lane_mult_,
-          static_cast<uint32_t>(h));
-    }
-#elif SHARDFILTER_SPLIT_AVX2
-    if (k_ <= 8) [[likely]] {
-      return internal::CountersNonZeroDispatch(
-          BlockAt(internal::BlockIndex(h, num_blocks_)), lane_mult_,
-          static_cast<uint32_t>(h), k_);
-    }
-#endif
     return CountHashInline(h) != 0;
   }
+
+  // The query's vector kernel on its own (filters/internal/counting_simd.h),
+  // for a filter of k <= 8 given its table, block count, lane multipliers
+  // and k (table_data(), num_blocks(), lane_multipliers(), k()): what
+  // MayContainHashInline runs, and what a sharded filter's handle runs
+  // from its shard's fast path without loading the filter
+  // (engine/detail/shard_fast_path.h, Q1). Only where kTableQuery (a
+  // vector kernel, inline or dispatched: the dispatched one's scalar
+  // fallback, on a CPU without AVX2, needs k).
+  static constexpr bool kTableQuery =
+      SHARDFILTER_COUNTING_AVX512_INLINE || SHARDFILTER_SPLIT_AVX2;
+  [[gnu::always_inline]] static bool MayContainInTable(
+      const std::atomic<uint64_t>* table, uint64_t num_blocks,
+      const uint32_t* mult, [[maybe_unused]] uint32_t k, uint64_t h) {
+    const std::atomic<uint64_t>* block =
+        table + internal::BlockIndex(h, num_blocks) * internal::kBlockWords;
+#if SHARDFILTER_COUNTING_AVX512_INLINE
+    return internal::CountersNonZeroAvx512(block, mult,
+                                           static_cast<uint32_t>(h));
+#elif SHARDFILTER_SPLIT_AVX2_INLINE
+    return internal::CountersNonZeroAvx2(block, mult, static_cast<uint32_t>(h));
+#elif SHARDFILTER_SPLIT_AVX2
+    return internal::CountersNonZeroDispatch(block, mult,
+                                             static_cast<uint32_t>(h), k);
+#else
+    (void)block, (void)mult;
+    return true;  // never called (kTableQuery is false)
+#endif
+  }
+  const std::atomic<uint64_t>* table_data() const { return table_.data(); }
+  const uint32_t* lane_multipliers() const { return lane_mult_; }
 
   void Add(std::string_view key) { AddHashInline(hasher_(key)); }
   bool Remove(std::string_view key) { return RemoveHashInline(hasher_(key)); }

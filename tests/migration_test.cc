@@ -118,6 +118,32 @@ INSTANTIATE_TEST_SUITE_P(All, TypePair,
                          ::testing::Combine(::testing::ValuesIn(kTypes),
                                             ::testing::ValuesIn(kTypes)));
 
+// The old handle's one-at-a-time queries after the switch, for every type
+// while each source shard still has its one link, so that the inline paths
+// (Q1, engine/detail/shard_fast_path.h: a Bloom shard's table, a counting
+// shard's counters, any shard's link) were open into the source's tables:
+// the switch closes them, or the old handle would ask the source for keys
+// added through it to the target.
+TEST(Migration, OldHandleQueriesSeeAddsAfterTheSwitchFromOneLinkShards) {
+  for (FilterType from : kTypes) {
+    SCOPED_TRACE(static_cast<int>(from));
+    TempDir dir;
+    auto db = MustOpen(Options(dir.db()));
+    ASSERT_NE(db, nullptr);
+    auto f = db->Create("f", Retaining(from, 100'000, 1));
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    for (int i = 0; i < 1000; ++i) ASSERT_OK((*f)->Add(Key(i)));
+    ASSERT_EQ((*f)->shard_links(0), 1u);
+    ASSERT_TRUE(
+        db->Migrate("f", Retaining(FilterType::kBloom, 100'000, 2)).ok());
+    for (int i = 0; i < 1000; ++i) ASSERT_OK((*f)->Add("late-" + Key(i)));
+    for (int i = 0; i < 1000; ++i) {
+      ASSERT_TRUE((*f)->MayContain("late-" + Key(i))) << i;
+      ASSERT_TRUE((*f)->MayContain(Key(i))) << i;
+    }
+  }
+}
+
 TEST(Migration, MigratesTwiceAndBackFromRetainedHashes) {
   TempDir dir;
   auto db = MustOpen(Options(dir.db()));

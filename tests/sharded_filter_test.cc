@@ -320,10 +320,11 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, ShardedTypedTest,
                          shardfilter::testing::FilterTypeParamName);
 
 // The inline queries of a one-link shard (Q1, engine/detail/
-// shard_fast_path.h: a lone split-block Bloom link's table, any lone
-// link's `link`) ask link 0 alone, so the growth that appends link 1 must
-// close them, or keys added there would be reported absent: one-at-a-time
-// queries see the keys of every link, on one shard and on 16.
+// shard_fast_path.h: a lone split-block Bloom link's table, a lone counting
+// link's counters, any lone link's `link`) ask link 0 alone, so the growth
+// that appends link 1 must close them, or keys added there would be
+// reported absent: one-at-a-time queries see the keys of every link, on
+// one shard and on 16.
 TEST_P(ShardedTypedTest, OneLinkQueriesSeeEveryLinkAfterGrowth) {
   for (uint32_t shards : {1u, 16u}) {
     SCOPED_TRACE(shards);
@@ -334,6 +335,11 @@ TEST_P(ShardedTypedTest, OneLinkQueriesSeeEveryLinkAfterGrowth) {
       ASSERT_EQ(
           static_cast<const BloomFilter&>((*f)->shard_filter(0, 0)).layout(),
           BloomLayout::kSplitBlock);
+    }
+    if (GetParam() == FilterType::kCountingBloom) {  // the counters path
+      ASSERT_LE(
+          static_cast<const CountingBloomFilter&>((*f)->shard_filter(0, 0)).k(),
+          8u);
     }
     for (int i = 0; i < n / 2; ++i)
       ASSERT_OK((*f)->Add("k" + std::to_string(i)));

@@ -23,7 +23,9 @@
 //      such an op's acknowledgement loads null (write-read coherence) and
 //      takes the full path: the fast path never misses an acknowledged key.
 //      `link` follows the same rule for a shard of one link of any type or
-//      layout (link 0 itself): set with `table`, cleared with it.
+//      layout (link 0 itself): set with `table`, cleared with it; and
+//      `counters` for a shard of one counting link (of k <= 8): set and
+//      cleared with `link`.
 //
 // Thread-safe: written by the shard's owner under the rules above; read by
 // any thread.
@@ -148,7 +150,8 @@ static_assert(sizeof(ShardMutex) + sizeof(ShortMutex) + 4 + 8 + 8 + 8 + 8 <= 64,
               "the lock, sequence, dirty flag, add limit, unflushed lines "
               "and link 0's fill share the shard's first line");
 
-struct ShardFastPath {
+// A line each (the inline paths index the array with one shift).
+struct alignas(64) ShardFastPath {
   // Mutable: a single-key Bloom add sets its bits through it too
   // (ShardFastAdd).
   std::atomic<std::atomic<uint64_t>*> table{nullptr};  // Q1
@@ -156,9 +159,23 @@ struct ShardFastPath {
   // through the filter's one-link query without the slow path's call; a
   // counting or cuckoo add adds to it (ShardFastOrderedAdd).
   std::atomic<const Filter*> link{nullptr};
-  uint64_t blocks = 0;  // written before `table`'s release store
+  // Written before `table`'s or `counters`' release store.
+  uint64_t blocks = 0;
   // The shard's first line. Set before the filter is shared, constant.
   ShardHead* head = nullptr;
+  // Q1 for a counting shard: link 0's counters while it is the shard's one
+  // link, of k <= 8, where CountingBloomFilter::kTableQuery (set and
+  // cleared with `link`). The handle's query runs the filter's kernel on
+  // them (CountingBloomFilter::MayContainInTable) from this entry alone:
+  // through `link` it loaded the link, its type, k, table and block count
+  // first, ten instructions more a query, and at 5e7 items one-at-a-time
+  // queries overlap fewer misses the more instructions each takes
+  // (docs/performance.md, session 29).
+  std::atomic<const std::atomic<uint64_t>*> counters{nullptr};
+  // Link 0's lane multipliers and k, written before `counters`' release
+  // store.
+  const uint32_t* mult = nullptr;
+  uint32_t k = 0;
 };
 
 // Entries whose pointers are all null, never written: the inline paths'

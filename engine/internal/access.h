@@ -156,6 +156,7 @@ class ShardedFilterAccess {
     for (uint32_t i = 0; i < f.shard_count_; ++i) {
       f.fast_[i].table.store(nullptr, std::memory_order_relaxed);
       f.fast_[i].link.store(nullptr, std::memory_order_relaxed);
+      f.fast_[i].counters.store(nullptr, std::memory_order_relaxed);
     }
     f.forward_owner_ = to;
     f.forward_.store(to.get(), std::memory_order_release);

@@ -75,8 +75,9 @@
 //      one per stripe (each owner has one add in flight), the S7 excess.
 //  Q1. `fast` (the shard's ShardFastPath, engine/detail/shard_fast_path.h)
 //      holds link 0's table only while the shard has that one link, a
-//      split-block Bloom filter, and the filter is not forwarded; growth
-//      clears it before raising `link_count`.
+//      split-block Bloom filter (or, as `counters`, a counting filter of
+//      k <= 8), and the filter is not forwarded; growth clears it before
+//      raising `link_count`.
 #ifndef SHARDFILTER_ENGINE_INTERNAL_SHARD_H_
 #define SHARDFILTER_ENGINE_INTERNAL_SHARD_H_
 

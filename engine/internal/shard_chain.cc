@@ -16,15 +16,28 @@ namespace {
 
 // Q1: the shard's fast path for a chain of `links` links, before that count
 // is published. A lone link gets `link`, a lone split-block Bloom link
-// `table` too; a lone counting or split-block link its add limit before
-// (and `blocks` for the table; capacity[0] is written before this is
-// called, S1). Growth (links > 1) clears both pointers and leaves `blocks`
-// and the limit alone (a reader may still be using them).
+// `table` too, a lone counting link of k <= 8 `counters`; a lone counting
+// or split-block link its add limit before (and `blocks`, `mult`, `k` for
+// the tables; capacity[0] is written before this is called, S1). Growth
+// (links > 1) clears the pointers and leaves the rest alone (a reader may
+// still be using them).
 void SetFastPath(Shard& s, uint32_t links) {
   if (s.fast == nullptr) return;
   std::atomic<uint64_t>* table = nullptr;
+  const std::atomic<uint64_t>* counters = nullptr;
   if (links == 1 && s.links[0]->type() != FilterType::kBloom) {
     s.fast_add_limit = s.capacity[0];  // ShardFastOrderedAdd
+  }
+  if constexpr (CountingBloomFilter::kTableQuery) {
+    if (links == 1 && s.links[0]->type() == FilterType::kCountingBloom) {
+      const auto& c = static_cast<const CountingBloomFilter&>(*s.links[0]);
+      if (c.k() <= 8) {
+        s.fast->blocks = c.num_blocks();
+        s.fast->mult = c.lane_multipliers();
+        s.fast->k = c.k();
+        counters = c.table_data();
+      }
+    }
   }
   if (links == 1 && s.links[0]->type() == FilterType::kBloom) {
     auto& bloom = static_cast<BloomFilter&>(*s.links[0]);
@@ -47,6 +60,7 @@ void SetFastPath(Shard& s, uint32_t links) {
   s.fast->link.store(links == 1 ? s.links[0].get() : nullptr,
                      std::memory_order_release);
   s.fast->table.store(table, std::memory_order_release);
+  s.fast->counters.store(counters, std::memory_order_release);
 }
 
 // S7: takes one unit of a link's fill unless it is at capacity. Relaxed:
