@@ -11,9 +11,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "shardfilter/engine/database.h"
 
 namespace shardfilter::testing {
 
@@ -32,6 +36,28 @@ inline void SendAll(int fd, const std::string& text) {
     if (n <= 0) _exit(4);
     off += static_cast<size_t>(n);
   }
+}
+
+// A verifier child's read-only open of the store at o.path and its filter
+// `name`. On failure it sends "E <error>" and exits with code 3.
+struct ReadOnlyFilter {
+  std::unique_ptr<Database> db;
+  std::shared_ptr<ShardedFilter> filter;
+};
+inline ReadOnlyFilter OpenReadOnlyOrExit(DatabaseOptions o,
+                                         std::string_view name, int fd) {
+  o.read_only = true;
+  auto db = Database::Open(o);
+  if (!db.ok()) {
+    Send(fd, "E " + db.status().ToString());
+    _exit(3);
+  }
+  auto f = (*db)->Get(name);
+  if (!f.ok()) {
+    Send(fd, "E " + f.status().ToString());
+    _exit(3);
+  }
+  return {std::move(*db), std::move(*f)};
 }
 
 // Everything read from fd until EOF.

@@ -122,21 +122,11 @@ DatabaseOptions StoreOptions(const std::string& path, int session) {
 }
 
 [[noreturn]] void RunVerifier(const std::string& path, int fd) {
-  DatabaseOptions o = StoreOptions(path, 0);
-  o.read_only = true;
-  auto db = Database::Open(o);
-  if (!db.ok()) {
-    Send(fd, "E " + db.status().ToString());
-    _exit(3);
-  }
-  auto f = (*db)->Get("f");
-  if (!f.ok()) {
-    Send(fd, "E " + f.status().ToString());
-    _exit(3);
-  }
+  const auto [db, f] =
+      testing::OpenReadOnlyOrExit(StoreOptions(path, 0), "f", fd);
   std::string out;
   for (int k = 0; k < kKeys; ++k) {
-    out += std::to_string((*f)->Count(KeyName(k))) + "\n";
+    out += std::to_string(f->Count(KeyName(k))) + "\n";
   }
   out += "OK\n";
   testing::SendAll(fd, out);

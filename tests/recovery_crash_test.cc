@@ -134,25 +134,14 @@ DatabaseOptions StoreOptions(const std::string& path) {
 // The verifier child: read-only open, one "k count" line per key. Never
 // returns.
 [[noreturn]] void RunVerifier(const std::string& path, int fd) {
-  DatabaseOptions o = StoreOptions(path);
-  o.read_only = true;
-  auto db = Database::Open(o);
-  if (!db.ok()) {
-    Send(fd, "E " + db.status().ToString());
-    _exit(3);
-  }
-  auto f = (*db)->Get("f");
-  if (!f.ok()) {
-    Send(fd, "E " + f.status().ToString());
-    _exit(3);
-  }
+  const auto [db, f] = testing::OpenReadOnlyOrExit(StoreOptions(path), "f", fd);
   std::string out;
   for (int k = 0; k < kKeys; ++k) {
-    out += std::to_string((*f)->Count(KeyName(k))) + "\n";
+    out += std::to_string(f->Count(KeyName(k))) + "\n";
   }
   uint32_t links = 0;
-  for (uint32_t s = 0; s < (*f)->shard_count(); ++s) {
-    links += (*f)->shard_links(s);
+  for (uint32_t s = 0; s < f->shard_count(); ++s) {
+    links += f->shard_links(s);
   }
   out += "L " + std::to_string(links) + "\n";
   out += "OK\n";

@@ -92,23 +92,13 @@ DatabaseOptions StoreOptions(const std::string& path) {
 std::string Verify(const std::string& path,
                    const std::vector<std::vector<int>>& acked) {
   const std::vector<std::string> lines = testing::RunChild([&](int fd) {
-    DatabaseOptions o = StoreOptions(path);
-    o.read_only = true;
-    auto db = Database::Open(o);
-    if (!db.ok()) {
-      Send(fd, "E " + db.status().ToString());
-      _exit(3);
-    }
-    auto f = (*db)->Get("f");
-    if (!f.ok()) {
-      Send(fd, "E " + f.status().ToString());
-      _exit(3);
-    }
+    const auto [db, f] =
+        testing::OpenReadOnlyOrExit(StoreOptions(path), "f", fd);
     for (size_t s = 0; s < acked.size(); ++s) {
       for (int t = 0; t < kWriters; ++t) {
         for (int n = 0; n < acked[s][t]; ++n) {
           const std::string key = KeyName(static_cast<int>(s), t, n);
-          if (!(*f)->MayContain(key)) {
+          if (!f->MayContain(key)) {
             Send(fd, "M " + key);
             _exit(0);
           }
