@@ -32,12 +32,12 @@ SHARDFILTER_TARGET_AVX2 bool CountersNonZeroKernelAvx2(
 #endif
 
 // The writers' scalar kernels (REQUIRES as counting_simd.h's).
-void CountersAddKernelScalar(std::atomic<uint64_t>* block,
+bool CountersAddKernelScalar(std::atomic<uint64_t>* block,
                              const uint32_t* /*mult*/, uint32_t h32,
                              uint32_t k) {
   uint64_t masks[kBlockWords];
   CounterMasks(h32, k, masks);
-  CounterIncrementLocked(block, masks);
+  return CounterIncrementLocked(block, masks);
 }
 uint32_t CountersAddCappedKernelScalar(std::atomic<uint64_t>* block,
                                        const uint32_t* /*mult*/, uint32_t h32,
@@ -56,11 +56,11 @@ bool CountersRemoveKernelScalar(std::atomic<uint64_t>* block,
 }
 
 #if SHARDFILTER_SPLIT_AVX2
-SHARDFILTER_TARGET_AVX2 void CountersAddKernelAvx2(std::atomic<uint64_t>* block,
+SHARDFILTER_TARGET_AVX2 bool CountersAddKernelAvx2(std::atomic<uint64_t>* block,
                                                    const uint32_t* mult,
                                                    uint32_t h32,
                                                    uint32_t /*k*/) {
-  CountersAddAvx2(block, mult, h32);
+  return CountersAddAvx2(block, mult, h32);
 }
 SHARDFILTER_TARGET_AVX2 uint32_t
 CountersAddCappedKernelAvx2(std::atomic<uint64_t>* block, const uint32_t* mult,
@@ -86,10 +86,10 @@ SHARDFILTER_TARGET_AVX512_COUNTING bool CountersNonZeroKernelAvx512(
     uint32_t /*k*/) {
   return CountersNonZeroAvx512(block, mult, h32);
 }
-SHARDFILTER_TARGET_AVX512_COUNTING void CountersAddKernelAvx512(
+SHARDFILTER_TARGET_AVX512_COUNTING bool CountersAddKernelAvx512(
     std::atomic<uint64_t>* block, const uint32_t* mult, uint32_t h32,
     uint32_t /*k*/) {
-  CountersAddAvx512(block, mult, h32);
+  return CountersAddAvx512(block, mult, h32);
 }
 SHARDFILTER_TARGET_AVX512_COUNTING uint32_t CountersAddCappedKernelAvx512(
     std::atomic<uint64_t>* block, const uint32_t* mult, uint32_t h32,

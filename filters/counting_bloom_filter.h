@@ -13,7 +13,8 @@
 // removed).
 //
 // Thread safety: every method may run concurrently with every other (but
-// AddHashCappedSoleWriter, whose caller excludes every other writer).
+// AddHashUnlessSaturatedSoleWriter, whose caller excludes every other
+// writer).
 // Writers (add, remove) lock the stripe of the key's block: stripe =
 // block index mod S (S a power of two, at most 1024, each stripe a spinlock
 // on its own cache line), so a key's whole update (its k counters, across
@@ -154,20 +155,29 @@ class CountingBloomFilter final : public Filter {
     s.lock.unlock();
     return added;
   }
-  // The same without the stripe lock, for an owner that serializes every
-  // writer of this filter itself (the sharded engine's one-link shard add:
-  // each writer of an ordered shard's link holds the shard's order_mu, S3,
-  // engine/detail/shard_fast_path.h); the lock's only work is to exclude
-  // other writers. REQUIRES: no other thread writes this filter during
-  // the call, and every earlier write happened before it (a lock the
-  // writers share).
+  // AddHashCappedInline at the cap the counters themselves keep
+  // (max_copies = kCounterMax, 15), without the stripe lock and the count,
+  // for an owner that serializes every writer of this filter itself (the
+  // sharded engine's one-link shard add: each writer of an ordered shard's
+  // link holds the shard's order_mu, S3, engine/detail/shard_fast_path.h);
+  // the lock's only work is to exclude other writers. True when added;
+  // false, with nothing changed, when every one of the key's counters is
+  // saturated, which is exactly when their minimum (the key's count) is
+  // 15. So it is the add itself plus a test of what it added: the capped
+  // add's read of the key's counters and their minimum before it (a
+  // permute, shifts, three min steps) are not needed to refuse a key at 15
+  // copies. REQUIRES: no other thread writes this filter during the call,
+  // and every earlier write happened before it (a lock the writers share).
   // Counted on stripe 0 (Counts() sums every stripe's counters): one
   // line that stays in cache, where the block's own stripe is a random one
   // of up to 1024 lines (64 KiB per filter, 1 MiB for 16 shards' links).
-  bool AddHashCappedSoleWriter(uint64_t h, uint32_t max_copies,
-                               uint32_t* held) {
-    return CappedAddLocked(internal::BlockIndex(h, num_blocks_), stripes_[0], h,
-                           max_copies, held);
+  bool AddHashUnlessSaturatedSoleWriter(uint64_t h) {
+    if (!IncrementLocked(BlockAt(internal::BlockIndex(h, num_blocks_)),
+                         static_cast<uint32_t>(h))) {
+      return false;
+    }
+    CountLocked(stripes_[0].adds);
+    return true;
   }
   uint32_t CountHashInline(uint64_t h) const {
     return internal::CounterMin(BlockAt(internal::BlockIndex(h, num_blocks_)),
@@ -268,8 +278,9 @@ class CountingBloomFilter final : public Filter {
   // AVX-512 or AVX2 kernels of internal/counting_simd.h for k <= 8 (inline
   // in a build for those extensions, the AVX2 ones through one indirect
   // call in the portable one), else the scalar loops of
-  // internal/bloom_kernels.h; the same counters either way.
-  void IncrementLocked(std::atomic<uint64_t>* block, uint32_t h32) const {
+  // internal/bloom_kernels.h; the same counters either way. False when
+  // every one of the key's counters was saturated (nothing changed).
+  bool IncrementLocked(std::atomic<uint64_t>* block, uint32_t h32) const {
 #if SHARDFILTER_COUNTING_AVX512_INLINE
     if (k_ <= 8) [[likely]] {
       return internal::CountersAddAvx512(block, lane_mult_, h32);
@@ -286,7 +297,7 @@ class CountingBloomFilter final : public Filter {
 #endif
     uint64_t masks[internal::kBlockWords];
     internal::CounterMasks(h32, k_, masks);
-    internal::CounterIncrementLocked(block, masks);
+    return internal::CounterIncrementLocked(block, masks);
   }
   bool DecrementLocked(std::atomic<uint64_t>* block, uint32_t h32) const {
 #if SHARDFILTER_COUNTING_AVX512_INLINE

@@ -53,10 +53,10 @@ uint64_t Next(uint64_t* s) {  // SplitMix64
 
 // The writers' reference: CounterMasks and the scalar loops.
 struct ScalarCounting {
-  static void Add(std::atomic<uint64_t>* b, uint32_t h32, uint32_t k) {
+  static bool Add(std::atomic<uint64_t>* b, uint32_t h32, uint32_t k) {
     uint64_t m[internal::kBlockWords];
     internal::CounterMasks(h32, k, m);
-    internal::CounterIncrementLocked(b, m);
+    return internal::CounterIncrementLocked(b, m);
   }
   static uint32_t AddCapped(std::atomic<uint64_t>* b, uint32_t h32, uint32_t k,
                             uint32_t cap) {
@@ -74,7 +74,11 @@ struct ScalarCounting {
 
 // Runs add, capped add (caps 0, 1, the minimum, above it, none) and remove
 // through `kernels` and through the scalar loops on the same blocks, for
-// every k the kernels take (1..8), and compares every word and result.
+// every k the kernels take (1..8), and compares every word and result. An
+// add's result is whether a counter grew: false exactly when the key's
+// counters were all saturated (their minimum 15), as the sharded engine's
+// sole-writer add relies on (AddHashUnlessSaturatedSoleWriter); every
+// fourth add finds the key's counters saturated, the others random ones.
 template <typename Kernels>
 void ExpectCountingWritersMatchScalar(uint64_t seed) {
   alignas(64) std::atomic<uint64_t> a[8], b[8];
@@ -85,7 +89,7 @@ void ExpectCountingWritersMatchScalar(uint64_t seed) {
     for (uint32_t i = 0; i < 8; ++i) {
       mult[i] = internal::kProbeMultipliers[i < k ? i : 0];
     }
-    int removed = 0, capped = 0;
+    int removed = 0, capped = 0, saturated = 0;
     for (int round = 0; round < 20000; ++round) {
       FillCountingBlock(a, &s);
       for (int w = 0; w < 8; ++w) b[w].store(a[w].load());
@@ -104,8 +108,20 @@ void ExpectCountingWritersMatchScalar(uint64_t seed) {
       ASSERT_EQ(got, min);
       capped += min >= cap;
       same("capped add");
-      Kernels::Add(a, mult, h32, k);
-      ScalarCounting::Add(b, h32, k);
+      if (round % 4 == 0) {  // the key's counters all at 15
+        uint64_t m[internal::kBlockWords];
+        internal::CounterMasks(h32, k, m);
+        for (int w = 0; w < 8; ++w) {
+          a[w].store(a[w].load() | m[w] * 15);
+          b[w].store(a[w].load());
+        }
+      }
+      const bool grows =
+          internal::CounterMin(a, h32, k) < internal::kCounterMax;
+      saturated += !grows;
+      const bool added = Kernels::Add(a, mult, h32, k);
+      ASSERT_EQ(added, grows) << round;
+      ASSERT_EQ(ScalarCounting::Add(b, h32, k), grows) << round;
       same("add");
       FillCountingBlock(a, &s);  // fresh, with zeros, for the remove
       for (int w = 0; w < 8; ++w) b[w].store(a[w].load());
@@ -118,6 +134,8 @@ void ExpectCountingWritersMatchScalar(uint64_t seed) {
     EXPECT_LT(removed, 20000);
     EXPECT_GT(capped, 0);  // capped adds both refused and done
     EXPECT_LT(capped, 20000);
+    EXPECT_GE(saturated, 5000);  // adds both refused and done
+    EXPECT_LT(saturated, 20000);
   }
 }
 
@@ -181,9 +199,9 @@ TEST(SimdKernels, CountingQueryMatchesTheScalarMinimum) {
 
 // The counting writers' AVX2 kernels, inline, against the scalar loops.
 struct InlineCounting {
-  static void Add(std::atomic<uint64_t>* b, const uint32_t* mult, uint32_t h32,
+  static bool Add(std::atomic<uint64_t>* b, const uint32_t* mult, uint32_t h32,
                   uint32_t /*k*/) {
-    internal::CountersAddAvx2(b, mult, h32);
+    return internal::CountersAddAvx2(b, mult, h32);
   }
   static uint32_t AddCapped(std::atomic<uint64_t>* b, const uint32_t* mult,
                             uint32_t h32, uint32_t /*k*/, uint32_t cap) {
@@ -202,9 +220,9 @@ TEST(SimdKernels, CountingWritersMatchTheScalarLoops) {
 // The AVX-512 writers (inline in a native build on a CPU that has them),
 // against the scalar loops, on any build where this CPU has them.
 struct Avx512Counting {
-  static void Add(std::atomic<uint64_t>* b, const uint32_t* mult, uint32_t h32,
+  static bool Add(std::atomic<uint64_t>* b, const uint32_t* mult, uint32_t h32,
                   uint32_t /*k*/) {
-    internal::CountersAddAvx512(b, mult, h32);
+    return internal::CountersAddAvx512(b, mult, h32);
   }
   static uint32_t AddCapped(std::atomic<uint64_t>* b, const uint32_t* mult,
                             uint32_t h32, uint32_t /*k*/, uint32_t cap) {
@@ -269,9 +287,9 @@ TEST(SimdKernels, DispatchedKernelsMatchTheScalarForms) {
 // chosen at load (the AVX2 ones on this CPU if it has AVX2, the AVX-512
 // ones if it has those).
 struct DispatchedCounting {
-  static void Add(std::atomic<uint64_t>* b, const uint32_t* mult, uint32_t h32,
+  static bool Add(std::atomic<uint64_t>* b, const uint32_t* mult, uint32_t h32,
                   uint32_t k) {
-    internal::g_counters_add_kernel.load()(b, mult, h32, k);
+    return internal::g_counters_add_kernel.load()(b, mult, h32, k);
   }
   static uint32_t AddCapped(std::atomic<uint64_t>* b, const uint32_t* mult,
                             uint32_t h32, uint32_t k, uint32_t cap) {

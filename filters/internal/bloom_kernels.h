@@ -305,16 +305,20 @@ inline uint32_t CounterMasksAndMin(const std::atomic<uint64_t>* block,
 // REQUIRES: the caller holds the block's stripe lock, so no other writer
 // changes these words; the relaxed store is ordered for later writers by the
 // lock's release/acquire, and readers need only per-word atomicity.
-// Saturated (15) counters are left as they are (sticky).
-inline void CounterIncrementLocked(std::atomic<uint64_t>* block,
+// Saturated (15) counters are left as they are (sticky). False when every
+// counter in `masks` was saturated: nothing changed.
+inline bool CounterIncrementLocked(std::atomic<uint64_t>* block,
                                    const uint64_t (&masks)[kBlockWords]) {
+  uint64_t any = 0;
   for (uint32_t w = 0; w < kBlockWords; ++w) {
     if (masks[w] == 0) continue;
     const uint64_t v = block[w].load(std::memory_order_relaxed);
     // No carry crosses a nibble: only nibbles below 15 are incremented.
-    block[w].store(v + (masks[w] & ~SaturatedNibbles(v)),
-                   std::memory_order_relaxed);
+    const uint64_t add = masks[w] & ~SaturatedNibbles(v);
+    if (add != 0) block[w].store(v + add, std::memory_order_relaxed);
+    any |= add;
   }
+  return any != 0;
 }
 
 // REQUIRES: stripe lock held (as above). Returns false, changing nothing,

@@ -187,28 +187,33 @@ SHARDFILTER_TARGET_AVX2 inline void StoreBlockAvx2(std::atomic<uint64_t>* block,
 
 // Writes back the halves lo, hi plus the increment, less its nibbles that
 // are saturated in them (no carry crosses a nibble: the rest are < 15).
-SHARDFILTER_TARGET_AVX2 inline void StoreIncrementedAvx2(
+// False when that left nothing to add: every counter of the increment was
+// saturated (the block is written back unchanged).
+SHARDFILTER_TARGET_AVX2 inline bool StoreIncrementedAvx2(
     std::atomic<uint64_t>* block, __m256i lo, __m256i hi, __m256i inc_lo,
     __m256i inc_hi) {
-  StoreBlockAvx2(block,
-                 _mm256_add_epi64(
-                     lo, _mm256_andnot_si256(SaturatedNibblesAvx2(lo), inc_lo)),
-                 _mm256_add_epi64(hi, _mm256_andnot_si256(
-                                          SaturatedNibblesAvx2(hi), inc_hi)));
+  const __m256i add_lo = _mm256_andnot_si256(SaturatedNibblesAvx2(lo), inc_lo);
+  const __m256i add_hi = _mm256_andnot_si256(SaturatedNibblesAvx2(hi), inc_hi);
+  StoreBlockAvx2(block, _mm256_add_epi64(lo, add_lo),
+                 _mm256_add_epi64(hi, add_hi));
+  const __m256i any = _mm256_or_si256(add_lo, add_hi);
+  return _mm256_testz_si256(any, any) == 0;
 }
 
 // REQUIRES (these three): the block's stripe lock held; k <= 8; `mult` as
 // for the query.
 //
 // Adds one to each of the key's counters below 15 (saturated ones stay).
-// As CounterMasks + CounterIncrementLocked.
-SHARDFILTER_TARGET_AVX2 inline void CountersAddAvx2(
+// False when every one of them was saturated (nothing changed; callers that
+// do not ask pay nothing for it inline). As CounterMasks +
+// CounterIncrementLocked.
+SHARDFILTER_TARGET_AVX2 inline bool CountersAddAvx2(
     std::atomic<uint64_t>* block, const uint32_t* mult, uint32_t h32) {
   __m256i inc_lo, inc_hi;
   CounterIncrementAvx2(CounterPositionsAvx2(mult, h32), &inc_lo, &inc_hi);
   const auto* p = reinterpret_cast<const __m256i*>(block);
-  StoreIncrementedAvx2(block, _mm256_load_si256(p), _mm256_load_si256(p + 1),
-                       inc_lo, inc_hi);
+  return StoreIncrementedAvx2(block, _mm256_load_si256(p),
+                              _mm256_load_si256(p + 1), inc_lo, inc_hi);
 }
 
 // Returns the minimum of the key's counters and adds one to them (as
@@ -362,14 +367,14 @@ SHARDFILTER_TARGET_AVX512_COUNTING inline bool CountersNonZeroAvx512(
 
 // REQUIRES (these three) as the AVX2 writers': the block's stripe lock
 // held; k <= 8; `mult` as for the query. The same updates and results.
-SHARDFILTER_TARGET_AVX512_COUNTING inline void CountersAddAvx512(
+SHARDFILTER_TARGET_AVX512_COUNTING inline bool CountersAddAvx512(
     std::atomic<uint64_t>* block, const uint32_t* mult, uint32_t h32) {
   const __m512i inc = CounterIncrementAvx512(CounterPositionsAvx2(mult, h32));
   auto* p = reinterpret_cast<__m512i*>(block);
   const __m512i v = _mm512_load_si512(p);
-  _mm512_store_si512(
-      p,
-      _mm512_add_epi64(v, _mm512_andnot_si512(SaturatedNibblesAvx512(v), inc)));
+  const __m512i add = _mm512_andnot_si512(SaturatedNibblesAvx512(v), inc);
+  _mm512_store_si512(p, _mm512_add_epi64(v, add));
+  return _mm512_test_epi64_mask(add, add) != 0;
 }
 SHARDFILTER_TARGET_AVX512_COUNTING inline uint32_t CountersAddCappedAvx512(
     std::atomic<uint64_t>* block, const uint32_t* mult, uint32_t h32,
@@ -433,7 +438,7 @@ inline bool CountersNonZeroDispatch(const std::atomic<uint64_t>* block,
 // query's (filters/counting_bloom_filter.cc): the AVX2 ones above when the
 // CPU has AVX2, else the scalar loops of bloom_kernels.h. REQUIRES as the
 // kernels: the block's stripe lock held; k <= 8; `mult` as above.
-using CountersAddKernel = void (*)(std::atomic<uint64_t>*, const uint32_t*,
+using CountersAddKernel = bool (*)(std::atomic<uint64_t>*, const uint32_t*,
                                    uint32_t, uint32_t);
 using CountersAddCappedKernel = uint32_t (*)(std::atomic<uint64_t>*,
                                              const uint32_t*, uint32_t,
