@@ -295,10 +295,14 @@ SHARDFILTER_TARGET_AVX2 inline bool CountersRemoveAvx2(
 // merge source of their masked builtins and warn that it is used
 // uninitialized where a function built for AVX-512 inlines them into a
 // translation unit that is not (GCC bug 105593): silenced for these
-// kernels only.
+// kernels only. Clang has no -Wmaybe-uninitialized, and names an unknown
+// group in a pragma a warning of its own (an error in a user's -Werror
+// build: this header is installed), so only g++ is told of it.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #define SHARDFILTER_TARGET_AVX512_COUNTING \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512bitalg")))
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
