@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -311,6 +312,54 @@ TEST(FilterJournalTest, AddsLandInSegmentsNotInRocksDb) {
   SF_ASSERT_OK(report.status());
   EXPECT_TRUE(report->ok());
   EXPECT_EQ(report->journal_entries, 100u);
+}
+
+// L6's footprint: a mapped shard keeps a spare segment made ahead while it
+// is written and gives it back once a whole checkpoint interval passed
+// without a mutation of it; its active segment stays. Before, an idle
+// filter held a spare per shard (up to 8 MiB each, 32 MiB a filter) for
+// as long as it was open.
+TEST(FilterJournalTest, IdleShardsGiveTheirSparesBack) {
+  TempDir dir;
+  const auto wait_for = [&](size_t n) {
+    for (int i = 0; i < 1000 && Segments(dir.db()).size() != n; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return Segments(dir.db()).size() == n;
+  };
+  std::vector<std::string> keys[2];  // each shard's, by its router
+  {
+    auto db = MustOpen(NoCheckpoint(dir.db()));
+    auto f = *db->Create("f", Spec(FilterType::kCountingBloom, 10'000, 2));
+    for (int i = 0; keys[0].size() < 50 || keys[1].size() < 50; ++i) {
+      std::string k = "k" + std::to_string(i);
+      keys[f->ShardOf(f->Hash(k))].push_back(std::move(k));
+    }
+    for (int s = 0; s < 2; ++s) {
+      for (int i = 0; i < 20; ++i) SF_ASSERT_OK(f->Add(keys[s][i]));
+    }
+    ASSERT_TRUE(wait_for(4));  // each shard's active segment and spare
+    SF_ASSERT_OK(db->CheckpointAll().status());  // both written: kept
+    EXPECT_EQ(Segments(dir.db()).size(), 4u);
+    for (int i = 20; i < 30; ++i) SF_ASSERT_OK(f->Add(keys[1][i]));
+    SF_ASSERT_OK(db->CheckpointAll().status());  // shard 0 idle since
+    EXPECT_EQ(Segments(dir.db()).size(), 3u);
+    SF_ASSERT_OK(db->CheckpointAll().status());  // both idle
+    EXPECT_EQ(Segments(dir.db()).size(), 2u);
+    // Both write on in their active segments.
+    for (int s = 0; s < 2; ++s) {
+      for (int i = 30; i < 50; ++i) SF_ASSERT_OK(f->Add(keys[s][i]));
+    }
+  }
+  auto db = MustOpen(NoCheckpoint(dir.db()));
+  auto f = *db->Get("f");
+  EXPECT_EQ(db->counters().replayed_ops, 40u);  // after the last checkpoint
+  for (int s = 0; s < 2; ++s) {
+    for (int i = 0; i < 50; ++i) {
+      if (s == 0 && i >= 20 && i < 30) continue;  // never added
+      EXPECT_GE(f->Count(keys[s][i]), 1u) << s << " " << i;
+    }
+  }
 }
 
 // L6: small filters (a server's per-user keys) journal in RocksDB's WAL:

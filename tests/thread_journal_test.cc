@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -369,6 +370,81 @@ TEST(ThreadJournalTest, RetiredSegmentOfAnIdleWriterHoldsNoDisk) {
   // The stripe's next owner switches to a new segment; all still replays.
   for (int i = 0; i < 100; ++i) SF_ASSERT_OK(f->Add(Key(1, i)));
   EXPECT_FALSE(Written(dir.db()).empty());
+}
+
+// Polls until the store holds `n` thread segment files (the spare thread
+// makes spares asynchronously); false after 10 s.
+bool WaitForThreadFiles(const std::string& db, size_t n) {
+  for (int i = 0; i < 1000; ++i) {
+    if (Files(db, true).size() == n) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+// L7's footprint: a writer stripe keeps a spare segment made ahead while it
+// writes, and gives it back once it has added nothing through a whole
+// checkpoint interval. Before, every stripe that had ever written held its
+// spare (an eighth of the table, up to 8 MiB) for the life of the process:
+// a server's pool of threads, each serving a filter once, held 16 of them
+// per filter. Here the test's own thread is the writer (its stripe stays
+// its own); the adds after the spare is gone make a segment themselves
+// and replay with the rest.
+TEST(ThreadJournalTest, IdleWriterGivesItsSpareBack) {
+  TempDir dir;
+  {
+    auto db = MustOpen(NoCheckpoint(dir.db()));
+    auto f = *db->Create("f", Spec(FilterType::kBloom, 100'000, 2));
+    for (int i = 0; i < 3000; ++i) SF_ASSERT_OK(f->Add(Key(0, i)));
+    ASSERT_TRUE(WaitForThreadFiles(dir.db(), 2));  // active and spare
+    // 1: the active one retired; the writer added in this interval, so it
+    // keeps its spare.
+    SF_ASSERT_OK(db->CheckpointAll().status());
+    ASSERT_EQ(Files(dir.db(), true).size(), 1u);
+    EXPECT_TRUE(Written(dir.db()).empty());  // the spare: no records
+    // It adds again: the spare becomes its active segment, a new spare is
+    // made, and the next checkpoint again keeps one.
+    for (int i = 0; i < 10; ++i) SF_ASSERT_OK(f->Add(Key(1, i)));
+    ASSERT_TRUE(WaitForThreadFiles(dir.db(), 2));
+    SF_ASSERT_OK(db->CheckpointAll().status());
+    EXPECT_EQ(Files(dir.db(), true).size(), 1u);
+    // 3: no add since the last checkpoint: the spare is removed.
+    SF_ASSERT_OK(db->CheckpointAll().status());
+    EXPECT_TRUE(Files(dir.db(), true).empty());
+    // Adding again makes a segment on the add itself (and a spare after).
+    for (int i = 0; i < 10; ++i) SF_ASSERT_OK(f->Add(Key(2, i)));
+    EXPECT_FALSE(Written(dir.db()).empty());
+  }
+  auto db = MustOpen(NoCheckpoint(dir.db()));
+  auto f = *db->Get("f");
+  for (int i = 0; i < 3000; ++i) ASSERT_TRUE(f->MayContain(Key(0, i))) << i;
+  for (int t = 1; t <= 2; ++t) {
+    for (int i = 0; i < 10; ++i) ASSERT_TRUE(f->MayContain(Key(t, i))) << i;
+  }
+}
+
+// Of two writer stripes, the one that went idle gives its spare back and the
+// one still adding keeps its own.
+TEST(ThreadJournalTest, OnlyTheIdleStripeGivesItsSpareBack) {
+  TempDir dir;
+  auto db = MustOpen(NoCheckpoint(dir.db()));
+  auto f = *db->Create("f", Spec(FilterType::kBloom, 100'000, 2));
+  // This thread first: a stripe is handed to the next new thread once its
+  // owner exits, so the other writer must start while this one holds its.
+  for (int i = 0; i < 100; ++i) SF_ASSERT_OK(f->Add(Key(1, i)));
+  std::thread idle([&] {  // a pool thread that served the filter once
+    for (int i = 0; i < 100; ++i) SF_ASSERT_OK(f->Add(Key(0, i)));
+  });
+  idle.join();
+  ASSERT_TRUE(WaitForThreadFiles(dir.db(), 4));  // two active, two spares
+  SF_ASSERT_OK(db->CheckpointAll().status());
+  ASSERT_EQ(Files(dir.db(), true).size(), 2u);  // both wrote: both spares
+  for (int i = 0; i < 10; ++i) SF_ASSERT_OK(f->Add(Key(2, i)));
+  ASSERT_TRUE(WaitForThreadFiles(dir.db(), 3));  // its spare taken, remade
+  SF_ASSERT_OK(db->CheckpointAll().status());
+  // The idle stripe's spare removed; this thread's (and nothing else) kept.
+  EXPECT_EQ(Files(dir.db(), true).size(), 1u);
+  EXPECT_TRUE(Written(dir.db()).empty());
 }
 
 // Adds of keys already present are journalled and retired like any other,

@@ -76,6 +76,7 @@ Status CheckpointFilter(persistence::Store* store, ShardedFilter& f,
     // Every shard clean under its lock: the committed state holds every
     // record of the generations covered (T2).
     if (covered != 0) log->RetireThreadSegments(covered);
+    if (log != nullptr) log->ReleaseIdleSpares(covered, changed);  // L6, L7
     return Status::OK();
   }
   Status s = store->CommitCheckpoint(f.name(), next, changed);
@@ -95,6 +96,7 @@ Status CheckpointFilter(persistence::Store* store, ShardedFilter& f,
                       next.shards[i].byte_length);
   }
   if (healing) log->ClearFailure();  // L5: every shard was written
+  if (log != nullptr) log->ReleaseIdleSpares(covered, changed);  // L6, L7
   stats->shards_written += static_cast<uint32_t>(changed.size());
   ++stats->filters_checkpointed;
   return Status::OK();

@@ -205,6 +205,7 @@ Result<char*> FilterLog::ThreadSlotSlow(uint32_t stripe) {
     thread_segments_.push_back(seg);
   }
   t.gen = gen;
+  t.activated.store(gen, std::memory_order_relaxed);
   t.next = seg->data() + persistence::kSegmentHeaderBytes;
   t.end = t.next + (seg->size() - persistence::kSegmentHeaderBytes) /
                        persistence::kThreadRecordBytes *
@@ -265,6 +266,34 @@ void FilterLog::RetireThreadSegments(uint64_t g) {
     keep.push_back(std::move(seg));
   }
   thread_segments_ = std::move(keep);
+}
+
+void FilterLog::ReleaseIdleSpares(uint64_t covered,
+                                  std::span<const uint32_t> written) {
+  std::vector<bool> busy(shard_count_, false);
+  for (uint32_t i : written) {
+    if (i < shard_count_) busy[i] = true;
+  }
+  std::vector<std::shared_ptr<Segment>> idle;
+  {
+    std::lock_guard lock(spare_mu_);
+    for (uint32_t i = 0; i < shard_count_; ++i) {
+      if (!busy[i] && shards_[i].spare != nullptr) {
+        idle.push_back(std::move(shards_[i].spare));
+      }
+    }
+    for (uint32_t k = 0; threads_ != nullptr && k < kOwnedStripes; ++k) {
+      ThreadLog& t = threads_[k];
+      if (t.spare != nullptr &&
+          (covered == 0 ||
+           t.activated.load(std::memory_order_relaxed) < covered)) {
+        idle.push_back(std::move(t.spare));
+      }
+    }
+  }
+  // No records (a spare is never written before it is taken, under
+  // spare_mu_): nothing to keep. The last reference unmaps it.
+  for (const auto& seg : idle) ::unlink(seg->path().c_str());
 }
 
 Status FilterLog::EnsureSpace(uint32_t shard, size_t hashes) {

@@ -55,7 +55,10 @@
 //      A mapped shard's segments are half its table, 1 to 8 MiB and 32 MiB
 //      per filter at most, so that the active one and the spare together
 //      cost about the table (or 2 MiB). The spare thread exits once no
-//      shard has wanted a spare for a second.
+//      shard has wanted a spare for a second. A slot idle through a whole
+//      checkpoint interval gives its spare back at the checkpoint's end
+//      (ReleaseIdleSpares), and makes its next segment itself if it
+//      writes again: an idle filter holds its active segments only.
 //
 //  L7. Thread segments (persistence/internal/thread_journal.h T1-T3): a
 //      Bloom filter of durability journal on the memory-mapped path
@@ -74,8 +77,12 @@
 //      until its writer's next add, which an idle writer may never make:
 //      retirement frees its blocks and page cache at once
 //      (Segment::ReleaseSpace), so it costs a mapping and a descriptor,
-//      not disk. Footprint: each stripe that has written holds its active
-//      segment and a spare, an eighth of the table each (1 to 8 MiB).
+//      not disk. Footprint: each stripe that has written since the last
+//      checkpoint but one holds its active segment and a spare, an eighth
+//      of the table each (1 to 8 MiB); a stripe idle longer holds neither
+//      on disk (its retired segment's blocks freed, its spare removed:
+//      ReleaseIdleSpares), so the threads that once wrote a filter (a
+//      server's pool) do not hold 16 MiB each for as long as it lives.
 //
 // Thread safety: as described per member; all public methods may be called
 // concurrently.
@@ -196,6 +203,16 @@ class FilterLog {
   uint64_t BeginThreadGeneration();
   // T2: unlinks the thread segments of generations <= g.
   void RetireThreadSegments(uint64_t g);
+  // L6, L7: a committed checkpoint's last step. Removes the spares (made
+  // ahead, never written: ours to remove) of the slots idle through the
+  // interval before it: every shard not in `written` (the shards this
+  // checkpoint wrote: the others had no mutation since the last one), and
+  // every writer stripe that activated no segment since the previous
+  // checkpoint raised the generation to `covered` (BeginThreadGeneration's
+  // result; 0, no thread segment registered since the last retirement,
+  // means no stripe has added since). Such a slot makes its next segment
+  // itself if it writes again (a file made, once, on that write).
+  void ReleaseIdleSpares(uint64_t covered, std::span<const uint32_t> written);
 
   uint64_t epoch() const { return epoch_.load(std::memory_order_acquire); }
 
@@ -228,7 +245,11 @@ class FilterLog {
   // A writer stripe's thread segment state (L7). Written by the stripe's
   // owner only; `spare` and `spare_wanted` GUARDED_BY(spare_mu_).
   struct alignas(64) ThreadLog {
-    uint64_t gen = 0;      // the active segment's generation (T2)
+    uint64_t gen = 0;  // the active segment's generation (T2)
+    // `gen` for ReleaseIdleSpares, which reads it from the checkpoint's
+    // thread (relaxed: spare_mu_ orders taking the spare, and a stale
+    // value only keeps or drops a spare a segment's making replaces).
+    std::atomic<uint64_t> activated{0};
     char* next = nullptr;  // the next record's slot in it
     char* end = nullptr;   // its end (records are 16 bytes, the area a
                            // multiple of 4096 after the header)
