@@ -13,8 +13,7 @@
 // removed).
 //
 // Thread safety: every method may run concurrently with every other (but
-// AddHashUnlessSaturatedSoleWriter, whose caller excludes every other
-// writer).
+// the ...SoleWriter adds, whose callers exclude every other writer).
 // Writers (add, remove) lock the stripe of the key's block: stripe =
 // block index mod S (S a power of two, at most 1024, each stripe a spinlock
 // on its own cache line), so a key's whole update (its k counters, across
@@ -154,6 +153,16 @@ class CountingBloomFilter final : public Filter {
     const bool added = CappedAddLocked(b, s, h, max_copies, held);
     s.lock.unlock();
     return added;
+  }
+  // AddHashCappedInline without the stripe lock, for an owner that
+  // serializes every writer of this filter itself (the lock's only work is
+  // to exclude other writers): counted on stripe 0. REQUIRES: as
+  // AddHashUnlessSaturatedSoleWriter's, below, which the sharded engine
+  // calls (its cap is the counters' own).
+  bool AddHashCappedSoleWriter(uint64_t h, uint32_t max_copies,
+                               uint32_t* held) {
+    return CappedAddLocked(internal::BlockIndex(h, num_blocks_), stripes_[0], h,
+                           max_copies, held);
   }
   // AddHashCappedInline at the cap the counters themselves keep
   // (max_copies = kCounterMax, 15), without the stripe lock and the count,
