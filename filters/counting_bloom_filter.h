@@ -165,21 +165,21 @@ class CountingBloomFilter final : public Filter {
                            max_copies, held);
   }
   // AddHashCappedInline at the cap the counters themselves keep
-  // (max_copies = kCounterMax, 15), without the stripe lock and the count,
-  // for an owner that serializes every writer of this filter itself (the
-  // sharded engine's one-link shard add: each writer of an ordered shard's
-  // link holds the shard's order_mu, S3, engine/detail/shard_fast_path.h);
-  // the lock's only work is to exclude other writers. True when added;
-  // false, with nothing changed, when every one of the key's counters is
-  // saturated, which is exactly when their minimum (the key's count) is
-  // 15. So it is the add itself plus a test of what it added: the capped
-  // add's read of the key's counters and their minimum before it (a
-  // permute, shifts, three min steps) are not needed to refuse a key at 15
-  // copies. REQUIRES: no other thread writes this filter during the call,
-  // and every earlier write happened before it (a lock the writers share).
-  // Counted on stripe 0 (Counts() sums every stripe's counters): one
-  // line that stays in cache, where the block's own stripe is a random one
-  // of up to 1024 lines (64 KiB per filter, 1 MiB for 16 shards' links).
+  // (max_copies = kCounterMax, 15) and without the stripe lock, for an owner
+  // that serializes every writer of this filter itself (the sharded engine's
+  // one-link shard add: each writer of an ordered shard's link holds the
+  // shard's order_mu, S3, engine/detail/shard_fast_path.h); the lock's only
+  // work is to exclude other writers. True when added; false, with nothing
+  // changed, when every one of the key's counters is saturated, which is
+  // exactly when their minimum (the key's count) is 15. So it is the add
+  // itself plus a test of what it added: the capped add's read of the key's
+  // counters and their minimum before it (a permute, shifts, three min
+  // steps) are not needed to refuse a key at 15 copies. REQUIRES: no other
+  // thread writes this filter during the call, and every earlier write
+  // happened before it (a lock the writers share). Counted on stripe 0
+  // (Counts() sums every stripe's counters): one line that stays in cache,
+  // where the block's own stripe is a random one of up to 1024 lines (64
+  // KiB per filter, 1 MiB for 16 shards' links).
   bool AddHashUnlessSaturatedSoleWriter(uint64_t h) {
     if (!IncrementLocked(BlockAt(internal::BlockIndex(h, num_blocks_)),
                          static_cast<uint32_t>(h))) {

@@ -82,7 +82,8 @@
 //      of the table each (1 to 8 MiB); a stripe idle longer holds neither
 //      on disk (its retired segment's blocks freed, its spare removed:
 //      ReleaseIdleSpares), so the threads that once wrote a filter (a
-//      server's pool) do not hold 16 MiB each for as long as it lives.
+//      server's pool) do not each hold a spare of up to 8 MiB for as long
+//      as it lives.
 //
 // Thread safety: as described per member; all public methods may be called
 // concurrently.
