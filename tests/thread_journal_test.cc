@@ -253,13 +253,22 @@ TEST(ThreadJournalTest, ThreadsBeyondTheStripesUseShardSegments) {
     auto f = *db->Create("f", Spec(FilterType::kBloom, 200'000, 4));
     want = Reference(*f);
     std::atomic<int> started{0};
+    std::atomic<int> first_added{0};
     std::vector<std::thread> writers;
     for (int t = 0; t < kThreads; ++t) {
       writers.emplace_back([&, t] {
-        // All alive at once, so that some find no free stripe.
         started.fetch_add(1);
         while (started.load() < kThreads) std::this_thread::yield();
-        for (int i = 0; i < 500; ++i) SF_EXPECT_OK(f->Add(Key(t, i)));
+        // A thread claims its stripe at its first add and gives it back
+        // when it ends: so all first adds happen before any thread goes
+        // on, and 8 of the 24 find no free stripe. (Started together was
+        // not enough: on 2 cores one thread could finish its adds and end
+        // before another's first add, which then took the freed stripe;
+        // CI saw no shard segment once, under ASan.)
+        SF_EXPECT_OK(f->Add(Key(t, 0)));
+        first_added.fetch_add(1);
+        while (first_added.load() < kThreads) std::this_thread::yield();
+        for (int i = 1; i < 500; ++i) SF_EXPECT_OK(f->Add(Key(t, i)));
       });
     }
     for (auto& w : writers) w.join();
