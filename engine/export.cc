@@ -54,7 +54,7 @@ std::string ExportShardedFilter(ShardedFilter& handle) {
     const uint32_t shards = filter.shard_count();
     // Every shard exclusive, ascending (Shard invariant S4, as Detach): no
     // mutation is half applied and every batch is wholly in or out.
-    std::vector<std::unique_lock<internal::ShardMutex>> locks;
+    std::vector<internal::ExclusiveShardLock> locks;
     locks.reserve(shards);
     for (uint32_t i = 0; i < shards; ++i) {
       locks.push_back(

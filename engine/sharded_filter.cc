@@ -76,6 +76,7 @@ ShardedFilter::ShardedFilter(std::string name, FilterSpec resolved)
   UpdateFastAdd();
   for (uint32_t i = 0; i < shard_count_; ++i) {
     shards_[i].fast = &fast_[i];
+    shards_[i].ordered = spec_.type != FilterType::kBloom;  // S3
     fast_[i].head = &shards_[i];
   }
   inline_fast_ =
@@ -374,13 +375,14 @@ std::unique_ptr<ShardedFilter> ShardedFilterAccess::MakeEmpty(
 }
 
 void ShardedFilterAccess::Detach(ShardedFilter& f, uint8_t state) {
-  std::vector<std::unique_lock<internal::ShardMutex>> locks;
+  std::vector<ExclusiveShardLock> locks;
   locks.reserve(f.shard_count_);
   for (uint32_t i = 0; i < f.shard_count_; ++i) {
     locks.push_back(LockExclusive(f.shards_[i]));  // S4 ascending, S5
   }
   // Relaxed: readers load it under a shard lock, which orders them.
   f.detached_.store(state, std::memory_order_relaxed);
+  f.UpdateFastBlocked();
 }
 
 }  // namespace internal

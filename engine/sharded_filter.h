@@ -516,12 +516,26 @@ class ShardedFilter {
     return false;
   }
   // The fast adds' check, under a shard's lock: no forward, detach or
-  // migration. All three are set while every shard lock is held exclusive,
-  // so none starts before the caller unlocks (relaxed loads suffice).
+  // migration. All three are set while every shard lock is held exclusive
+  // (LockAll), so none starts before the caller unlocks (relaxed loads
+  // suffice). A detach or migration shows in fast_blocked_, one load; a
+  // forward needs none: SetForward clears every fast-path entry's table,
+  // link and counters before it stores forward_, and both fast adds load
+  // their entry's table or link again under the lock (ShardFastAdd,
+  // ShardFastOrderedAdd), so an add that finds it non-null took its lock
+  // before the switch (Q1). Each instruction on these paths counts: at 5e7
+  // items one-at-a-time adds run as fast as consecutive adds' misses
+  // overlap, and past a number of instructions per add that overlap drops
+  // by one miss (docs/performance.md, session 32).
   bool PlainUnderShardLock() const {
-    return forward_.load(std::memory_order_relaxed) == nullptr &&
-           detached_.load(std::memory_order_relaxed) == 0 &&
-           migration_.load(std::memory_order_relaxed) == nullptr;
+    return !fast_blocked_.load(std::memory_order_relaxed);
+  }
+  // fast_blocked_ from detached_ and migration_. REQUIRES: LockAll held.
+  void UpdateFastBlocked() {
+    fast_blocked_.store(
+        detached_.load(std::memory_order_relaxed) != 0 ||
+            migration_.load(std::memory_order_relaxed) != nullptr,
+        std::memory_order_relaxed);
   }
   // InsertHash's common case, inline in the caller's code: a live,
   // writable Bloom filter without a journal or a running migration, whose
@@ -570,32 +584,44 @@ class ShardedFilter {
   }
   // As TryFastAdd, for a counting or cuckoo filter (fast_add_ kCounting,
   // kCuckoo; LinkFilter its type): a shard of one link with room
-  // (ShardFastOrderedAdd), under the shard's lock through the thread's slot
-  // and its order_mu (S3: the capped add and its sequence together). True
-  // when added; false, with nothing changed, for InsertHashSlow to decide
-  // from scratch. Cuckoo (session 22): callgrind, handle_add_cuckoo_16
-  // 485 -> 293 instructions per add.
+  // (ShardFastOrderedAdd), under the shard's order_mu alone (S3: the capped
+  // add and its sequence together; S2: every exclusive holder of an
+  // ordered shard's `mu` holds its order_mu too, so this add needs no
+  // shared `mu`). A writer holding or waiting for `mu` sends the add to
+  // InsertHashSlow, whose shared lock waits for it (S5: a stream of these
+  // adds does not starve a checkpoint on order_mu). True when added;
+  // false, with nothing changed, for InsertHashSlow to decide from
+  // scratch. Cuckoo (session 22): callgrind, handle_add_cuckoo_16 485 ->
+  // 293 instructions per add. Without the reader slot's shared lock, with
+  // one flag for PlainUnderShardLock and the counting block computed before
+  // the lock (session 32): handle_add_counting_16 205 -> 185, and at 5e7
+  // items the counting handle's add 1.55-1.59x its own link's on the same
+  // table -> 1.22-1.24x (sharded_bench BM_HandleAgainstLink, native). At
+  // DRAM sizes this loop runs in one of two modes, a miss more or less in
+  // flight, and past a count of instructions per add it drops to the slow
+  // one: 24 no-ops more per add still ran at 1.24x, 40 at 1.50x
+  // (docs/performance.md, session 32). Keep this path short.
   template <typename LinkFilter>
   [[gnu::always_inline]] bool TryFastOrderedAdd(uint64_t hash) {
     const internal::ShardFastPath& fast = InlineFastPath(hash);
     const Filter* const link = fast.link.load(std::memory_order_acquire);
     if (link == nullptr) return false;
-    // The table's misses start before the locks' stores and CAS.
-    static_cast<const LinkFilter&>(*link).PrefetchAdd(hash);
+    // The table's misses start before the lock's CAS.
+    const auto& prepared_link = static_cast<const LinkFilter&>(*link);
+    const auto prepared = internal::PrepareOrderedAdd(prepared_link, hash);
     internal::ShardHead& h = *fast.head;
-    internal::ReaderSlot* const slot = h.mu.TryLockSharedSlot();  // S2, S5
-    if (slot == nullptr) return false;
+    if (h.mu.WriterPending()) return false;  // S5
+    h.order_mu.lock();                       // S2, S3
     bool done = false;
     if (PlainUnderShardLock()) [[likely]] {
-      h.order_mu.lock();  // S3, S4: under `mu`
-      if (internal::ShardFastOrderedAdd<LinkFilter>(fast, hash)) [[likely]] {
+      if (internal::ShardFastOrderedAdd(fast, hash, prepared_link, prepared))
+          [[likely]] {
         h.TakeOrderedSeq();
         h.dirty.store(true, std::memory_order_relaxed);
         done = true;
       }
-      h.order_mu.unlock();
     }
-    internal::ShardMutex::UnlockSharedSlot(slot);
+    h.order_mu.unlock();
     return done;
   }
   // InsertHash and AddHash past their common case; both are InsertSlow,
@@ -666,6 +692,9 @@ class ShardedFilter {
   // (UpdateFastAdd); constant afterwards.
   enum class FastAdd : uint8_t { kNone, kBloom, kCounting, kCuckoo };
   FastAdd fast_add_ = FastAdd::kNone;
+  // detached_ != 0 or migration_ != null (PlainUnderShardLock): written
+  // with them (UpdateFastBlocked), under the same locks; read as they are.
+  std::atomic<bool> fast_blocked_{false};
   // *spec_.durability or the session override; set before the filter is
   // shared (constructor, Attach), constant afterwards.
   Durability durability_ = Durability::kNone;

@@ -119,8 +119,12 @@ class CountingBloomFilter final : public Filter {
   // block's miss), a prefetch does not, so consecutive adds' misses overlap.
   // PrefetchAdd is that prefetch alone, for owners that take locks of
   // their own first (the sharded engine's inline add).
-  void PrefetchAdd(uint64_t h) const {
-    internal::PrefetchWrite(BlockAt(internal::BlockIndex(h, num_blocks_)));
+  void PrefetchAdd(uint64_t h) const { internal::PrefetchWrite(BlockFor(h)); }
+  // The block of counters the key's ops read and write (constant for the
+  // filter's life), for an owner that computes it once, before its own
+  // locks (AddToBlockUnlessSaturatedSoleWriter).
+  std::atomic<uint64_t>* BlockFor(uint64_t h) const {
+    return BlockAt(internal::BlockIndex(h, num_blocks_));
   }
   void AddHashInline(uint64_t h) {
     const uint64_t b = internal::BlockIndex(h, num_blocks_);
@@ -181,10 +185,13 @@ class CountingBloomFilter final : public Filter {
   // where the block's own stripe is a random one of up to 1024 lines (64
   // KiB per filter, 1 MiB for 16 shards' links).
   bool AddHashUnlessSaturatedSoleWriter(uint64_t h) {
-    if (!IncrementLocked(BlockAt(internal::BlockIndex(h, num_blocks_)),
-                         static_cast<uint32_t>(h))) {
-      return false;
-    }
+    return AddToBlockUnlessSaturatedSoleWriter(BlockFor(h), h);
+  }
+  // AddHashUnlessSaturatedSoleWriter with the key's block given, as
+  // BlockFor(h) returned it (REQUIRED, and as that call's REQUIRES).
+  bool AddToBlockUnlessSaturatedSoleWriter(std::atomic<uint64_t>* block,
+                                           uint64_t h) {
+    if (!IncrementLocked(block, static_cast<uint32_t>(h))) return false;
     CountLocked(stripes_[0].adds);
     return true;
   }

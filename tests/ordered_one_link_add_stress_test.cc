@@ -3,8 +3,9 @@
 // TryFastOrderedAdd): a counting or cuckoo shard of one link with room is
 // added to without ChainAdd, taking its unit of the fill by a load and a
 // store under order_mu (S3, S7) and capping a key's copies at the chain's
-// bound (invariant 8). Checked, for counting Bloom, the default cuckoo
-// layout (which has the inline add) and a cuckoo layout without it
+// bound (invariant 8), holding order_mu alone (S2), which every exclusive
+// holder of the shard takes too. Checked, for counting Bloom, the default
+// cuckoo layout (which has the inline add) and a cuckoo layout without it
 // (2-slot buckets, ChainAdd's path): a link never holds more adds than its
 // capacity and Stats counts every add once, a key's copies stop at the
 // bound, growth appends one link, and no acknowledged key is ever reported
@@ -18,6 +19,8 @@
 #include <tuple>
 #include <vector>
 
+#include "shardfilter/engine/internal/access.h"
+#include "shardfilter/engine/internal/shard.h"
 #include "shardfilter/engine/sharded_filter.h"
 #include "test_util.h"
 
@@ -208,6 +211,103 @@ TEST_P(OrderedOneLinkAddTest, RacingWritersLoseNothingAndGrowOnce) {
   }
   for (uint64_t i = 0; i < keys; ++i) {
     ASSERT_TRUE(f->MayContainHash(KeyHash(i))) << "key " << i;
+  }
+}
+
+// The one-link add holds its shard's order_mu and not `mu` (S2), so it is
+// the exclusive lock's order_mu (ExclusiveShardLock) that keeps it out of
+// a checkpoint's, an export's or a switch's section. Writers add while a
+// checker takes every shard exclusive (LockAll) again and again: while it
+// holds them, no shard's fill, sequence or link count moves, and each
+// link holds exactly the adds its fill counts (no add half done). And the
+// checker keeps getting in until the writers are done (S5: the add gives
+// way to a waiting writer; a starved checker would hang the test).
+TEST_P(OrderedOneLinkAddTest, ExclusiveLockHoldsOffTheOneLinkAdd) {
+  using internal::ShardedFilterAccess;
+  auto f = Make(/*scalable=*/false);
+  ASSERT_NE(f, nullptr);
+  uint64_t room = 0;
+  for (uint32_t s = 0; s < f->shard_count(); ++s) {
+    room += f->shard_filter(s).capacity();
+  }
+  const uint64_t keys = room / 2;  // every shard stays far from full
+  std::atomic<uint64_t> failures{0};
+  std::atomic<int> writing{kWriters};
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kWriters; ++w) {
+    threads.emplace_back([&, w] {
+      for (uint64_t i = static_cast<uint64_t>(w); i < keys; i += kWriters) {
+        if (!f->AddHash(KeyHash(i)).ok()) failures.fetch_add(1);
+      }
+      writing.fetch_sub(1);
+    });
+  }
+  struct Seen {
+    uint64_t fill, seq, items;
+  };
+  auto look = [&](uint32_t i) {
+    internal::Shard& s = ShardedFilterAccess::shard(*f, i);
+    return Seen{s.fill[0].load(std::memory_order_relaxed),
+                s.last_seq.load(std::memory_order_relaxed),
+                f->shard_filter(i).Counts().items};
+  };
+  uint64_t rounds = 0, moved = 0, torn = 0;
+  do {
+    auto locks = ShardedFilterAccess::LockAll(*f);
+    std::vector<Seen> before;
+    for (uint32_t i = 0; i < f->shard_count(); ++i) before.push_back(look(i));
+    // Long enough for a racing writer's add to land.
+    for (int y = 0; y < 20; ++y) std::this_thread::yield();
+    for (uint32_t i = 0; i < f->shard_count(); ++i) {
+      const Seen now = look(i);
+      moved += now.fill != before[i].fill || now.seq != before[i].seq ||
+               now.items != before[i].items;
+      torn += now.fill != now.items;
+    }
+    ++rounds;
+  } while (writing.load() > 0);
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0u);
+  EXPECT_EQ(moved, 0u) << "of " << rounds << " rounds";
+  EXPECT_EQ(torn, 0u) << "of " << rounds << " rounds";
+  EXPECT_EQ(f->Stats().total.items, keys);
+  for (uint64_t i = 0; i < keys; ++i) {
+    ASSERT_TRUE(f->MayContainHash(KeyHash(i))) << "key " << i;
+  }
+}
+
+// The lock that test relies on, without a race to catch: an exclusive
+// lock on a counting or cuckoo shard holds its order_mu too (so a one-link
+// add cannot start, whatever it read before), a Bloom shard's does not
+// (Bloom adds take no order_mu), and both let go of everything.
+TEST(ExclusiveShardLockTest, TakesAnOrderedShardsOrderMu) {
+  using internal::ShardedFilterAccess;
+  for (FilterType type :
+       {FilterType::kCountingBloom, FilterType::kCuckoo, FilterType::kBloom}) {
+    FilterSpec spec;
+    spec.type = type;
+    spec.capacity = 1000;
+    spec.shards = 2;
+    auto f = ShardedFilter::Create(spec);
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    const bool ordered = type != FilterType::kBloom;
+    for (uint32_t i = 0; i < 2; ++i) {
+      internal::Shard& s = ShardedFilterAccess::shard(**f, i);
+      EXPECT_EQ(s.ordered, ordered) << static_cast<int>(type);
+      {
+        auto lock = internal::LockExclusive(s);
+        ASSERT_TRUE(lock.owns_lock());
+        const bool free = s.order_mu.try_lock();
+        if (free) s.order_mu.unlock();
+        EXPECT_EQ(free, !ordered) << static_cast<int>(type);
+        lock.unlock();
+        EXPECT_FALSE(lock.owns_lock());
+      }
+      ASSERT_TRUE(s.order_mu.try_lock());  // nothing left held
+      s.order_mu.unlock();
+      auto again = internal::LockExclusive(s);  // nor `mu`
+    }
+    EXPECT_TRUE((*f)->AddHash(KeyHash(1)).ok());
   }
 }
 

@@ -33,12 +33,14 @@
 #define SHARDFILTER_ENGINE_DETAIL_SHARD_FAST_PATH_H_
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 
 #include "shardfilter/engine/detail/shard_mutex.h"
 #include "shardfilter/filters/counting_bloom_filter.h"
 #include "shardfilter/filters/cuckoo_filter.h"
+#include "shardfilter/filters/internal/prefetch.h"
 #include "shardfilter/filters/internal/split_block.h"
 #include "shardfilter/filters/internal/thread_stripe.h"
 
@@ -73,10 +75,11 @@ inline constexpr uint32_t kFillFlush = 64;
 struct alignas(64) ShardHead {
   ShardMutex mu;        // S2, S4, S5
   ShortMutex order_mu;  // S3 (shard_mutex.h)
-  // Set by every successful mutation under `mu` shared, cleared by a
-  // checkpoint under `mu` exclusive (restored if the checkpoint fails).
-  // Relaxed: `mu` orders the two; a checkpoint that reads it without the
-  // lock and sees a stale false only postpones that shard to the next one.
+  // Set by every successful mutation under `mu` shared (the ordered
+  // one-link add: under `order_mu`, S2), cleared by a checkpoint holding
+  // the shard exclusive (restored if the checkpoint fails). Relaxed: the
+  // locks order the two; a checkpoint that reads it without the lock and
+  // sees a stale false only postpones that shard to the next one.
   std::atomic<bool> dirty{false};
   // Last journal sequence assigned (0 = none). Incremented under `mu`
   // shared (and `order_mu` for ordered types: TakeOrderedSeq), read under
@@ -286,12 +289,31 @@ static_assert(kMaxCountingCopies == kCounterMax,
 // first (callgrind, portable, handle_add_counting_16: 225 -> 205
 // instructions); at 5e7 items one-at-a-time adds overlap more misses the
 // fewer each takes.
-inline bool SoleWriterAdd(CountingBloomFilter& link, uint64_t hash) {
-  return link.AddHashUnlessSaturatedSoleWriter(hash);
+inline bool SoleWriterAdd(CountingBloomFilter& link, uint64_t hash,
+                          std::atomic<uint64_t>* block) {
+  return link.AddToBlockUnlessSaturatedSoleWriter(block, hash);
 }
-inline bool SoleWriterAdd(CuckooFilter& link, uint64_t hash) {
+inline bool SoleWriterAdd(CuckooFilter& link, uint64_t hash, std::nullptr_t) {
   uint32_t held = 0;
   return link.AddHashCappedSoleWriter(hash, MaxOwnCopies(link), &held);
+}
+
+// What the ordered one-link add computes before its lock, from the link it
+// loaded then: it prefetches what the add writes (the table's misses start
+// before the lock's CAS) and returns what the add needs of it, a counting
+// link's block (so the add under the lock does not load the link's fields
+// and compute it again), nothing for a cuckoo link. Valid for as long as
+// the shard's link 0 is that link (links are never replaced: S1).
+inline std::atomic<uint64_t>* PrepareOrderedAdd(const CountingBloomFilter& link,
+                                                uint64_t hash) {
+  std::atomic<uint64_t>* const block = link.BlockFor(hash);
+  PrefetchWrite(block);
+  return block;
+}
+inline std::nullptr_t PrepareOrderedAdd(const CuckooFilter& link,
+                                        uint64_t hash) {
+  link.PrefetchAdd(hash);
+  return nullptr;
 }
 
 // ChainAdd for the common shard of an ordered type (LinkFilter: counting
@@ -312,28 +334,44 @@ inline bool SoleWriterAdd(CuckooFilter& link, uint64_t hash) {
 // false, with nothing changed, when a condition fails (more links, the
 // link full, the key already at MaxOwnCopies, a cuckoo pair with no free
 // slot or a layout without the inline add): ChainAdd decides and reports
-// then. REQUIRES: as ChainAdd's (`mu` held shared, S2), a shard of a
-// LinkFilter filter (the spec's type), order_mu held. Always inline: g++
+// then. REQUIRES: a shard of a LinkFilter filter (the spec's type),
+// order_mu held (with or without `mu` shared: S2, ExclusiveShardLock
+// takes order_mu too). Always inline: g++
 // -O3 -march=native (an AVX-512 build, whose capped counting add is
 // longer) made it a call, and the call's spills and vzeroupper took the
 // counting handle's add at 5e7 from 53 to 64 ns (side-by-side harness,
 // session 27); portable builds (-O2, -O3) inlined it already.
-template <typename LinkFilter>
+template <typename LinkFilter, typename Prepared>
 [[gnu::always_inline]] inline bool ShardFastOrderedAdd(
-    const ShardFastPath& fast, uint64_t hash) {
+    const ShardFastPath& fast, uint64_t hash, const LinkFilter& prepared_link,
+    Prepared prepared) {
   // Acquire: pairs with Q1's release, after which the limit is visible.
-  const Filter* const link = fast.link.load(std::memory_order_acquire);
-  if (link == nullptr) return false;
+  // Still the link the add was prepared for: then link 0 of a one-link
+  // chain (Q1), the same object (S1), so `prepared` holds.
+  if (fast.link.load(std::memory_order_acquire) != &prepared_link) {
+    return false;
+  }
   ShardHead& h = *fast.head;
   const uint64_t f = h.fill[0].load(std::memory_order_relaxed);
   if (f >= h.fast_add_limit) return false;
   // The type is fixed by the spec (DecodeLinkFilter checks it); links are
   // mutable filters, published const for the queries.
-  auto& filter = const_cast<LinkFilter&>(static_cast<const LinkFilter&>(*link));
+  auto& filter = const_cast<LinkFilter&>(prepared_link);
   // Without the link's stripe lock: order_mu serializes its writers (S3).
-  if (!SoleWriterAdd(filter, hash)) return false;
+  if (!SoleWriterAdd(filter, hash, prepared)) return false;
   h.fill[0].store(f + 1, std::memory_order_relaxed);
   return true;
+}
+
+// The same for a caller that prepared nothing (ChainAddOrdered, under the
+// locks already): prepares from the link it loads now.
+template <typename LinkFilter>
+[[gnu::always_inline]] inline bool ShardFastOrderedAdd(
+    const ShardFastPath& fast, uint64_t hash) {
+  const Filter* const link = fast.link.load(std::memory_order_acquire);
+  if (link == nullptr) return false;
+  const auto& l = static_cast<const LinkFilter&>(*link);
+  return ShardFastOrderedAdd(fast, hash, l, PrepareOrderedAdd(l, hash));
 }
 
 }  // namespace shardfilter::internal

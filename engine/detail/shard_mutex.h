@@ -262,6 +262,12 @@ class ShardMutex {
     slot->held.store(nullptr, std::memory_order_release);
   }
 
+  // Whether a writer holds the lock or waits for it (a figure: the bit
+  // may change right after), for a section that excludes writers by a lock
+  // of its own and yields to them (ShardedFilter::TryFastOrderedAdd).
+  [[gnu::always_inline]] bool WriterPending() const {
+    return (state_.load(std::memory_order_relaxed) & kWriter) != 0;
+  }
   // Out of line (shard_mutex.cc): the writer's barrier and waits.
   void lock();
   void unlock() {

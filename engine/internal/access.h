@@ -125,9 +125,8 @@ class ShardedFilterAccess {
 
   // --- Migration (engine/internal/migration.h, M1 and M4) ---
   // Every shard lock exclusive, ascending (S4, S5).
-  static std::vector<std::unique_lock<internal::ShardMutex>> LockAll(
-      ShardedFilter& f) {
-    std::vector<std::unique_lock<internal::ShardMutex>> locks;
+  static std::vector<ExclusiveShardLock> LockAll(ShardedFilter& f) {
+    std::vector<ExclusiveShardLock> locks;
     locks.reserve(f.shard_count_);
     for (uint32_t i = 0; i < f.shard_count_; ++i) {
       locks.push_back(LockExclusive(f.shards_[i]));
@@ -144,6 +143,7 @@ class ShardedFilterAccess {
   // REQUIRES: LockAll held.
   static void SetMigration(ShardedFilter& f, Migration* m) {
     f.migration_.store(m, std::memory_order_relaxed);
+    f.UpdateFastBlocked();
   }
   static uint8_t detached(const ShardedFilter& f) {
     return f.detached_.load(std::memory_order_relaxed);
@@ -172,6 +172,7 @@ class ShardedFilterAccess {
   // Relaxed: readers load it under a shard lock, which orders them.
   static void MarkDetached(ShardedFilter& f, uint8_t state) {
     f.detached_.store(state, std::memory_order_relaxed);
+    f.UpdateFastBlocked();
   }
 };
 

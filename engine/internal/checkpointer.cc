@@ -32,7 +32,7 @@ Status CheckpointFilter(persistence::Store* store, ShardedFilter& f,
   const uint64_t covered = log != nullptr ? log->BeginThreadGeneration() : 0;
   for (uint32_t i = 0; i < f.shard_count(); ++i) {
     Shard& sh = ShardedFilterAccess::shard(f, i);
-    std::unique_lock<ShardMutex> lock;
+    ExclusiveShardLock lock;
     // Relaxed read without the lock: a mutation that sets dirty after this
     // load is journalled with a sequence above what we would record, so it
     // is postponed to the next checkpoint, never lost. Not so a thread

@@ -10,10 +10,15 @@
 //      implementations are concurrent); the acquire pairs with the growth's
 //      release, so a reader that sees count n sees link n-1 fully constructed.
 //  S2. Every mutation holds `mu` shared from before it changes the chain
-//      until after its journal entry is written (or found unnecessary).
-//      A checkpoint holds `mu` exclusive while it calls Serialize() and
-//      reads `last_seq`: so every op with sequence <= that value is wholly
-//      in the copy and none after it is (the exactly-once rule of replay).
+//      until after its journal entry is written (or found unnecessary);
+//      except the one-link add of an ordered shard without a journal
+//      (ShardedFilter::TryFastOrderedAdd), which holds `order_mu` alone.
+//      Every exclusive holder of an ordered shard's `mu` takes its
+//      `order_mu` too, after it (ExclusiveShardLock), so that add is
+//      excluded all the same. A checkpoint holds the shard exclusive
+//      (LockExclusive) while it calls Serialize() and reads `last_seq`: so
+//      every op with sequence <= that value is wholly in the copy and none
+//      after it is (the exactly-once rule of replay).
 //  S3. For counting and cuckoo filters (whose ops do not commute: a remove
 //      may succeed only because of an earlier add), applying the op and
 //      taking its sequence happen together under `order_mu`, so sequence
@@ -27,13 +32,19 @@
 //      (ShardMutex, engine/detail/shard_mutex.h) prefers writers, so once
 //      a checkpoint wants it no new mutation gets in. A mutation already
 //      holding other shards' locks may wait here: the checkpoint holds no
-//      other lock of the filter (S4), so it always gets in.
+//      other lock of the filter (S4), so it always gets in. The ordered
+//      one-link add, which does not take `mu`, gives way by itself: it
+//      takes the slow path (which waits on `mu`) once a writer holds or
+//      wants `mu` (ShardMutex::WriterPending), so the exclusive holder's
+//      `order_mu` is free after the adds already past that check.
 //  S4. Lock order: a batch takes the `mu` of its shards shared in ascending
 //      shard order; `order_mu` is taken only while holding `mu`, one at a
-//      time; `grow_mu` only while holding `mu` (and, for ordered types,
-//      `order_mu`), never two at once; a checkpoint holds one `mu`
-//      exclusive and nothing else of the filter's; Drop/Close take every
-//      `mu` exclusive in ascending order.
+//      time, or alone by the ordered one-link add (S2), which takes no
+//      other lock while it holds it; `grow_mu` only while holding `mu`
+//      (and, for ordered types, `order_mu`), never two at once; a
+//      checkpoint holds one shard exclusive (`mu`, then an ordered shard's
+//      `order_mu`) and nothing else of the filter's; Drop/Close take every
+//      shard exclusive in ascending order.
 //  S6. Growth (appending link n) happens under `mu` shared and `grow_mu`,
 //      after re-checking that `link_count` is still n: two writers that both
 //      find the newest link full append one link, not two. A checkpoint
@@ -87,6 +98,7 @@
 #include <mutex>
 #include <shared_mutex>  // std::shared_lock
 #include <thread>
+#include <utility>  // std::exchange
 
 #include "shardfilter/engine/detail/shard_fast_path.h"
 #include "shardfilter/engine/detail/shard_mutex.h"
@@ -115,6 +127,10 @@ struct alignas(64) Shard : ShardHead {
   // This shard's entry of the filter's fast-path array (Q1). Set before
   // the shard is shared; null for shards outside a ShardedFilter.
   ShardFastPath* fast = nullptr;
+  // A counting or cuckoo filter's shard (S3's ordered types): its exclusive
+  // lock takes `order_mu` too (S2, LockExclusive). Set before the shard is
+  // shared, constant afterwards.
+  bool ordered = false;
   // The table bytes of link `sized_link` once computed (sizing searches
   // over k and is slow next to an add; an add refused by the budget asks
   // again for every key). GUARDED_BY(grow_mu).
@@ -147,9 +163,46 @@ inline std::shared_lock<ShardMutex> LockShared(Shard& s) {
   return std::shared_lock<ShardMutex>(s.mu);
 }
 
-// A checkpoint's exclusive lock on the shard (S2, S5).
-inline std::unique_lock<ShardMutex> LockExclusive(Shard& s) {
-  return std::unique_lock<ShardMutex>(s.mu);
+// The exclusive lock on a shard (S2, S5) of checkpoints, exports,
+// migrations' switches and Drop/Close: `mu` exclusive and, for an ordered
+// shard, its `order_mu` after it (S4). The one-link add of an ordered shard
+// (ShardedFilter::TryFastOrderedAdd) holds `order_mu` alone, not `mu`
+// shared, so it is this second lock that keeps such an add out of every
+// exclusive section. Movable; std::unique_lock's owns_lock and unlock.
+class ExclusiveShardLock {
+ public:
+  ExclusiveShardLock() = default;
+  explicit ExclusiveShardLock(Shard& s) : s_(&s) {
+    s.mu.lock();
+    if (s.ordered) s.order_mu.lock();  // S4: under `mu`
+  }
+  ExclusiveShardLock(ExclusiveShardLock&& o) noexcept
+      : s_(std::exchange(o.s_, nullptr)) {}
+  ExclusiveShardLock& operator=(ExclusiveShardLock&& o) noexcept {
+    if (this != &o) {
+      if (s_ != nullptr) unlock();
+      s_ = std::exchange(o.s_, nullptr);
+    }
+    return *this;
+  }
+  ExclusiveShardLock(const ExclusiveShardLock&) = delete;
+  ExclusiveShardLock& operator=(const ExclusiveShardLock&) = delete;
+  ~ExclusiveShardLock() {
+    if (s_ != nullptr) unlock();
+  }
+  bool owns_lock() const { return s_ != nullptr; }
+  // REQUIRES: owns_lock().
+  void unlock() {
+    if (s_->ordered) s_->order_mu.unlock();
+    s_->mu.unlock();
+    s_ = nullptr;
+  }
+
+ private:
+  Shard* s_ = nullptr;
+};
+inline ExclusiveShardLock LockExclusive(Shard& s) {
+  return ExclusiveShardLock(s);
 }
 
 }  // namespace shardfilter::internal
