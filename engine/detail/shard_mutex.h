@@ -13,7 +13,9 @@
 // Readers come in two ways; writers wait for both.
 //
 // - Through the thread's reader slot (the fast path, every single-key
-//   mutation): each thread owns a ReaderSlot (a cache line of its own, in a
+//   mutation but the unjournalled one-link add of a counting or cuckoo
+//   shard, which holds the shard's order_mu instead: engine/internal/
+//   shard.h S2): each thread owns a ReaderSlot (a cache line of its own, in a
 //   process-wide registry, engine/internal/shard_mutex.cc). A reader
 //   announces itself by storing the lock's address in its slot, then loads
 //   the lock word: writer bit clear, it is in. Unlock stores null. Neither
