@@ -599,8 +599,9 @@ class ShardedFilter {
   // table -> 1.22-1.24x (sharded_bench BM_HandleAgainstLink, native). At
   // DRAM sizes this loop runs in one of two modes, a miss more or less in
   // flight, and past a count of instructions per add it drops to the slow
-  // one: 24 no-ops more per add still ran at 1.24x, 40 at 1.50x
-  // (docs/performance.md, session 32). Keep this path short.
+  // one (a scratch variant: 32 no-ops more per add still fast, 40 slow);
+  // this path runs fast with 24 no-ops more (docs/performance.md, session
+  // 32). Keep it short.
   template <typename LinkFilter>
   [[gnu::always_inline]] bool TryFastOrderedAdd(uint64_t hash) {
     const internal::ShardFastPath& fast = InlineFastPath(hash);
