@@ -380,17 +380,26 @@ template <typename F>
 // handle cannot, since its link may change between two calls (growth adds
 // a link, a migration forwards, Drop frees it). So per query it loads the
 // link's table again (acquire, pairing with the store that installs it),
-// takes a slow path when it is gone (here a call that never runs, as the
-// handle's MayContainHashSlow), and loads the table's geometry with it.
-// What the handle does beyond this (its routing, the entry's type checks)
-// is its own cost; what this costs over the link is any such handle's.
+// takes a slow path when it is gone (FloorSlowQuery), and loads the table's
+// geometry with it. What the handle does beyond this (its routing, the entry's
+// type checks) is its own cost; what this costs over the link is any such
+// handle's. (BM_HandleQueryFloor below builds the same floor for Bloom with
+// routing over 16 shards, on tables of its own.)
 struct ReloadedLink {
   std::atomic<const std::atomic<uint64_t>*> table{nullptr};
   uint64_t blocks = 0;
   const uint32_t* mult = nullptr;  // counting: its lane multipliers
   uint32_t k = 0;                  // counting
 };
-[[gnu::noinline]] bool ReloadedSlow(uint64_t /*hash*/) { abort(); }
+// Never taken (no floor's table is cleared: ReloadedQueries,
+// BM_HandleQueryFloor): the call's presence in the loop is what counts, one
+// that may write any memory, as the handle's slow path (noipa: the compiler may
+// assume nothing else of it).
+[[gnu::noipa]] bool FloorSlowQuery(uint64_t hash) {
+  benchmark::DoNotOptimize(hash);
+  benchmark::ClobberMemory();
+  return (hash & 1) != 0;
+}
 template <typename F>
 [[gnu::noinline]] uint64_t ReloadedQueries(const ReloadedLink& link,
                                            const KeyHasher& hasher,
@@ -401,7 +410,7 @@ template <typename F>
     const uint64_t h = hasher(KeyBytes(keys[i]));
     const std::atomic<uint64_t>* t = link.table.load(std::memory_order_acquire);
     if (t == nullptr) [[unlikely]] {
-      found += ReloadedSlow(h);
+      found += FloorSlowQuery(h);
     } else if constexpr (std::is_same_v<F, BloomFilter>) {
       found += internal::SplitMayContain(
           t + internal::SplitBlockOffset(h, link.blocks) / sizeof(uint64_t),
@@ -683,15 +692,6 @@ struct FloorHandle {
   uint32_t shift = 64;  // 64 - log2(shards); 64: one shard
   const FloorShard* shards = nullptr;
 };
-
-// Never taken (no floor shard's table is cleared): the call's presence in
-// the loop is what counts, one that may write any memory, as the handle's
-// slow path (noipa: the compiler may assume nothing else of it).
-[[gnu::noipa]] bool FloorSlowQuery(uint64_t hash) {
-  benchmark::DoNotOptimize(hash);
-  benchmark::ClobberMemory();
-  return (hash & 1) != 0;
-}
 
 template <int kVariant>
 uint64_t HandleFloorRun(const FloorHandle& h, const uint64_t* keys) {
