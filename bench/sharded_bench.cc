@@ -499,6 +499,11 @@ void HandleAgainstLink(benchmark::State& state, FilterType type,
     }
     ReloadedLink reloaded;
     const KeyHasher hasher(link.seed());
+    // The floor hashes as the link does, or its answers would not be the
+    // link's (the same kernel on the same table).
+    if (hasher(KeyBytes(absent[0])) != link.Hash(KeyBytes(absent[0]))) {
+      abort();
+    }
     uint64_t query_sides = 2;
     if constexpr (std::is_same_v<F, BloomFilter>) {
       if (link.split_table() != nullptr) {
