@@ -375,14 +375,8 @@ std::unique_ptr<ShardedFilter> ShardedFilterAccess::MakeEmpty(
 }
 
 void ShardedFilterAccess::Detach(ShardedFilter& f, uint8_t state) {
-  std::vector<ExclusiveShardLock> locks;
-  locks.reserve(f.shard_count_);
-  for (uint32_t i = 0; i < f.shard_count_; ++i) {
-    locks.push_back(LockExclusive(f.shards_[i]));  // S4 ascending, S5
-  }
-  // Relaxed: readers load it under a shard lock, which orders them.
-  f.detached_.store(state, std::memory_order_relaxed);
-  f.UpdateFastBlocked();
+  const auto locks = LockAll(f);  // S4 ascending, S5
+  MarkDetached(f, state);
 }
 
 }  // namespace internal
