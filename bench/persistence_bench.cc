@@ -18,6 +18,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -195,6 +196,38 @@ BENCHMARK(BM_AddBatchDurability)
 // concurrent writers of a shard). Reported: acknowledged adds per second
 // (items_per_second) for 1 and 2 threads.
 //   build/bench/persistence_bench --benchmark_filter=DurableAdd
+// The CPU time of the whole process (every thread: the writers, the
+// journal's spare-segment thread, the kernel work done for them) over
+// thread 0's timed loop, against its wall time. On a machine of C cores,
+// W writers can at most reach C / (W x cores_used_by_one) of W times one
+// writer's rate once the process needs more than C cores: so
+// `cpu_ns_per_op` at one writer says how far two can scale here (a
+// journalled add's fresh page-cache pages cost a second thread CPU time,
+// docs/performance.md, session 34).
+class ProcessCpu {
+ public:
+  void Start() {
+    cpu0_ = Now(CLOCK_PROCESS_CPUTIME_ID);
+    wall0_ = Now(CLOCK_MONOTONIC);
+  }
+  void Report(benchmark::State& state, uint64_t ops) const {
+    if (wall0_ == 0 || ops == 0) return;
+    const double cpu = Now(CLOCK_PROCESS_CPUTIME_ID) - cpu0_;
+    const double wall = Now(CLOCK_MONOTONIC) - wall0_;
+    state.counters["cpu_ns_per_op"] = cpu / static_cast<double>(ops);
+    state.counters["busy_cores"] = cpu / wall;
+  }
+
+ private:
+  static double Now(clockid_t clock) {
+    timespec t;
+    clock_gettime(clock, &t);
+    return static_cast<double>(t.tv_sec) * 1e9 + static_cast<double>(t.tv_nsec);
+  }
+  double cpu0_ = 0;
+  double wall0_ = 0;
+};
+
 std::unique_ptr<Fixture> g_durable;
 std::shared_ptr<ShardedFilter> g_durable_filter;
 
@@ -224,15 +257,20 @@ void DurableAdd(benchmark::State& state, uint64_t capacity, uint32_t shards,
   uint64_t k = (static_cast<uint64_t>(state.thread_index()) << 56) + 1;
   // Read inside the loop: its start is where thread 0's setup is done.
   ShardedFilter* f = nullptr;
+  ProcessCpu cpu;
   for (auto _ : state) {
     const uint64_t v = k++ * 0x9e3779b97f4a7c15ULL;
     char key[8];
     std::memcpy(key, &v, 8);
-    if (f == nullptr) f = g_durable_filter.get();
+    if (f == nullptr) {
+      f = g_durable_filter.get();
+      cpu.Start();
+    }
     Check(f->Add(std::string_view(key, 8)));
   }
   state.SetItemsProcessed(state.iterations());
   if (state.thread_index() == 0) {
+    cpu.Report(state, state.iterations() * state.threads());
     g_durable_filter.reset();
     g_durable.reset();
   }
