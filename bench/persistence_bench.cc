@@ -189,21 +189,13 @@ BENCHMARK(BM_AddBatchDurability)
     ->Args({2, 1024})
     ->UseRealTime();
 
-// Durable single-key adds through a Database handle: one 8-byte key per
-// Add call (hashing included), 16 shards, 1e7 capacity; arg 0 the type (1
-// Bloom, 2 counting, 3 cuckoo), arg 1 the durability (1 journal: the
-// memory-mapped filter journal; 2 sync: plus fdatasync, shared by
-// concurrent writers of a shard). Reported: acknowledged adds per second
-// (items_per_second) for 1 and 2 threads.
-//   build/bench/persistence_bench --benchmark_filter=DurableAdd
 // The CPU time of the whole process (every thread: the writers, the
-// journal's spare-segment thread, the kernel work done for them) over
-// thread 0's timed loop, against its wall time. On a machine of C cores,
-// W writers can at most reach C / (W x cores_used_by_one) of W times one
-// writer's rate once the process needs more than C cores: so
-// `cpu_ns_per_op` at one writer says how far two can scale here (a
-// journalled add's fresh page-cache pages cost a second thread CPU time,
-// docs/performance.md, session 34).
+// journal's spare-segment thread, the kernel's work for them) over thread
+// 0's timed loop: per op (`cpu_ns_per_op`) and over the loop's wall time
+// (`busy_cores`). If one writer keeps b cores busy, two writers on two
+// cores reach at most 2 / b times its rate: a journalled add's fresh
+// page-cache pages cost the spare thread CPU time (docs/performance.md,
+// session 34).
 class ProcessCpu {
  public:
   void Start() {
@@ -228,6 +220,14 @@ class ProcessCpu {
   double wall0_ = 0;
 };
 
+// Durable single-key adds through a Database handle: one 8-byte key per
+// Add call (hashing included), 16 shards, 1e7 capacity; arg 0 the type (1
+// Bloom, 2 counting, 3 cuckoo), arg 1 the durability (1 journal: the
+// memory-mapped filter journal; 2 sync: plus fdatasync, shared by
+// concurrent writers of a shard). Reported: acknowledged adds per second
+// (items_per_second) for 1 and 2 threads, and the process's CPU time
+// (ProcessCpu).
+//   build/bench/persistence_bench --benchmark_filter=DurableAdd
 std::unique_ptr<Fixture> g_durable;
 std::shared_ptr<ShardedFilter> g_durable_filter;
 
