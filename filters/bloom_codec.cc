@@ -7,6 +7,7 @@
 #include "shardfilter/filters/bloom_filter.h"
 #include "shardfilter/filters/envelope.h"
 #include "shardfilter/filters/internal/coding.h"
+#include "shardfilter/filters/sizing.h"
 
 namespace shardfilter {
 namespace {
@@ -20,6 +21,20 @@ constexpr uint8_t kBloomFormatVersion = 2;
 constexpr uint8_t kBloomFormatVersionBeforeSplit = 1;
 // Params of versions 1 and 2, byte by byte in docs/format-bloom.md.
 constexpr size_t kBloomParamsSize = 44;
+
+// The rate the layout's model gives a table of `num_bits` holding
+// `capacity` keys with k bits each (filters/sizing.h).
+double ModelRate(uint8_t layout, uint32_t k, uint64_t capacity,
+                 uint64_t num_bits) {
+  switch (static_cast<BloomLayout>(layout)) {
+    case BloomLayout::kSplitBlock:
+      return SplitBlockFpr(num_bits / internal::kSplitBlockBits, capacity);
+    case BloomLayout::kBlocked:
+      return WordBlockedFpr(num_bits / internal::kBlockBits, capacity, k);
+    default:
+      return ClassicBloomFpr(num_bits, capacity, k);
+  }
+}
 
 }  // namespace
 
@@ -101,6 +116,17 @@ Result<std::unique_ptr<BloomFilter>> BloomFilter::Deserialize(
   if (env.body.size() != num_bits / 8) {
     return corrupt("body is " + std::to_string(env.body.size()) +
                    " bytes, params announce " + std::to_string(num_bits / 8));
+  }
+  // Capacity, rate and k agree with the table (kDecodedRateSlack): a link
+  // claiming more keys than its table holds would never make its chain grow
+  // and would fill until it answers 1 for everything.
+  if (const double model = ModelRate(layout, k, capacity, num_bits);
+      !(model <= fpp * kDecodedRateSlack)) {
+    return corrupt("capacity " + std::to_string(capacity) + ", rate " +
+                   FormatRate(fpp) + " and k = " + std::to_string(k) +
+                   " disagree with its table of " + std::to_string(num_bits) +
+                   " bits, which at that capacity gives rate " +
+                   FormatRate(model));
   }
   // `items` is a statistic (approximate under concurrency and after unions):
   // any value is accepted.

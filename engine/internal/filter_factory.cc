@@ -1,5 +1,6 @@
 #include "shardfilter/engine/internal/filter_factory.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <string>
@@ -104,6 +105,17 @@ double ChainTargetFpp(const FilterSpec& spec, uint32_t links) {
   for (uint32_t i = 0; i < links; ++i) sum += LinkFpp(spec, i);
   return sum;
 }
+
+double LinkPromisedRate(const Filter& link) {
+  const double stored = link.target_fpr();
+  if (link.type() != FilterType::kCuckoo) return stored;
+  // The type is checked: the cast follows it, as everywhere else.
+  const auto& c = static_cast<const CuckooFilter&>(link);
+  const double slots = static_cast<double>(c.num_buckets()) * c.bucket_size();
+  return std::min(stored, CuckooFpr(c.fingerprint_bits(), c.bucket_size(),
+                                    static_cast<double>(c.capacity()) / slots));
+}
+
 
 Result<std::unique_ptr<Filter>> MakeShardFilter(const FilterSpec& spec) {
   return MakeLinkFilter(spec, 0, ShardMaxBytes(spec));

@@ -44,6 +44,11 @@ uint64_t LinkCapacity(const FilterSpec& spec, uint32_t link);
 double LinkFpp(const FilterSpec& spec, uint32_t link);
 // sum_{i<links} p_i: the compound target of a chain of that many links.
 double ChainTargetFpp(const FilterSpec& spec, uint32_t links);
+// The rate a decoded or built link keeps at its capacity: its stored rate,
+// or for a cuckoo link the lower rate its table gives there (CuckooFpr at
+// capacity / slots: its fingerprints are 8, 12 or 16 bits, so it usually
+// does better than the rate it was sized for).
+double LinkPromisedRate(const Filter& link);
 // The memory budget of one shard (all its links): max_bytes / shards, or
 // the filters' default per-filter bound.
 uint64_t ShardMaxBytes(const FilterSpec& spec);

@@ -8,6 +8,7 @@
 #include "shardfilter/engine/internal/memory_account.h"
 #include "shardfilter/filters/bloom_filter.h"
 #include "shardfilter/filters/cuckoo_filter.h"
+#include "shardfilter/filters/sizing.h"
 #include "shardfilter/persistence/internal/chain_blob.h"
 
 namespace shardfilter::internal {
@@ -362,6 +363,7 @@ Result<LoadedChain> DecodeChainLinks(const FilterSpec& spec,
                               " links");
   }
   LoadedChain chain;
+  double promised = 0;
   for (uint32_t i = 0; i < links.size(); ++i) {
     std::string link_what = std::string(what) + " link " + std::to_string(i);
     SF_ASSIGN_OR_RETURN(
@@ -371,8 +373,18 @@ Result<LoadedChain> DecodeChainLinks(const FilterSpec& spec,
           link_what + ": holds " + std::to_string(links[i].fill) +
           " adds, more than its capacity " + std::to_string(f->capacity()));
     }
+    promised += LinkPromisedRate(*f);
     chain.links.push_back(std::move(f));
     chain.fill.push_back(links[i].fill);
+  }
+  // The chain rule's promise (filter_factory.h): the links' rates together
+  // stay under the target, whatever rule sized each one. (A little slack
+  // for the sum's rounding.)
+  if (promised > spec.fpp * (1 + 1e-9)) {
+    return Status::Corruption(
+        std::string(what) + ": its " + std::to_string(links.size()) +
+        " links promise rates summing to " + FormatRate(promised) +
+        ", above the filter's target rate " + FormatRate(spec.fpp));
   }
   return chain;
 }

@@ -132,9 +132,10 @@ void ChainMayContainHashes(const Shard& s, std::span<const uint64_t> hashes,
 std::string ChainSerialize(const Shard& s);
 // Decodes a shard blob and checks every link against the spec's rule
 // (type, seed, capacity and rate of link i; one link when non-scaling;
-// fill <= capacity). Corruption naming `what` otherwise. With `account`,
-// the blob's size is charged before anything is decoded (ResourceExhausted
-// over the budget) and refunded if decoding fails.
+// fill <= capacity; the links' promised rates, LinkPromisedRate, summing to
+// at most the spec's rate). Corruption naming `what` otherwise. With
+// `account`, the blob's size is charged before anything is decoded
+// (ResourceExhausted over the budget) and refunded if decoding fails.
 Result<LoadedChain> DecodeChain(const FilterSpec& spec, std::string_view blob,
                                 std::string_view what,
                                 MemoryAccount* account = nullptr);
