@@ -78,7 +78,7 @@ void AddAndReply(CommandContext& ctx, FilterHandle& filter, Args items,
   std::vector<uint8_t> added;
   std::vector<Status> statuses;
   BloomAddReportingNew(filter, items, &added, &statuses);
-  ReplyBloomAdds(ctx, added, statuses, multi);
+  ReplyBloomAdds(ctx, filter, added, statuses, multi);
 }
 
 void CheckAndReply(CommandContext& ctx, Args args, bool multi) {
@@ -114,7 +114,8 @@ void CheckAndReply(CommandContext& ctx, Args args, bool multi) {
 
 }  // namespace
 
-void ReplyBloomAdds(CommandContext& ctx, std::span<const uint8_t> added,
+void ReplyBloomAdds(CommandContext& ctx, const FilterHandle& filter,
+                    std::span<const uint8_t> added,
                     std::span<const Status> statuses, bool multi) {
   size_t n = statuses.size();
   for (size_t i = 0; i < statuses.size(); ++i) {
@@ -132,11 +133,14 @@ void ReplyBloomAdds(CommandContext& ctx, std::span<const uint8_t> added,
       } else {
         ctx.out.Integer(added[i] != 0);
       }
-    } else if (s.IsFull()) {
+    } else if (s.IsFull() && !filter.Spec().scalable) {
       ctx.out.Error("ERR non scaling filter is full");
     } else if (s.IsNotFound()) {
       ctx.out.Error(kNotFoundError);
     } else {
+      // Also a scaling filter that cannot grow (Full: its chain's last
+      // link, or a link its limits refuse): RedisBloom's answer when
+      // SBChain_Add cannot add a link.
       ctx.out.Error("ERR problem inserting into filter");
     }
   }

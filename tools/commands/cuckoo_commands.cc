@@ -23,6 +23,10 @@ constexpr int64_t kMaxIterations = 65535;
 constexpr int64_t kDefaultExpansion = 1;
 constexpr int64_t kMaxExpansion = 32768;
 constexpr double kCuckooErrorRate = 0.01;
+// cf-max-expansions: the most sub-filters a cuckoo filter has; RedisBloom
+// refuses every add from there. The engine's chains stop at the same count.
+constexpr uint32_t kMaxExpansions = 32;
+static_assert(kMaxExpansions == internal::kMaxLinks);
 
 // shardfilter's bucket layout for RedisBloom's BUCKETSIZE (0: refused).
 uint32_t LayoutBucketSize(int64_t redisbloom_size) {
@@ -43,6 +47,19 @@ CreateParams Params(int64_t capacity, int64_t bucket_size,
   p.scalable = expansion > 0;
   p.expansion = expansion > 0 ? static_cast<uint32_t>(expansion) : 1;
   return p;
+}
+
+// RedisBloom's text for an add refused for want of room (Full): "Maximum
+// expansions reached" once a scaling filter has kMaxExpansions
+// sub-filters (RedisBloom checks that before every add); "Filter is full"
+// otherwise: a non-scaling filter without room, or the most copies of one
+// item (which RedisBloom would grow for; this filter does not, DESIGN.md
+// invariant 8).
+const char* FullText(const FilterHandle& filter) {
+  const FilterSummary summary = filter.Summary();
+  return summary.scalable && summary.links >= kMaxExpansions
+             ? "Maximum expansions reached"
+             : "Filter is full";
 }
 
 void ReplyFlag(CommandContext& ctx, bool as_bool, int64_t v) {
@@ -96,7 +113,7 @@ void InsertCommon(CommandContext& ctx, std::string_view key, Args items,
   if (!o.multi) {
     const Status& s = statuses[0];
     if (s.ok()) return ReplyFlag(ctx, bool_added, existed[0] ? 0 : 1);
-    if (s.IsFull()) return ctx.out.Error("Filter is full");
+    if (s.IsFull()) return ctx.out.Error(FullText(*filter));
     if (s.IsNotFound()) return ctx.out.Error(kNotFoundError);
     return ctx.out.Error("ERR problem inserting into filter");
   }
@@ -215,9 +232,10 @@ void CuckooAddCopies(FilterHandle& filter, Args items,
   filter.AddMany(items, statuses, &added);
 }
 
-void ReplyCuckooAdd(CommandContext& ctx, const Status& s) {
+void ReplyCuckooAdd(CommandContext& ctx, const FilterHandle& filter,
+                    const Status& s) {
   if (s.ok()) return ReplyFlag(ctx, ctx.out.protocol() >= 3, 1);
-  if (s.IsFull()) return ctx.out.Error("Filter is full");
+  if (s.IsFull()) return ctx.out.Error(FullText(filter));
   if (s.IsNotFound()) return ctx.out.Error(kNotFoundError);
   ctx.out.Error("ERR problem inserting into filter");
 }

@@ -43,8 +43,12 @@ void BloomAddReportingNew(FilterHandle& filter, Args items,
                           std::vector<uint8_t>* added,
                           std::vector<Status>* statuses);
 
-// BF.ADD (multi = false) / BF.MADD / BF.INSERT's reply for computed adds.
-void ReplyBloomAdds(CommandContext& ctx, std::span<const uint8_t> added,
+// BF.ADD (multi = false) / BF.MADD / BF.INSERT's reply for computed adds
+// to `filter`. RedisBloom's texts: Full is "ERR non scaling filter is full"
+// when the filter is non-scaling; a scaling filter that cannot grow
+// answers "ERR problem inserting into filter".
+void ReplyBloomAdds(CommandContext& ctx, const FilterHandle& filter,
+                    std::span<const uint8_t> added,
                     std::span<const Status> statuses, bool multi);
 
 // Adds a copy of each item to a cuckoo filter (cuckoo_commands.cc). The
@@ -53,8 +57,12 @@ void ReplyBloomAdds(CommandContext& ctx, std::span<const uint8_t> added,
 void CuckooAddCopies(FilterHandle& filter, Args items,
                      std::vector<Status>* statuses);
 
-// CF.ADD's reply for one add's status.
-void ReplyCuckooAdd(CommandContext& ctx, const Status& status);
+// CF.ADD's reply for one add's status. RedisBloom's texts for Full:
+// "Maximum expansions reached" when `filter` scales and has as many
+// sub-filters as it may (its cf-max-expansions, 32), else "Filter is full"
+// (a non-scaling filter without room, or the most copies of one item).
+void ReplyCuckooAdd(CommandContext& ctx, const FilterHandle& filter,
+                    const Status& status);
 
 }  // namespace shardfilter::commands
 
