@@ -90,15 +90,17 @@ double BlockedFpr(uint64_t blocks, uint32_t slots_per_block, uint64_t n,
 inline constexpr double kRealizedRateSigmas = 3;
 
 // A decoded Bloom or counting table must give at most this multiple of
-// its stored rate at its stored capacity, under its layout's model (the
-// codecs' check that capacity, rate and k agree with the table: a link
-// claiming far more keys than its table holds would never make its chain
-// grow, and would fill until it answers 1 for everything). Not 1: a
-// folded link (BloomFilter::Fold) keeps the target spec's per-shard
-// headroom, relatively larger than its source's (up to ~1.3x the rate at
-// 1e6 keys per shard folded 64x), and tables sized by an earlier model
-// must keep loading. Twice the keys multiply a table's rate by ~1.5^k
-// (11x at k = 6), so a claim above ~1.2x the keys it holds fails.
+// its stored rate at its stored capacity (the codecs' check that capacity,
+// rate and k agree with the table: a link claiming far more keys than its
+// table holds would never make its chain grow, and would fill until it
+// answers 1 for everything). The rate checked is the classic one of the
+// table's slots (ClassicBloomFpr), a lower bound of every layout's model,
+// at the cost of one pow per decode. Not 1: a folded link
+// (BloomFilter::Fold) keeps the target spec's per-shard headroom,
+// relatively larger than its source's (up to ~1.3x the rate at 1e6 keys
+// per shard folded 64x), and tables sized by an earlier model must keep
+// loading. Twice the keys multiply a table's rate by ~1.5^k (11x at
+// k = 6), so a claim above ~1.3x the keys it holds fails.
 inline constexpr double kDecodedRateSlack = 2;
 
 // BlockedFpr plus kRealizedRateSigmas standard deviations of the rate one
