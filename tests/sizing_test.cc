@@ -304,8 +304,12 @@ TEST(RealizedRateBound, AboveTheMeanAndFadingWithTheBlockCount) {
     EXPECT_GT(BlockedFprBound(blocks, 128, n / 4, 6), counting);
     // 5 blocks: the bound is several times the mean; 5e5: within 1%.
     const double excess = SplitBlockFprBound(blocks, n) / split - 1;
-    if (blocks == 5) EXPECT_GT(excess, 1.0);
-    if (blocks == 500000) EXPECT_LT(excess, 0.01);
+    if (blocks == 5) {
+      EXPECT_GT(excess, 1.0);
+    }
+    if (blocks == 500000) {
+      EXPECT_LT(excess, 0.01);
+    }
   }
   EXPECT_EQ(SplitBlockFprBound(10, 0), 0.0);
   EXPECT_EQ(WordBlockedFprBound(0, 10, 6), 1.0);
