@@ -5,7 +5,8 @@
 // answer as one being migrated to node 1 (ASK) or already moved there
 // (MOVED, with a stale CLUSTER SLOTS). Faults on demand: a connection lost
 // mid-batch, WAIT short of replicas, a key of a part's name holding
-// something else, a key that vanishes just before it is read.
+// something else, a key that vanishes just before it is read, a create
+// refused for lack of memory.
 //
 // What the module does and a test relies on: SF.MEXISTS of a missing key
 // answers 0 for every item (as RedisBloom's BF.MEXISTS); SF.MADD and
@@ -57,6 +58,8 @@ struct FakeCluster {
   std::set<std::string> not_filters;
   // Erased just before the first SF.MADD / SF.MEXISTS that reads it.
   std::string vanish_before_read;
+  // SF.CREATE of this key answers an out-of-memory error.
+  std::string refuse_create;
   int special_slot = -1;
   SlotMode mode = SlotMode::kNormal;
   int ports[2] = {0, 0};
@@ -140,7 +143,9 @@ class FakeNode {
       if (exists) c_->data.erase(it);
       *out += Int(exists ? 1 : 0);
     } else if (cmd == "SF.CREATE") {
-      if (exists) {
+      if (key == c_->refuse_create) {
+        *out += "-ERR Insufficient memory: over maxmemory\r\n";
+      } else if (exists) {
         *out += "-ERR item exists\r\n";
       } else {
         FakeKey& k = c_->data[key];
