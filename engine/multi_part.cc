@@ -84,9 +84,10 @@ Status CheckParts(const MultiPartFilter& f, std::span<const PartView> parts,
     }
   }
   if (first == nullptr) {
-    return Status::NotFound(whose + " not found: none of its " + n +
-                            " parts exists (create it with `shardfilter "
-                            "cluster create`)");
+    return Status::NotFound(whose + " not found: it has no " + n +
+                            " parts here, not one exists (create it with "
+                            "`shardfilter cluster create`, or give the "
+                            "--parts it was created with)");
   }
   for (uint32_t i = 0; i < parts.size(); ++i) {
     if (parts[i].exists && !parts[i].readable.ok()) {
