@@ -183,7 +183,7 @@ int RunClusterDrop(CommandContext& ctx) {
           << " parts deleted"
           << (cmds.size() < f.parts()
                   ? " (" + std::to_string(f.parts() - cmds.size()) +
-                        " were missing)"
+                        " missing)"
                   : std::string())
           << "\n";
   return deleted == cmds.size() ? kExitOk : kExitError;

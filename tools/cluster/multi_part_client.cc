@@ -164,7 +164,9 @@ Status PartRound::Verify(const MultiPartFilter& f, const PartsSurvey& survey,
   }
   if (!bad) return Status::OK();
   Status s = CheckParts(f, views, false);
-  if (s.ok()) return Status::IOError("a part's check failed");  // unreachable
+  // CheckParts fails for any view made missing or unreadable above; a
+  // failed check must never read as OK, whatever CheckParts becomes.
+  if (s.ok()) return Status::IOError("a part's check failed");
   return s;
 }
 
