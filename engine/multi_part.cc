@@ -101,14 +101,14 @@ Status CheckParts(const MultiPartFilter& f, std::span<const PartView> parts,
     if (missing.size() == 1) {
       which = Named(f, missing[0]) + " is missing";
     } else {
-      which = std::to_string(missing.size()) + " of " + n +
-              " parts are missing: ";
+      which =
+          std::to_string(missing.size()) + " of " + n + " parts are missing: ";
       for (size_t j = 0; j < missing.size() && j < kMaxPartsNamed; ++j) {
         which += (j == 0 ? "" : ", ") + Named(f, missing[j]);
       }
       if (missing.size() > kMaxPartsNamed) {
-        which += " and " + std::to_string(missing.size() - kMaxPartsNamed) +
-                 " more";
+        which +=
+            " and " + std::to_string(missing.size() - kMaxPartsNamed) + " more";
       }
     }
     // Missing parts that are exactly the last ones: maybe a wrong --parts.

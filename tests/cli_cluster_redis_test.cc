@@ -74,9 +74,9 @@ class CliClusterRedisTest : public CliDirTest {
   }
   // A `parts`-part Bloom filter `name` holding k0..k(n-1).
   void Make(const std::string& name, int n, int parts = 4) {
-    CliRun r = Cluster({"create", name, "--type", "bloom", "--capacity",
-                        std::to_string(n)},
-                       "", parts);
+    CliRun r = Cluster(
+        {"create", name, "--type", "bloom", "--capacity", std::to_string(n)},
+        "", parts);
     ASSERT_EQ(r.code, 0) << r.err;
     r = Cluster({"add", name, "--quiet"}, Keys(0, n), parts);
     ASSERT_EQ(r.code, 0) << r.err;
@@ -117,7 +117,9 @@ TEST_F(CliClusterRedisTest, PartExpiredAloneIsDamage) {
   const std::string p2 = Part("f", 2);
   ASSERT_EQ(On(p2, {"PEXPIRE", p2, "1"}).integer, 1);
   ASSERT_TRUE(RedisCluster::WaitFor(
-                  [&] { return On(p2, {"EXISTS", p2}).integer == 0; },
+                  [&] {
+                    return On(p2, {"EXISTS", p2}).integer == 0;
+                  },
                   "part 2 to expire")
                   .ok());
   CliRun r = Cluster({"exists", "f"}, Keys(0, 2000));
@@ -196,8 +198,7 @@ TEST_F(CliClusterRedisTest, ExpireAndPersistEveryPart) {
   EXPECT_GE(deadline, before + 3600 * 1000);
   EXPECT_LE(deadline, NowMs() + 3600 * 1000);
   for (uint32_t i = 1; i < 4; ++i) {
-    EXPECT_EQ(On(Part("f", i), {"PEXPIRETIME", Part("f", i)}).integer,
-              deadline)
+    EXPECT_EQ(On(Part("f", i), {"PEXPIRETIME", Part("f", i)}).integer, deadline)
         << i;
   }
   r = Cluster({"info", "f"});

@@ -201,8 +201,7 @@ TEST_F(CliClusterTest, DropDeletesThePartsOnlyWhenEveryOneIsAFilter) {
   cluster_.not_filters.insert(part2);
   CliRun r = Cluster({"drop", "f"});
   EXPECT_EQ(r.code, 3);
-  EXPECT_NE(r.err.find("cannot be read: SF.INFO: WRONGTYPE"),
-            std::string::npos)
+  EXPECT_NE(r.err.find("cannot be read: SF.INFO: WRONGTYPE"), std::string::npos)
       << r.err;
   EXPECT_EQ(cluster_.data.size(), 8u);
   cluster_.not_filters.clear();

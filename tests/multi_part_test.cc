@@ -194,9 +194,9 @@ TEST(MultiPartTest, CheckPartsRefusesForeignAndChangedParts) {
   many[0].exists = true;
   s = CheckParts(*big, many, false);
   EXPECT_NE(s.message().find("63 of 64 parts are missing"), std::string::npos);
-  EXPECT_NE(s.message().find(" and " + std::to_string(63 - kMaxPartsNamed) +
-                             " more"),
-            std::string::npos)
+  EXPECT_NE(
+      s.message().find(" and " + std::to_string(63 - kMaxPartsNamed) + " more"),
+      std::string::npos)
       << s.ToString();
 }
 

@@ -94,9 +94,9 @@ class RedisCluster {
     const int per = 16384 / masters;
     for (int i = 0; i < masters; ++i) {
       int from = i * per, to = i + 1 == masters ? 16383 : (i + 1) * per - 1;
-      Result<resp::Reply> r = Command(
-          i, {"CLUSTER", "ADDSLOTSRANGE", std::to_string(from),
-              std::to_string(to)});
+      Result<resp::Reply> r =
+          Command(i, {"CLUSTER", "ADDSLOTSRANGE", std::to_string(from),
+                      std::to_string(to)});
       if (!r.ok()) return r.status();
       if (r->is_error()) return Status::IOError("ADDSLOTSRANGE: " + r->str);
     }

@@ -52,7 +52,8 @@ int RefuseExistingParts(CommandContext& ctx, ClusterSetup& s) {
   for (uint32_t p = 0; p < f.parts(); ++p) {
     const Reply& x = (*r)[p];
     if (x.is_error()) {
-      return Fail(ctx, Status::IOError("EXISTS " + f.PartKey(p) + ": " + x.str));
+      return Fail(ctx,
+                  Status::IOError("EXISTS " + f.PartKey(p) + ": " + x.str));
     }
     if (x.integer != 0) there.push_back(p);
   }
@@ -150,8 +151,7 @@ int SurveyWhole(CommandContext& ctx, ClusterSetup* s, bool warn_deadlines) {
       cluster::SurveyParts(*s->client, *s->filter);
   if (!survey.ok()) return Fail(ctx, survey.status());
   s->survey = std::move(*survey);
-  Status whole = CheckParts(*s->filter, s->survey.views,
-                            s->survey.next_exists);
+  Status whole = CheckParts(*s->filter, s->survey.views, s->survey.next_exists);
   if (!whole.ok()) return Fail(ctx, whole);
   if (warn_deadlines && !SameDeadline(s->survey.views)) {
     ctx.err << "shardfilter: warning: the parts of '" << s->filter->name()
@@ -274,8 +274,8 @@ int RunClusterCreate(CommandContext& ctx) {
     if (d.ok()) {
       for (const Reply& x : *d) removed += !x.is_error() && x.integer == 1;
     }
-    ctx.err << "shardfilter: '" << f.name() << "' was not created: "
-            << removed << " of the " << made.size()
+    ctx.err << "shardfilter: '" << f.name() << "' was not created: " << removed
+            << " of the " << made.size()
             << " parts this command made were removed again\n";
     return kExitError;
   }
@@ -369,9 +369,9 @@ int RunClusterExists(CommandContext& ctx) {
     // A missing part answers 0 for every item: no answer of the round
     // counts until every part it read is known to have been there.
     if (Status v = round.Verify(*s.filter, s.survey, *r); !v.ok()) {
-      return Fail(ctx, Status(v.code(), v.message() + "; stopped after " +
-                                            std::to_string(seen) +
-                                            " answered keys"));
+      return Fail(
+          ctx, Status(v.code(), v.message() + "; stopped after " +
+                                    std::to_string(seen) + " answered keys"));
     }
     found.assign(keys.size(), 0);
     for (size_t c = 0; c < round.commands().size(); ++c) {
@@ -379,11 +379,11 @@ int RunClusterExists(CommandContext& ctx) {
       const Reply& reply = (*r)[c];
       const std::vector<size_t>& where = round.items_of(c);
       if (reply.is_error() || reply.elements.size() != where.size()) {
-        return Fail(ctx, Status::IOError(
-                             "SF.MEXISTS " + round.commands()[c].args[1] +
-                             ": " +
-                             (reply.is_error() ? reply.str
-                                               : std::string("bad reply"))));
+        return Fail(
+            ctx,
+            Status::IOError(
+                "SF.MEXISTS " + round.commands()[c].args[1] + ": " +
+                (reply.is_error() ? reply.str : std::string("bad reply"))));
       }
       for (size_t j = 0; j < where.size(); ++j) {
         found[where[j]] = reply.elements[j].integer != 0;

@@ -91,8 +91,7 @@ int SetDeadlines(CommandContext& ctx, ClusterSetup& s, int64_t deadline_ms) {
 int RunClusterInfo(CommandContext& ctx) {
   ClusterSetup s;
   if (int rc = OpenCluster(ctx, false, &s); rc != kExitOk) return rc;
-  if (int rc = SurveyWhole(ctx, &s, /*warn_deadlines=*/false);
-      rc != kExitOk) {
+  if (int rc = SurveyWhole(ctx, &s, /*warn_deadlines=*/false); rc != kExitOk) {
     return rc;
   }
   const MultiPartFilter& f = *s.filter;
@@ -115,8 +114,7 @@ int RunClusterInfo(CommandContext& ctx) {
           << "\ncapacity: " << capacity << "\nbytes: " << bytes << " ("
           << Mib(bytes) << ")\nlargest part: " << largest << " ("
           << Mib(largest) << ")\nmasters: " << s.client->masters()
-          << (s.client->cluster_mode() ? "" : " (standalone)")
-          << "\nexpires: "
+          << (s.client->cluster_mode() ? "" : " (standalone)") << "\nexpires: "
           << (same ? Deadline(s.survey.views[0].deadline_ms)
                    : std::string("parts differ"))
           << "\n";
@@ -131,8 +129,8 @@ int RunClusterInfo(CommandContext& ctx) {
              "set one with `cluster expire` or `cluster persist`:\n";
   for (const auto& [deadline, parts] : by) {
     ctx.err << "  " << parts.size() << " part(s) (first: part " << parts[0]
-            << ") expire " << (deadline < 0 ? "never" : "at " + Deadline(deadline))
-            << "\n";
+            << ") expire "
+            << (deadline < 0 ? "never" : "at " + Deadline(deadline)) << "\n";
   }
   return kExitFailed;
 }
@@ -182,8 +180,7 @@ int RunClusterDrop(CommandContext& ctx) {
   ctx.out << "dropped '" << f.name() << "': " << deleted << " of " << f.parts()
           << " parts deleted"
           << (cmds.size() < f.parts()
-                  ? " (" + std::to_string(f.parts() - cmds.size()) +
-                        " missing)"
+                  ? " (" + std::to_string(f.parts() - cmds.size()) + " missing)"
                   : std::string())
           << "\n";
   return deleted == cmds.size() ? kExitOk : kExitError;
@@ -199,22 +196,19 @@ int RunClusterExpire(CommandContext& ctx) {
   }
   ClusterSetup s;
   if (int rc = OpenCluster(ctx, true, &s); rc != kExitOk) return rc;
-  if (int rc = SurveyWhole(ctx, &s, /*warn_deadlines=*/false);
-      rc != kExitOk) {
+  if (int rc = SurveyWhole(ctx, &s, /*warn_deadlines=*/false); rc != kExitOk) {
     return rc;
   }
   // One absolute deadline for every part (PEXPIREAT): parts on different
   // masters expire by the same clock reading, not each at its own
   // "now + SECONDS".
-  return SetDeadlines(ctx, s,
-                      NowMs() + static_cast<int64_t>(*seconds) * 1000);
+  return SetDeadlines(ctx, s, NowMs() + static_cast<int64_t>(*seconds) * 1000);
 }
 
 int RunClusterPersist(CommandContext& ctx) {
   ClusterSetup s;
   if (int rc = OpenCluster(ctx, true, &s); rc != kExitOk) return rc;
-  if (int rc = SurveyWhole(ctx, &s, /*warn_deadlines=*/false);
-      rc != kExitOk) {
+  if (int rc = SurveyWhole(ctx, &s, /*warn_deadlines=*/false); rc != kExitOk) {
     return rc;
   }
   return SetDeadlines(ctx, s, -1);

@@ -14,9 +14,10 @@ using resp::Reply;
 // SF.INFO's fields that a part gets at creation and keeps
 // (docs/server.md, SF.INFO).
 constexpr std::string_view kIdentityFields[] = {
-    "type",          "declared_capacity", "error_rate", "scalable",
-    "expansion",     "shards",            "durability", "retain_hashes",
-    "bucket_size",   "max_iterations",
+    "type",           "declared_capacity", "error_rate",
+    "scalable",       "expansion",         "shards",
+    "durability",     "retain_hashes",     "bucket_size",
+    "max_iterations",
 };
 
 std::string Text(const Reply& r) {
@@ -156,9 +157,9 @@ Status PartRound::Verify(const MultiPartFilter& f, const PartsSurvey& survey,
       v.exists = false;
       bad = true;
     } else if (r.str != survey.types[part_[c]]) {
-      v.readable = Status(StatusCode::kWrongType,
-                          "its type is now " + r.str + ", was " +
-                              survey.types[part_[c]]);
+      v.readable =
+          Status(StatusCode::kWrongType, "its type is now " + r.str + ", was " +
+                                             survey.types[part_[c]]);
       bad = true;
     }
   }

@@ -37,10 +37,10 @@ namespace shardfilter::cluster {
 std::string PartIdentity(const resp::Reply& info);
 
 struct PartsSurvey {
-  std::vector<PartView> views;      // per part, for CheckParts
-  std::vector<resp::Reply> infos;   // per part: SF.INFO's reply
-  std::vector<std::string> types;   // per part: TYPE ("none": missing)
-  bool next_exists = false;         // part N (= f.parts()) exists
+  std::vector<PartView> views;     // per part, for CheckParts
+  std::vector<resp::Reply> infos;  // per part: SF.INFO's reply
+  std::vector<std::string> types;  // per part: TYPE ("none": missing)
+  bool next_exists = false;        // part N (= f.parts()) exists
 };
 
 // One pipeline of 3N + 1 commands. SF.INFO reads each part's whole table
