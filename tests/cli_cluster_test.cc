@@ -316,6 +316,17 @@ TEST_F(CliClusterTest, CreateThatFailsLeavesNoPartBehind) {
   EXPECT_TRUE(cluster_.data.empty());
 }
 
+// A create that replicas did not acknowledge is a failed create, and the
+// parts it made on the masters are removed again.
+TEST_F(CliClusterTest, CreateShortOfReplicasLeavesNoPartBehind) {
+  cluster_.wait_reply = 0;
+  CliRun r = Cluster({"create", "f", "--type", "bloom", "--capacity", "1000",
+                      "--wait-replicas", "1"});
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_NE(r.err.find("NOTREPLICATED"), std::string::npos) << r.err;
+  EXPECT_TRUE(cluster_.data.empty());
+}
+
 // "not found" only when no part exists.
 TEST_F(CliClusterTest, NotFoundOnlyWhenNoPartExists) {
   for (const char* cmd : {"exists", "add", "info", "drop", "persist"}) {

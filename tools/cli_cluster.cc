@@ -174,6 +174,27 @@ std::string ClusterStatsLine(const ClusterClient& c) {
 
 namespace {
 
+// Deletes the given parts (ones this command made); how many went.
+uint64_t RemoveParts(ClusterSetup& s, const std::vector<uint32_t>& parts) {
+  std::vector<ClusterCommand> del;
+  for (uint32_t p : parts) {
+    ClusterCommand c;
+    c.write = true;
+    c.args = {"DEL", s.filter->PartKey(p)};
+    del.push_back(std::move(c));
+  }
+  Result<std::vector<Reply>> d = s.client->Run(del);
+  uint64_t removed = 0;
+  if (d.ok()) {
+    for (const Reply& x : *d) {
+      // NOTREPLICATED: deleted on the master, not yet on R replicas.
+      removed +=
+          x.IsErrorCode("NOTREPLICATED") || (!x.is_error() && x.integer == 1);
+    }
+  }
+  return removed;
+}
+
 int RunClusterCreate(CommandContext& ctx) {
   for (std::string_view need : {"type", "capacity"}) {
     if (!ctx.args.Has(need)) {
@@ -224,6 +245,12 @@ int RunClusterCreate(CommandContext& ctx) {
   if ((*r)[0].is_error()) {
     ctx.err << "shardfilter: creating part 0 (" << f.PartKey(0)
             << "): " << (*r)[0].str << "\n";
+    // Made on its master, not acknowledged by the replicas: not kept.
+    if ((*r)[0].IsErrorCode("NOTREPLICATED")) {
+      ctx.err << "shardfilter: '" << f.name() << "' was not created: part 0 "
+              << (RemoveParts(s, {0}) == 1 ? "was" : "could not be")
+              << " removed again\n";
+    }
     return kExitError;
   }
   std::vector<ClusterCommand> info = {{{"SF.INFO", f.PartKey(0)}}};
@@ -252,28 +279,23 @@ int RunClusterCreate(CommandContext& ctx) {
   if (!r.ok()) return Fail(ctx, r.status());
   // Parts this command made; all of them go again when one failed, so that
   // no partial filter is left (the missing part would make it damaged).
+  // A part the replicas did not acknowledge (NOTREPLICATED) was made on its
+  // master: it counts as made and as failed.
   std::vector<uint32_t> made = {0};
+  bool failed = false;
   for (size_t i = 0; i < r->size(); ++i) {
-    if ((*r)[i].is_error()) {
+    const Reply& x = (*r)[i];
+    if (x.is_error()) {
       ctx.err << "shardfilter: creating part " << i + 1 << " ("
-              << rest[i].args[1] << "): " << (*r)[i].str << "\n";
-    } else {
+              << rest[i].args[1] << "): " << x.str << "\n";
+      failed = true;
+    }
+    if (!x.is_error() || x.IsErrorCode("NOTREPLICATED")) {
       made.push_back(static_cast<uint32_t>(i + 1));
     }
   }
-  if (made.size() != f.parts()) {
-    std::vector<ClusterCommand> del;
-    for (uint32_t p : made) {
-      ClusterCommand c;
-      c.write = true;
-      c.args = {"DEL", f.PartKey(p)};
-      del.push_back(std::move(c));
-    }
-    Result<std::vector<Reply>> d = s.client->Run(del);
-    uint64_t removed = 0;
-    if (d.ok()) {
-      for (const Reply& x : *d) removed += !x.is_error() && x.integer == 1;
-    }
+  if (failed) {
+    const uint64_t removed = RemoveParts(s, made);
     ctx.err << "shardfilter: '" << f.name() << "' was not created: " << removed
             << " of the " << made.size()
             << " parts this command made were removed again\n";

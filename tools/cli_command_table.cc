@@ -407,10 +407,10 @@ Flags:
                       on the filter (part N existing means it is wrong).
                       Required.
   --user U            ACL user for AUTH (with REDISCLI_AUTH).
-  --wait-replicas R   add, expire, persist, drop: after each node's batch,
-                      WAIT for R replicas; a key is acknowledged only when R
-                      replicas have it (else it is reported as failed,
-                      NOTREPLICATED).
+  --wait-replicas R   the commands that write: after each node's batch,
+                      WAIT for R replicas; a write is acknowledged only when
+                      R replicas have it (else add reports the key as
+                      failed, NOTREPLICATED, and the others fail).
   --wait-timeout MS   WAIT's timeout (default 10000).
   --damaged           drop: delete what is left of a damaged filter.
   --type, --capacity, --fpp, --shards, --nonscaling, --expansion,
