@@ -39,7 +39,7 @@ while [ $# -gt 0 ]; do
     --out) out="$2"; shift 2 ;;
     --out=*) out="${1#--out=}"; shift ;;
     --no-check) check=0; shift ;;
-    -h|--help) sed -n '2,27p' "$0" >&2; exit 0 ;;
+    -h|--help) sed -n '2,32p' "$0" | cut -c3-; exit 0 ;;
     *) echo "build_redisbloom.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
