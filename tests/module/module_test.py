@@ -396,10 +396,23 @@ def test_budget():
     spec = "v1 1 100000000 0x1.47ae147ae147bp-7 1 0 2 0 0 0 0 0 2"
     expect_error(lambda: c.execute_command("SFM.CREATE", "x", spec))
     assert c.exists("x") == 0
+    # MEMORY-BUDGET bounds the filters together; a DEL gives the bytes back.
+    s = server("memory_budget", module_args=["MEMORY-BUDGET", "3mb"])
+    c = s.client()
+    assert c.info("shardfilter")["shardfilter_memory_budget"] == 3 << 20
+    for key in ("a", "b"):  # 1.5 MB each
+        assert c.execute_command("BF.RESERVE", key, 0.01, 1000000) == b"OK"
+    expect_error(lambda: c.execute_command("BF.RESERVE", "c", 0.01, 1000000),
+                 "Insufficient memory")
+    used = c.info("shardfilter")["shardfilter_memory_budget_used"]
+    assert 2000000 < used <= 3 << 20, used
+    assert c.delete("a") == 1
+    assert c.execute_command("BF.RESERVE", "c", 0.01, 1000000) == b"OK"
 
 
 def test_bad_load_arguments():
-    for args in (["SHARDS", "3"], ["NOPE", "1"], ["PREFIX"]):
+    for args in (["SHARDS", "3"], ["NOPE", "1"], ["PREFIX"],
+                 ["MEMORY-BUDGET", "0"], ["MEMORY-BUDGET", "lots"]):
         port = free_port()
         d = os.path.join(WORK, "badargs")
         os.makedirs(d, exist_ok=True)

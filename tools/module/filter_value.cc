@@ -55,7 +55,8 @@ std::string EncodeValue(ShardedFilter& filter) {
   return out;
 }
 
-Result<std::unique_ptr<ShardedFilter>> DecodeValue(std::string_view b) {
+Result<std::unique_ptr<ShardedFilter>> DecodeValue(
+    std::string_view b, std::shared_ptr<MemoryBudget> budget) {
   // Magic, then version (a future version may lay out the rest
   // differently), then lengths, then the checksum, then the payload.
   if (b.size() < sizeof kValueMagic ||
@@ -85,12 +86,13 @@ Result<std::unique_ptr<ShardedFilter>> DecodeValue(std::string_view b) {
     return Bad("checksum mismatch (the value is damaged)");
   }
   if (GetLE(b, 6, 2) != 0) return Bad("unknown flags");
-  return LoadExportedFilter(b.substr(kValueHeaderSize, len));
+  return LoadExportedFilter(b.substr(kValueHeaderSize, len), std::move(budget));
 }
 
-std::unique_ptr<FilterValue> ValueFromBytes(std::string bytes) {
+std::unique_ptr<FilterValue> ValueFromBytes(
+    std::string bytes, std::shared_ptr<MemoryBudget> budget) {
   auto v = std::make_unique<FilterValue>();
-  auto decoded = DecodeValue(bytes);
+  auto decoded = DecodeValue(bytes, std::move(budget));
   if (decoded.ok()) {
     v->filter = std::move(decoded).value();
   } else {

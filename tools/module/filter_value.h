@@ -28,6 +28,7 @@
 #include <string>
 #include <string_view>
 
+#include "shardfilter/engine/memory_budget.h"
 #include "shardfilter/engine/sharded_filter.h"
 #include "shardfilter/filters/status.h"
 
@@ -60,12 +61,16 @@ std::string EncodeValue(ShardedFilter& filter);
 // The filter an envelope holds. InvalidArgument: not an envelope (magic);
 // Corruption: truncated, padded, checksum mismatch, flags set, or a payload
 // that does not decode; NotSupported: a version from the future (of the
-// envelope or of the export inside it).
-Result<std::unique_ptr<ShardedFilter>> DecodeValue(std::string_view bytes);
+// envelope or of the export inside it); ResourceExhausted: its tables do not
+// fit in `budget` (null: MemoryBudget::Default()), which they are charged
+// to.
+Result<std::unique_ptr<ShardedFilter>> DecodeValue(
+    std::string_view bytes, std::shared_ptr<MemoryBudget> budget = nullptr);
 
 // A value for `bytes`: available when they decode, else unavailable with
 // the reason (the bytes kept).
-std::unique_ptr<FilterValue> ValueFromBytes(std::string bytes);
+std::unique_ptr<FilterValue> ValueFromBytes(
+    std::string bytes, std::shared_ptr<MemoryBudget> budget = nullptr);
 
 // The resolved spec as one argument of the replicated SFM.CREATE command,
 // and back (exact: the rate travels as a hex float). InvalidArgument for

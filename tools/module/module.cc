@@ -32,6 +32,7 @@
 #include "tools/commands/util.h"
 #include "tools/module/module_command_info.h"
 #include "tools/module/module_keyspace.h"
+#include "tools/module/module_memory.h"
 #include "tools/module/module_type.h"
 #include "tools/module/module_writer.h"
 #include "tools/module/redismodule_api.h"
@@ -192,7 +193,7 @@ int SfmCreate(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (ks.Probe(key, nullptr) != KeyState::kEmpty) {
     return RedisModule_ReplyWithError(ctx, "ERR item exists");
   }
-  auto f = ShardedFilter::Create(*spec);
+  auto f = ShardedFilter::Create(*spec, g_budget);
   if (!f.ok()) {
     return RedisModule_ReplyWithError(ctx,
                                       ("ERR " + f.status().message()).c_str());
@@ -242,7 +243,8 @@ int SfmChunk(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     // The next expected part, kept in `damage` while pending.
     v->damage = std::to_string(i + 1) + "/" + std::to_string(n);
   } else {
-    std::unique_ptr<FilterValue> done = ValueFromBytes(std::move(v->raw));
+    std::unique_ptr<FilterValue> done =
+        ValueFromBytes(std::move(v->raw), g_budget);
     ++(done->available() ? g_counters.values_loaded
                          : g_counters.unavailable_loaded);
     if (!ks.Install(key, std::move(done))) {
@@ -260,6 +262,9 @@ void Info(RedisModuleInfoCtx* ctx, int) {
   RedisModule_InfoAddFieldULongLong(ctx, "shards", g_options.shards);
   RedisModule_InfoAddFieldULongLong(ctx, "max_filter_bytes",
                                     g_options.max_filter_bytes);
+  RedisModule_InfoAddFieldULongLong(ctx, "memory_budget", g_budget->limit());
+  RedisModule_InfoAddFieldULongLong(ctx, "memory_budget_used",
+                                    g_budget->used());
   RedisModule_InfoAddFieldCString(ctx, "huge_pages",
                                   g_options.huge_pages ? "yes" : "no");
   RedisModule_InfoAddFieldULongLong(ctx, "filters_created",
@@ -279,7 +284,8 @@ bool ParseU64(std::string_view s, uint64_t* out) {
   return true;
 }
 
-// PREFIX p | SHARDS n | MAX-FILTER-BYTES n | HUGE-PAGES yes|no
+// PREFIX p | SHARDS n | MAX-FILTER-BYTES n | MEMORY-BUDGET size |
+// HUGE-PAGES yes|no
 bool ParseOptions(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   for (int i = 0; i < argc; i += 2) {
     const std::string name = commands::ToLower(View(argv[i]));
@@ -301,6 +307,10 @@ bool ParseOptions(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     } else if (name == "max-filter-bytes") {
       ok = ParseU64(value, &n) && n > 0;
       g_options.max_filter_bytes = n;
+    } else if (name == "memory-budget") {
+      auto bytes = ParseByteSize(value);
+      ok = bytes.ok() && *bytes > 0;
+      if (ok) g_options.memory_budget = *bytes;
     } else if (name == "huge-pages") {
       ok = value == "yes" || value == "no";
       g_options.huge_pages = value == "yes";
@@ -377,6 +387,9 @@ extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(
   if (!ResolveApi(ctx, "shardfilter", 1)) return REDISMODULE_ERR;
   g_options = ModuleOptions{};
   if (!ParseOptions(ctx, argv, argc)) return REDISMODULE_ERR;
+  g_budget = std::make_shared<shardfilter::MemoryBudget>(
+      g_options.memory_budget != 0 ? g_options.memory_budget
+                                   : shardfilter::MemoryBudget::DefaultLimit());
   shardfilter::SetHugePageAdvice(g_options.huge_pages);
   // Filter tables come from Redis's allocator: maxmemory, INFO memory and
   // the deny-oom flag of the write commands count them. (No table exists
@@ -405,9 +418,10 @@ extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(
       OnClientChange);
   RedisModule_Log(ctx, REDISMODULE_LOGLEVEL_NOTICE,
                   "shardfilter: loaded (prefix '%s', shards %u, max filter "
-                  "bytes %llu, huge pages %s)",
+                  "bytes %llu, memory budget %llu, huge pages %s)",
                   g_options.prefix.c_str(), g_options.shards,
                   static_cast<unsigned long long>(g_options.max_filter_bytes),
+                  static_cast<unsigned long long>(g_budget->limit()),
                   g_options.huge_pages ? "yes" : "no");
   return REDISMODULE_OK;
 }

@@ -6,6 +6,7 @@
 #include "shardfilter/engine/export.h"
 #include "tools/commands/sharded_handle.h"
 #include "tools/commands/util.h"
+#include "tools/module/module_memory.h"
 
 namespace shardfilter::module {
 
@@ -176,7 +177,7 @@ Result<std::shared_ptr<commands::FilterHandle>> ModuleKeyspace::Create(
         "RETAIN is not available in the module (retained hashes need "
         "shardfilter-server's store)");
   }
-  auto f = ShardedFilter::Create(ToFilterSpec(params, options_));
+  auto f = ShardedFilter::Create(ToFilterSpec(params, options_), g_budget);
   if (!f.ok()) {
     const Status& s = f.status();
     // A table over max_bytes is, to a client, the memory limit.
@@ -214,7 +215,7 @@ Status ModuleKeyspace::Restore(std::string_view key, std::string_view bytes) {
   if (Probe(key, nullptr) != KeyState::kEmpty) {
     return Status::AlreadyExists("key exists");
   }
-  auto f = LoadExportedFilter(bytes);
+  auto f = LoadExportedFilter(bytes, g_budget);
   if (!f.ok()) return f.status();
   auto value = std::make_unique<FilterValue>();
   value->filter = std::move(f).value();

@@ -35,6 +35,9 @@ struct ModuleOptions {
   uint32_t shards = 0;
   // Memory budget of one filter, its growth included (FilterSpec::max_bytes).
   uint64_t max_filter_bytes = uint64_t{1} << 30;
+  // Limit of the module's memory budget (module_memory.h); 0: the engine's
+  // default (MemoryBudget::DefaultLimit()).
+  uint64_t memory_budget = 0;
   // Advise large tables as transparent huge pages (off inside Redis: THP
   // inflates copy-on-write during BGSAVE).
   bool huge_pages = false;

@@ -7,6 +7,7 @@
 #include "shardfilter/engine/export.h"
 #include "tools/module/filter_value.h"
 #include "tools/module/module_keyspace.h"
+#include "tools/module/module_memory.h"
 
 namespace shardfilter::module {
 namespace {
@@ -34,7 +35,7 @@ void* RdbLoad(RedisModuleIO* io, int encver) {
   }
   std::string bytes(buf, len);
   RedisModule_Free(buf);
-  std::unique_ptr<FilterValue> v = ValueFromBytes(std::move(bytes));
+  std::unique_ptr<FilterValue> v = ValueFromBytes(std::move(bytes), g_budget);
   if (!v->available()) {
     RedisModuleCtx* ctx = RedisModule_GetContextFromIO(io);
     const bool loading = ctx != nullptr && (RedisModule_GetContextFlags(ctx) &
@@ -100,7 +101,7 @@ void* Copy(RedisModuleString*, RedisModuleString*, const void* value) {
   const auto* v = static_cast<const FilterValue*>(value);
   auto out = std::make_unique<FilterValue>();
   if (v->available()) {
-    auto copy = LoadExportedFilter(ExportShardedFilter(*v->filter));
+    auto copy = LoadExportedFilter(ExportShardedFilter(*v->filter), g_budget);
     if (!copy.ok()) return nullptr;  // Redis then fails the COPY
     out->filter = std::move(copy).value();
   } else {
