@@ -1115,6 +1115,65 @@ def test_cluster_failover():
               % (mp_items, held))
 
 
+# --- Replication, LOADCHUNK staging and the internal commands -------------
+
+MIB = 1 << 20
+
+
+def scandump_chunks(c, family, key):
+    """[(iterator, data)] of key's SCANDUMP, header first."""
+    it, chunks = 0, []
+    while True:
+        it, data = c.execute_command(family + ".SCANDUMP", key, it)
+        if it == 0:
+            return chunks
+        chunks.append((it, data))
+
+
+def wait_synced(cr):
+    wait_for(lambda: cr.info("replication").get("master_link_status") == "up"
+             and cr.info("replication").get("master_sync_in_progress") == 0,
+             "the replica's sync")
+
+
+def test_replica_obeys_master():
+    """A replica with a smaller MEMORY-BUDGET (and maxmemory) applies every
+    write its master applied: a full sync, SFM.CREATE, growth and LOADCHUNK
+    staging; its own clients still meet its budget once it is promoted."""
+    m = server("obey_master", args=["--repl-diskless-sync-delay", "0"])
+    r = server("obey_replica", module_args=["MEMORY-BUDGET", "2097152"])
+    cm, cr = m.client(), r.client()
+    expect_error(lambda: cr.execute_command("BF.RESERVE", "x", 0.001,
+                                            3000000), "Insufficient memory")
+    cm.execute_command("BF.RESERVE", "pre", 0.001, 3000000)  # ~5 MiB
+    fill(cm, "pre", 1000)
+    cr.replicaof("127.0.0.1", m.port)
+    wait_synced(cr)
+    cm.execute_command("BF.RESERVE", "live", 0.001, 3000000)
+    cm.execute_command("BF.RESERVE", "grow", 0.01, 1000, "EXPANSION", 4)
+    fill(cm, "grow", 30000, prefix="g")
+    info = cm.execute_command("BF.INFO", "grow")
+    assert info[info.index(b"Number of filters") + 1] > 1, info
+    # LOADCHUNK staging on a replica over its own maxmemory.
+    cr.config_set("maxmemory", cr.info("memory")["used_memory"] + MIB)
+    for it, data in scandump_chunks(cm, "BF", "pre"):
+        assert cm.execute_command("BF.LOADCHUNK", "copy", it, data) == b"OK"
+    assert cm.execute_command("WAIT", 1, 10000) == 1
+    for key in ("pre", "live", "grow", "copy"):
+        assert cr.exists(key) == 1, "%s missing on the replica" % key
+        assert cr.dump(key) == cm.dump(key), key
+    check_present(cr, "grow", 30000, prefix="g")
+    check_present(cr, "pre", 1000)
+    assert (cr.execute_command("DEBUG", "DIGEST") ==
+            cm.execute_command("DEBUG", "DIGEST"))
+    # Promoted, it serves what it holds; its clients meet its budget.
+    cr.config_set("maxmemory", 0)
+    cr.replicaof("NO", "ONE")
+    check_present(cr, "grow", 30000, prefix="g")
+    expect_error(lambda: cr.execute_command("BF.RESERVE", "y", 0.001,
+                                            1000000), "Insufficient memory")
+
+
 TESTS = [test_commands, test_redis_cli, test_sf_commands, test_resp3, test_prefix,
          test_budget,
          test_bad_load_arguments,
@@ -1122,7 +1181,8 @@ TESTS = [test_commands, test_redis_cli, test_sf_commands, test_resp3, test_prefi
          test_dump_restore_across_servers, test_scandump_loadchunk,
          test_corrupt_restore_refused,
          test_damaged_rdb_loads_unavailable, test_memory_usage, test_replica,
-         test_replica_big, test_cluster, test_cluster_failover]
+         test_replica_big, test_replica_obeys_master, test_cluster,
+         test_cluster_failover]
 
 
 def main():

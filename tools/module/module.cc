@@ -138,6 +138,9 @@ int RunCommand(size_t index, RedisModuleCtx* ctx, RedisModuleString** argv,
     return RedisModule_WrongArity(ctx);
   }
   const bool write = (spec.flags & commands::kWrite) != 0;
+  // The master's and the AOF's writes are applied whatever this server's
+  // own limits say (module_memory.h).
+  const ObeyScope obey(CommandMustObey(ctx));
   ModuleKeyspace ks(ctx, g_options, write);
   const std::string_view key = args[1];  // every BF/CF command has one
   ks.SetCommandKey(argv[1]);
@@ -182,12 +185,12 @@ int SfmCreate(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     return RedisModule_ReplyWithError(
         ctx, ("ERR " + spec.status().message()).c_str());
   }
-  const int flags = RedisModule_GetContextFlags(ctx);
-  if ((flags & (REDISMODULE_CTX_FLAGS_REPLICATED |
-                REDISMODULE_CTX_FLAGS_LOADING)) == 0 &&
+  const bool obeyed = CommandMustObey(ctx);
+  if (!obeyed &&
       (spec->max_bytes == 0 || spec->max_bytes > g_options.max_filter_bytes)) {
     spec->max_bytes = g_options.max_filter_bytes;
   }
+  const ObeyScope obey(obeyed);
   ModuleKeyspace ks(ctx, g_options, /*write=*/true);
   const std::string_view key = View(argv[1]);
   if (ks.Probe(key, nullptr) != KeyState::kEmpty) {
@@ -219,6 +222,7 @@ int SfmChunk(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
       !commands::ParseLongLong(View(argv[3]), &n) || n < 1 || i < 0 || i >= n) {
     return RedisModule_ReplyWithError(ctx, "ERR invalid chunk index");
   }
+  const ObeyScope obey(CommandMustObey(ctx));
   ModuleKeyspace ks(ctx, g_options, /*write=*/true);
   const std::string_view key = View(argv[1]);
   FilterValue* v = nullptr;

@@ -35,11 +35,19 @@ void* RdbLoad(RedisModuleIO* io, int encver) {
   }
   std::string bytes(buf, len);
   RedisModule_Free(buf);
-  std::unique_ptr<FilterValue> v = ValueFromBytes(std::move(bytes), g_budget);
+  RedisModuleCtx* ctx = RedisModule_GetContextFromIO(io);
+  std::unique_ptr<FilterValue> v;
+  {
+    // A replica's full sync or RESTORE from its master, and a restart's
+    // load, hold what the master (or this server) held (module_memory.h).
+    const ObeyScope obey(ValueMustObey(ctx));
+    v = ValueFromBytes(std::move(bytes), g_budget);
+  }
   if (!v->available()) {
-    RedisModuleCtx* ctx = RedisModule_GetContextFromIO(io);
-    const bool loading = ctx != nullptr && (RedisModule_GetContextFlags(ctx) &
-                                            REDISMODULE_CTX_FLAGS_LOADING) != 0;
+    const bool loading =
+        (RedisModule_GetContextFlags(ctx) &
+         (REDISMODULE_CTX_FLAGS_LOADING |
+          REDISMODULE_CTX_FLAGS_ASYNC_LOADING)) != 0;
     if (!loading) {
       ++g_counters.restores_refused;
       RedisModule_LogIOError(io, REDISMODULE_LOGLEVEL_WARNING,
@@ -101,6 +109,9 @@ void* Copy(RedisModuleString*, RedisModuleString*, const void* value) {
   const auto* v = static_cast<const FilterValue*>(value);
   auto out = std::make_unique<FilterValue>();
   if (v->available()) {
+    // COPY replicated to a replica is obeyed (module_memory.h); Redis gives
+    // this callback no context.
+    const ObeyScope obey(ValueMustObey(nullptr));
     auto copy = LoadExportedFilter(ExportShardedFilter(*v->filter), g_budget);
     if (!copy.ok()) return nullptr;  // Redis then fails the COPY
     out->filter = std::move(copy).value();

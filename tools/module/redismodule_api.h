@@ -46,9 +46,11 @@ inline constexpr int REDISMODULE_KEYTYPE_MODULE = 6;
 // RedisModule_GetContextFlags bits (7.0).
 inline constexpr int REDISMODULE_CTX_FLAGS_MULTI = 1 << 1;
 inline constexpr int REDISMODULE_CTX_FLAGS_MASTER = 1 << 2;
+inline constexpr int REDISMODULE_CTX_FLAGS_SLAVE = 1 << 3;
 inline constexpr int REDISMODULE_CTX_FLAGS_REPLICATED = 1 << 12;
 inline constexpr int REDISMODULE_CTX_FLAGS_LOADING = 1 << 13;
 inline constexpr int REDISMODULE_CTX_FLAGS_RESP3 = 1 << 22;
+inline constexpr int REDISMODULE_CTX_FLAGS_ASYNC_LOADING = 1 << 23;
 
 // RedisModule_SetModuleOptions: rdb_load checks RedisModule_IsIOError
 // instead of Redis exiting on a short read.
