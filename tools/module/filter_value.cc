@@ -102,6 +102,24 @@ std::unique_ptr<FilterValue> ValueFromBytes(
   return v;
 }
 
+std::unique_ptr<FilterValue> ValueFromRdb(int encver, std::string bytes,
+                                          std::shared_ptr<MemoryBudget> budget) {
+  if (encver == kRdbEncodingVersion) {
+    return ValueFromBytes(std::move(bytes), std::move(budget));
+  }
+  auto v = std::make_unique<FilterValue>();
+  const std::string what = "shardfilter value of RDB encoding version " +
+                           std::to_string(encver);
+  v->damage = (encver > kRdbEncodingVersion
+                   ? Status::NotSupported(what + ", newer than this module's (" +
+                                          std::to_string(kRdbEncodingVersion) +
+                                          ")")
+                   : Status::Corruption(what + ", which no module wrote"))
+                  .ToString();
+  v->raw = std::move(bytes);
+  return v;
+}
+
 // "v1 type capacity fpp shards seed flags k fp_bits bucket kicks max_bytes
 // expansion", flags: 1 classic layout, 2 scalable, 8 auto layout, 16
 // split-block layout (no layout flag on a Bloom filter: blocked), 32 the

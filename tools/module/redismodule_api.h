@@ -238,6 +238,7 @@ typedef void (*RedisModuleEventCallback)(RedisModuleCtx* ctx,
   X(SetModuleOptions, void, (RedisModuleCtx*, int))                            \
   X(GetContextFlags, int, (RedisModuleCtx*))                                   \
   X(GetContextFromIO, RedisModuleCtx*, (RedisModuleIO*))                       \
+  X(GetKeyNameFromIO, const RedisModuleString*, (RedisModuleIO*))              \
   X(WrongArity, int, (RedisModuleCtx*))                                        \
   X(StringPtrLen, const char*, (const RedisModuleString*, size_t*))            \
   X(CreateString, RedisModuleString*, (RedisModuleCtx*, const char*, size_t))  \
