@@ -1141,6 +1141,102 @@ def wait_synced(cr):
              "the replica's sync")
 
 
+def hang_up(c):
+    """Closes the client's connections (redis-py's close() keeps them)."""
+    c.connection_pool.disconnect()
+
+
+def dump_header(total):
+    """A SCANDUMP header announcing a dump of `total` bytes."""
+    return b"SFDUMP01" + struct.pack("<Q", total)
+
+
+def test_loadchunk_staging_bounded():
+    """LOADCHUNK staging comes from Redis's allocator (used_memory counts
+    it), is refused past maxmemory (OOM), past a per-restore cap and past
+    the pending-restore bound, and is freed when a restore completes, is
+    abandoned for a newer one, or its client disconnects. SCANDUMP copies
+    alike."""
+    s = server("staging", args=["--maxmemory", "100mb"])
+    c = s.client()
+
+    def used():
+        return c.info("memory")["used_memory"]
+
+    base = used()
+    a, b, d = s.client(), s.client(), s.client()
+    assert a.execute_command("BF.LOADCHUNK", "ka", 1,
+                             dump_header(40 * MIB)) == b"OK"
+    assert used() >= base + 40 * MIB, (used(), base)
+    assert b.execute_command("BF.LOADCHUNK", "kb", 1,
+                             dump_header(40 * MIB)) == b"OK"
+    expect_error(lambda: d.execute_command("BF.LOADCHUNK", "kd", 1,
+                                           dump_header(40 * MIB)),
+                 "OOM command not allowed")
+    # A newer restore on a's connection frees the older one's staging.
+    assert a.execute_command("BF.LOADCHUNK", "ka2", 1,
+                             dump_header(MIB)) == b"OK"
+    assert used() < base + 45 * MIB, (used(), base)
+    assert d.execute_command("BF.LOADCHUNK", "kd", 1,
+                             dump_header(40 * MIB)) == b"OK"
+    # A client that disconnects midway frees its staging.
+    hang_up(b)
+    wait_for(lambda: used() < base + 45 * MIB, "b's staging freed")
+    hang_up(a)
+    hang_up(d)
+    wait_for(lambda: used() < base + 4 * MIB, "every staging freed")
+    # A restore that completes frees its staging.
+    c.execute_command("BF.RESERVE", "src", 0.01, 1000000)
+    chunks = scandump_chunks(c, "BF", "src")
+    for it, data in chunks:
+        assert c.execute_command("BF.LOADCHUNK", "copy", it, data) == b"OK"
+    assert c.dump("copy") == c.dump("src")
+    size = c.execute_command("BF.INFO", "src", "SIZE")[0]
+    c.execute_command("DEL", "src", "copy")
+    wait_for(lambda: used() < base + 4 * MIB, "the completed staging freed")
+
+    # A SCANDUMP copy held for its connection is counted, and refused when
+    # it cannot fit.
+    c.config_set("maxmemory", 0)
+    c.execute_command("BF.RESERVE", "f", 0.001, 10000000)
+    size = c.execute_command("BF.INFO", "f", "SIZE")[0]
+    before = used()
+    it, _ = c.execute_command("BF.SCANDUMP", "f", 0)
+    assert used() >= before + 0.9 * size, (used(), before, size)
+    while it != 0:
+        it, _ = c.execute_command("BF.SCANDUMP", "f", it)
+    assert used() < before + 0.1 * size, (used(), before)
+    c.config_set("maxmemory", used() + size // 2)
+    expect_error(lambda: c.execute_command("BF.SCANDUMP", "f", 0), "OOM")
+    c.config_set("maxmemory", 0)
+
+    # The per-restore cap follows MAX-FILTER-BYTES; the pending restores
+    # are bounded.
+    s2 = server("staging_cap", module_args=["MAX-FILTER-BYTES", "8388608"])
+    c2 = s2.client()
+    expect_error(lambda: c2.execute_command("BF.LOADCHUNK", "k", 1,
+                                            dump_header(64 * MIB)),
+                 "larger than")
+    clients = [s2.client() for _ in range(33)]
+    for i, cl in enumerate(clients[:32]):
+        assert cl.execute_command("BF.LOADCHUNK", "p%d" % i, 1,
+                                  dump_header(1000)) == b"OK"
+    expect_error(lambda: clients[32].execute_command(
+        "BF.LOADCHUNK", "p32", 1, dump_header(1000)), "restores")
+    hang_up(clients[0])
+    wait_for(lambda: _ok(lambda: clients[32].execute_command(
+        "BF.LOADCHUNK", "p32", 1, dump_header(1000))),
+        "a slot freed by a disconnect")
+
+
+def _ok(fn):
+    try:
+        fn()
+        return True
+    except redis.ResponseError:
+        return False
+
+
 def test_replica_obeys_master():
     """A replica with a smaller MEMORY-BUDGET (and maxmemory) applies every
     write its master applied: a full sync, SFM.CREATE, growth and LOADCHUNK
@@ -1260,7 +1356,8 @@ TESTS = [test_commands, test_redis_cli, test_sf_commands, test_resp3, test_prefi
          test_dump_restore_across_servers, test_scandump_loadchunk,
          test_corrupt_restore_refused,
          test_damaged_rdb_loads_unavailable, test_memory_usage, test_replica,
-         test_replica_big, test_replica_obeys_master,
+         test_replica_big, test_loadchunk_staging_bounded,
+         test_replica_obeys_master,
          test_future_encoding_rdb, test_cluster,
          test_cluster_failover]
 

@@ -7,6 +7,7 @@
 #include "tools/commands/sharded_handle.h"
 #include "tools/commands/util.h"
 #include "tools/module/module_memory.h"
+#include "tools/module/module_staging.h"
 
 namespace shardfilter::module {
 
@@ -42,7 +43,8 @@ ModuleKeyspace::ModuleKeyspace(RedisModuleCtx* ctx,
                                const ModuleOptions& options, bool write)
     : ctx_(ctx),
       options_(options),
-      mode_(write ? REDISMODULE_READ | REDISMODULE_WRITE : REDISMODULE_READ) {}
+      mode_(write ? REDISMODULE_READ | REDISMODULE_WRITE : REDISMODULE_READ),
+      obey_(CommandMustObey(ctx)) {}
 
 void ModuleFilter::BeforeMutation() { ks_->MarkMutated(); }
 
@@ -227,6 +229,15 @@ Status ModuleKeyspace::Restore(std::string_view key, std::string_view bytes) {
   // bytes): module.cc replicates every LOADCHUNK verbatim.
   mutated_ = true;
   return Status::OK();
+}
+
+Result<std::unique_ptr<commands::StagingBuffer>> ModuleKeyspace::NewStaging(
+    uint64_t bytes, std::string_view what) {
+  return NewRedisStaging(ctx_, bytes, what, obey_);
+}
+
+uint64_t ModuleKeyspace::MaxRestoreBytes() const {
+  return module::MaxRestoreBytes(options_.max_filter_bytes);
 }
 
 Result<bool> ModuleKeyspace::Delete(std::string_view key) {

@@ -106,6 +106,14 @@ class ModuleKeyspace final : public commands::Keyspace {
   Status Checkpoint() override;
   int64_t LastCheckpointUnix() override { return 0; }
   size_t MaxKeyBytes() const override { return size_t{512} << 20; }
+  // LOADCHUNK staging and SCANDUMP copies in Redis's memory, refused past
+  // maxmemory and the module's budget unless obeyed (module_staging.h).
+  Result<std::unique_ptr<commands::StagingBuffer>> NewStaging(
+      uint64_t bytes, std::string_view what) override;
+  // The dump of a filter of MAX-FILTER-BYTES (module_staging.h).
+  uint64_t MaxRestoreBytes() const override;
+  // The command comes from the master or the AOF (module_memory.h).
+  bool MustObey() const override { return obey_; }
 
   // The filter in shardfilter's dump format (the export: engine/export.h),
   // and a filter created from one; the command layer's SCANDUMP/LOADCHUNK
@@ -143,6 +151,7 @@ class ModuleKeyspace final : public commands::Keyspace {
   std::optional<ModuleFilter> handle_;
   std::optional<FilterSpec> created_;
   bool mutated_ = false;
+  const bool obey_;
 };
 
 }  // namespace shardfilter::module

@@ -29,6 +29,7 @@ typedef struct RedisModuleType RedisModuleType;
 typedef struct RedisModuleDigest RedisModuleDigest;
 typedef struct RedisModuleCommand RedisModuleCommand;
 typedef struct RedisModuleInfoCtx RedisModuleInfoCtx;
+typedef struct RedisModuleServerInfoData RedisModuleServerInfoData;
 
 // --- Constants ---
 inline constexpr int REDISMODULE_OK = 0;
@@ -227,6 +228,7 @@ typedef void (*RedisModuleEventCallback)(RedisModuleCtx* ctx,
   X(SetModuleAttribs, void, (RedisModuleCtx*, const char*, int, int))          \
   X(IsModuleNameBusy, int, (const char*))                                      \
   X(Alloc, void*, (size_t))                                                    \
+  X(TryAlloc, void*, (size_t))                                                 \
   X(Free, void, (void*))                                                       \
   X(Log, void, (RedisModuleCtx*, const char*, const char*, ...))               \
   X(LogIOError, void, (RedisModuleIO*, const char*, const char*, ...))         \
@@ -281,7 +283,12 @@ typedef void (*RedisModuleEventCallback)(RedisModuleCtx* ctx,
   X(SubscribeToServerEvent, int,                                               \
     (RedisModuleCtx*, RedisModuleEvent, RedisModuleEventCallback))             \
   X(InfoAddFieldULongLong, int,                                                \
-    (RedisModuleInfoCtx*, const char*, unsigned long long))
+    (RedisModuleInfoCtx*, const char*, unsigned long long))                    \
+  X(GetServerInfo, RedisModuleServerInfoData*, (RedisModuleCtx*, const char*)) \
+  X(FreeServerInfo, void, (RedisModuleCtx*, RedisModuleServerInfoData*))       \
+  X(ServerInfoGetFieldUnsigned, unsigned long long,                            \
+    (RedisModuleServerInfoData*, const char*, int*))                           \
+  X(GetUsedMemoryRatio, float, ())
 
 #define SF_DECLARE_API(name, ret, params) \
   extern ret(*RedisModule_##name) params;
