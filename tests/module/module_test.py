@@ -1122,6 +1122,8 @@ def test_cluster_failover():
 
 # --- Replication, LOADCHUNK staging and the internal commands -------------
 
+GOLDEN_AOF = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                          "data", "golden", "module-aof")
 MIB = 1 << 20
 
 
@@ -1144,6 +1146,123 @@ def wait_synced(cr):
 def hang_up(c):
     """Closes the client's connections (redis-py's close() keeps them)."""
     c.connection_pool.disconnect()
+
+
+def aof_commands(path):
+    """Every command of an AOF file in RESP form, as lists of bytes."""
+    with open(path, "rb") as f:
+        data = f.read()
+    at, out = 0, []
+    while at < len(data):
+        assert data[at:at + 1] == b"*", (path, at)
+        nl = data.index(b"\r\n", at)
+        n, at = int(data[at + 1:nl]), nl + 2
+        args = []
+        for _ in range(n):
+            nl = data.index(b"\r\n", at)
+            size, at = int(data[at + 1:nl]), nl + 2
+            args.append(data[at:at + size])
+            at += size + 2
+        out.append(args)
+    return out
+
+
+def incr_aof_commands(s):
+    d = os.path.join(s.dir, "appendonlydir")
+    out = []
+    for name in sorted(os.listdir(d)):
+        if name.endswith(".incr.aof"):
+            out += aof_commands(os.path.join(d, name))
+    return out
+
+
+def test_golden_aof():
+    """An AOF written by an earlier build (tests/data/golden/module-aof,
+    tests/module/make_golden_aof.py) loads: SFM.CHUNK sequences of its
+    rewrite, SFM.CREATE, and BF/CF.LOADCHUNK sequences replicated verbatim,
+    two of them interleaved (tracked by key while the AOF loads)."""
+    import gzip
+    s = Server("golden_aof", args=["--appendonly", "yes"])
+    SERVERS.append(s)
+    d = os.path.join(s.dir, "appendonlydir")
+    os.makedirs(d)
+    for name in os.listdir(GOLDEN_AOF):
+        src = os.path.join(GOLDEN_AOF, name)
+        if name.endswith(".gz"):
+            with gzip.open(src, "rb") as f, \
+                    open(os.path.join(d, name[:-3]), "wb") as out:
+                out.write(f.read())
+        elif name != "expected.txt":
+            shutil.copy(src, os.path.join(d, name))
+    s.start()
+    c = s.client()
+    with open(os.path.join(GOLDEN_AOF, "expected.txt")) as f:
+        for line in f:
+            if line.startswith("#") or not line.strip():
+                continue
+            key, cmd, *items = line.split()
+            assert c.exists(key) == 1, "%s missing after the AOF load" % key
+            r = c.execute_command(cmd, key, *items)
+            assert all(v == 1 for v in r), (key, r)
+    assert c.dump("seq") == c.dump("srcb") and c.dump("il1") == c.dump("srcb")
+    assert c.dump("il2") == c.dump("srcc")
+    assert c.execute_command("CF.COUNT", "cf", "a") == 2
+
+
+def test_loadchunk_interleaved():
+    """Two clients' LOADCHUNK sequences interleave on a master: both keys
+    reach its replica and survive an AOF reload; the master writes them as
+    SFM.LOADCHUNK chunks of at most 8 MiB, never the clients' commands."""
+    src = server("il_src")
+    m = server("il_master", args=["--appendonly", "yes",
+                                  "--aof-use-rdb-preamble", "no",
+                                  "--repl-diskless-sync-delay", "0"])
+    r = server("il_replica")
+    cs, cm, cr = src.client(), m.client(), r.client()
+    cr.replicaof("127.0.0.1", m.port)
+    wait_synced(cr)
+    # ~19 MB: SCANDUMP hands out a 16 MiB chunk, twice the AOF rewrite's.
+    cs.execute_command("BF.RESERVE", "b", 0.0001, 8000000)
+    fill(cs, "b", 2000)
+    cs.execute_command("CF.INSERT", "c", "ITEMS", "x", "y", "x")
+    bloom = [("BF.LOADCHUNK", "il1", it, d)
+             for it, d in scandump_chunks(cs, "BF", "b")]
+    cuckoo = [("CF.LOADCHUNK", "il2", it, d)
+              for it, d in scandump_chunks(cs, "CF", "c")]
+    assert max(len(cmd[3]) for cmd in bloom) > 8 * MIB
+    want = {"il1": cs.dump("b"), "il2": cs.dump("c")}
+    c1, c2 = m.client(), m.client()
+    for i in range(max(len(bloom), len(cuckoo))):
+        if i < len(bloom):
+            assert c1.execute_command(*bloom[i]) == b"OK"
+        if i < len(cuckoo):
+            assert c2.execute_command(*cuckoo[i]) == b"OK"
+    # A restore abandoned midway leaves nothing anywhere.
+    c3 = m.client()
+    assert c3.execute_command(*bloom[0][:1], "gone", *bloom[0][2:]) == b"OK"
+    hang_up(c3)
+    for key, value in want.items():
+        assert cm.dump(key) == value, key
+    assert cm.execute_command("WAIT", 1, 10000) == 1
+    for key, value in want.items():
+        assert cr.exists(key) == 1, "%s missing on the replica" % key
+        assert cr.dump(key) == value, key
+    assert cr.exists("gone") == 0
+    assert (cr.execute_command("DEBUG", "DIGEST") ==
+            cm.execute_command("DEBUG", "DIGEST"))
+    # The AOF: every key back after a restart.
+    m.restart()
+    cm = m.client()
+    for key, value in want.items():
+        assert cm.exists(key) == 1, "%s missing after the AOF reload" % key
+        assert cm.dump(key) == value, key
+    # What the master wrote for them (and sent its replica).
+    cmds = incr_aof_commands(m)
+    names = {a[0].lower() for a in cmds}
+    assert not names & {b"bf.loadchunk", b"cf.loadchunk"}, names
+    chunks = [a for a in cmds if a[0].lower() == b"sfm.loadchunk"]
+    assert len(chunks) >= 4, len(chunks)  # ~19 MB in 8 MiB chunks, + cuckoo
+    assert max(len(a[-1]) for a in chunks) <= 8 * MIB
 
 
 def dump_header(total):
@@ -1356,7 +1475,8 @@ TESTS = [test_commands, test_redis_cli, test_sf_commands, test_resp3, test_prefi
          test_dump_restore_across_servers, test_scandump_loadchunk,
          test_corrupt_restore_refused,
          test_damaged_rdb_loads_unavailable, test_memory_usage, test_replica,
-         test_replica_big, test_loadchunk_staging_bounded,
+         test_replica_big, test_golden_aof, test_loadchunk_interleaved,
+         test_loadchunk_staging_bounded,
          test_replica_obeys_master,
          test_future_encoding_rdb, test_cluster,
          test_cluster_failover]

@@ -44,7 +44,10 @@ uint64_t FilterValue::MemoryBytes() const {
 }
 
 std::string EncodeValue(ShardedFilter& filter) {
-  const std::string payload = ExportShardedFilter(filter);
+  return EncodeEnvelope(ExportShardedFilter(filter));
+}
+
+std::string EncodeEnvelope(std::string_view payload) {
   std::string out(kValueMagic, sizeof kValueMagic);
   out.reserve(kValueHeaderSize + payload.size() + kValueTrailerSize);
   PutLE(&out, kValueVersion, 2);

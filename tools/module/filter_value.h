@@ -63,6 +63,8 @@ struct FilterValue {
 
 // The envelope of `filter`'s current state.
 std::string EncodeValue(ShardedFilter& filter);
+// The envelope around `payload`, an export (docs/format-export.md).
+std::string EncodeEnvelope(std::string_view payload);
 
 // The filter an envelope holds. InvalidArgument: not an envelope (magic);
 // Corruption: truncated, padded, checksum mismatch, flags set, or a payload

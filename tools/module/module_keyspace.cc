@@ -6,6 +6,7 @@
 #include "shardfilter/engine/export.h"
 #include "tools/commands/sharded_handle.h"
 #include "tools/commands/util.h"
+#include "tools/module/module_internal.h"
 #include "tools/module/module_memory.h"
 #include "tools/module/module_staging.h"
 
@@ -40,11 +41,12 @@ FilterSpec ToFilterSpec(const commands::CreateParams& p,
 }
 
 ModuleKeyspace::ModuleKeyspace(RedisModuleCtx* ctx,
-                               const ModuleOptions& options, bool write)
+                               const ModuleOptions& options, bool write,
+                               bool obey)
     : ctx_(ctx),
       options_(options),
       mode_(write ? REDISMODULE_READ | REDISMODULE_WRITE : REDISMODULE_READ),
-      obey_(CommandMustObey(ctx)) {}
+      obey_(obey) {}
 
 void ModuleFilter::BeforeMutation() { ks_->MarkMutated(); }
 
@@ -225,9 +227,7 @@ Status ModuleKeyspace::Restore(std::string_view key, std::string_view bytes) {
     return Status::IOError("cannot set the key");
   }
   ++g_counters.values_loaded;
-  // Replicated as the command itself (the replica restores the same
-  // bytes): module.cc replicates every LOADCHUNK verbatim.
-  mutated_ = true;
+  ReplicateRestore(ctx_, key, bytes);
   return Status::OK();
 }
 

@@ -43,8 +43,9 @@ struct ModuleOptions {
   bool huge_pages = false;
 };
 
-// The module's data type (set in RedisModule_OnLoad).
+// The module's data type and load arguments (set in RedisModule_OnLoad).
 extern RedisModuleType* g_filter_type;
+extern ModuleOptions g_options;
 
 // Counters for INFO shardfilter (main thread only; a fork child's changes
 // are its own).
@@ -81,8 +82,10 @@ class ModuleFilter final : public commands::ShardedFilterHandle {
 
 class ModuleKeyspace final : public commands::Keyspace {
  public:
-  // `write`: keys are opened for writing (write commands).
-  ModuleKeyspace(RedisModuleCtx* ctx, const ModuleOptions& options, bool write);
+  // `write`: keys are opened for writing (write commands). `obey`: the
+  // command comes from the master or the AOF (module_memory.h).
+  ModuleKeyspace(RedisModuleCtx* ctx, const ModuleOptions& options, bool write,
+                 bool obey);
   ~ModuleKeyspace() override;
 
   // The command's own key (argv[1]): opened from this string, without a
@@ -117,7 +120,8 @@ class ModuleKeyspace final : public commands::Keyspace {
 
   // The filter in shardfilter's dump format (the export: engine/export.h),
   // and a filter created from one; the command layer's SCANDUMP/LOADCHUNK
-  // (Keyspace::Dump/Restore).
+  // (Keyspace::Dump/Restore). A restore replicates itself as SFM.LOADCHUNK
+  // commands (module_internal.h).
   // NotFound; AlreadyExists, and the export's errors (nothing created).
   Result<std::string> Dump(std::string_view key) override;
   // SF.UNION over the keys' values (replicated verbatim: deterministic).

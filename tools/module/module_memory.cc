@@ -6,10 +6,14 @@ namespace shardfilter::module {
 
 std::shared_ptr<MemoryBudget> g_budget;
 
-bool CommandMustObey(RedisModuleCtx* ctx) {
-  return (RedisModule_GetContextFlags(ctx) &
+bool MustObey(int context_flags) {
+  return (context_flags &
           (REDISMODULE_CTX_FLAGS_REPLICATED | REDISMODULE_CTX_FLAGS_LOADING |
            REDISMODULE_CTX_FLAGS_ASYNC_LOADING)) != 0;
+}
+
+bool CommandMustObey(RedisModuleCtx* ctx) {
+  return MustObey(RedisModule_GetContextFlags(ctx));
 }
 
 bool ValueMustObey(RedisModuleCtx* ctx) {

@@ -33,6 +33,8 @@ extern std::shared_ptr<MemoryBudget> g_budget;
 // (REDISMODULE_CTX_FLAGS_REPLICATED: the master client) or from an AOF
 // being loaded (LOADING or ASYNC_LOADING: the AOF client).
 bool CommandMustObey(RedisModuleCtx* ctx);
+// The same from the context's flags (RedisModule_GetContextFlags).
+bool MustObey(int context_flags);
 
 // A value being loaded or copied outside a command of the module (rdb_load:
 // RDB, a replica's full sync, RESTORE; copy: COPY), where Redis gives no

@@ -207,6 +207,7 @@ struct RedisModuleEvent {
   uint64_t id;
   uint64_t dataver;
 };
+inline constexpr uint64_t REDISMODULE_EVENT_LOADING = 3;
 inline constexpr uint64_t REDISMODULE_EVENT_CLIENT_CHANGE = 4;
 inline constexpr uint64_t REDISMODULE_SUBEVENT_CLIENT_CHANGE_DISCONNECTED = 1;
 // The ClientChange event's data, version 1 (only `id` is read).
@@ -280,6 +281,7 @@ typedef void (*RedisModuleEventCallback)(RedisModuleCtx* ctx,
   X(InfoAddSection, int, (RedisModuleInfoCtx*, const char*))                   \
   X(InfoAddFieldCString, int, (RedisModuleInfoCtx*, const char*, const char*)) \
   X(GetClientId, unsigned long long, (RedisModuleCtx*))                        \
+  X(GetSelectedDb, int, (RedisModuleCtx*))                                     \
   X(SubscribeToServerEvent, int,                                               \
     (RedisModuleCtx*, RedisModuleEvent, RedisModuleEventCallback))             \
   X(InfoAddFieldULongLong, int,                                                \
