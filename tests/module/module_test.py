@@ -378,9 +378,10 @@ def test_prefix():
     expect_error(lambda: c.execute_command("BF.ADD", "k", "a"),
                  "unknown command")
     # SFM.* are not prefixed: an AOF rewrite stays loadable anywhere.
-    c.execute_command("SFM.CHUNK", "x", 0, 1, "junk")
-    expect_error(lambda: c.execute_command("SF.BF.EXISTS", "x", "a"),
-                 "unavailable")
+    raw = s.client()
+    raw.response_callbacks = {}
+    for name in ("sfm.chunk", "sfm.create", "sfm.loadchunk"):
+        assert raw.execute_command("COMMAND", "INFO", name)[0], name
 
 
 def test_budget():
@@ -392,7 +393,7 @@ def test_budget():
                  "Insufficient memory")
     assert c.exists("b", "c") == 0
     assert c.execute_command("BF.RESERVE", "small", 0.01, 10000) == b"OK"
-    # SFM.CREATE from a client cannot bypass the budget either.
+    # SFM.CREATE (internal) cannot bypass the budget either.
     spec = "v1 1 100000000 0x1.47ae147ae147bp-7 1 0 2 0 0 0 0 0 2"
     expect_error(lambda: c.execute_command("SFM.CREATE", "x", spec))
     assert c.exists("x") == 0
@@ -1394,6 +1395,31 @@ def test_replica_obeys_master():
                                             1000000), "Insufficient memory")
 
 
+def test_internal_commands_refused():
+    """SFM.* serve the replication stream and the AOF: a client (directly,
+    in MULTI or in a script) is refused and nothing changes."""
+    s = server("internal")
+    c = s.client()
+    c.execute_command("BF.ADD", "f", "a")
+    spec = "v1 1 1000 0x1.47ae147ae147bp-7 1 0 2 0 0 0 0 0 2"
+    for cmd in (("SFM.CHUNK", "f", 0, 2, "junk"),
+                ("SFM.CHUNK", "n", 0, 1, "junk"),
+                ("SFM.CREATE", "n", spec),
+                ("SFM.LOADCHUNK", "f", 1, 0, 4, "junk")):
+        expect_error(lambda: c.execute_command(*cmd), "internal")
+    p = c.pipeline(transaction=True)
+    p.execute_command("SFM.CHUNK", "f", 0, 2, "junk")
+    p.execute_command("BF.EXISTS", "f", "a")
+    out = p.execute(raise_on_error=False)
+    assert isinstance(out[0], redis.ResponseError) and out[1] == 1, out
+    expect_error(lambda: c.eval("return redis.call('SFM.CHUNK', KEYS[1], 0, "
+                                "2, 'junk')", 1, "f"), "internal")
+    assert c.execute_command("BF.EXISTS", "f", "a") == 1
+    assert c.exists("n") == 0
+    c.execute_command("DEBUG", "RELOAD")
+    assert c.execute_command("BF.EXISTS", "f", "a") == 1
+
+
 def module_type_id(name, encver):
     """Redis's 64-bit module type id: 9 name characters of 6 bits each, then
     the 10-bit encoding version (moduleTypeEncodeId)."""
@@ -1477,7 +1503,7 @@ TESTS = [test_commands, test_redis_cli, test_sf_commands, test_resp3, test_prefi
          test_damaged_rdb_loads_unavailable, test_memory_usage, test_replica,
          test_replica_big, test_golden_aof, test_loadchunk_interleaved,
          test_loadchunk_staging_bounded,
-         test_replica_obeys_master,
+         test_replica_obeys_master, test_internal_commands_refused,
          test_future_encoding_rdb, test_cluster,
          test_cluster_failover]
 

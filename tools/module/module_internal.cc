@@ -36,6 +36,19 @@ int ReplyError(RedisModuleCtx* ctx, const std::string& text) {
   return RedisModule_ReplyWithError(ctx, text.c_str());
 }
 
+// The SFM.* commands change keys in ways no client may ask for (a value
+// replaced by a pending one, a spec with any seed or budget): they are
+// accepted only where Redis itself must obey (module_memory.h), from the
+// master's replication stream or an AOF being loaded. False after
+// replying to anyone else.
+bool AcceptInternal(RedisModuleCtx* ctx, const char* name) {
+  if (CommandMustObey(ctx)) return true;
+  ReplyError(ctx, std::string("ERR shardfilter: ") + name +
+                      " is internal (accepted only from the master or while "
+                      "loading); use the BF.*/CF.*/SF.* commands");
+  return false;
+}
+
 // A restore SFM.LOADCHUNK is gathering.
 struct StagedRestore {
   uint64_t id = 0;
@@ -56,20 +69,15 @@ uint64_t NextRestoreId() {
 
 }  // namespace
 
-// SFM.CREATE key spec: creates a filter with exactly `spec`. From the
-// master or the AOF the spec is applied as it is (the master enforced its
-// budget); from a client, this server's budget applies.
+// SFM.CREATE key spec: creates a filter with exactly `spec`, as the master
+// resolved it (its budget, MAX-FILTER-BYTES included).
 int SfmCreate(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (argc != 3) return RedisModule_WrongArity(ctx);
+  if (!AcceptInternal(ctx, "SFM.CREATE")) return REDISMODULE_OK;
   auto spec = DecodeSpec(View(argv[2]));
   if (!spec.ok()) return ReplyError(ctx, "ERR " + spec.status().message());
-  const bool obeyed = CommandMustObey(ctx);
-  if (!obeyed &&
-      (spec->max_bytes == 0 || spec->max_bytes > g_options.max_filter_bytes)) {
-    spec->max_bytes = g_options.max_filter_bytes;
-  }
-  const ObeyScope obey(obeyed);
-  ModuleKeyspace ks(ctx, g_options, /*write=*/true, obeyed);
+  const ObeyScope obey(true);
+  ModuleKeyspace ks(ctx, g_options, /*write=*/true, /*obey=*/true);
   const std::string_view key = View(argv[1]);
   if (ks.Probe(key, nullptr) != KeyState::kEmpty) {
     return RedisModule_ReplyWithError(ctx, "ERR item exists");
@@ -92,14 +100,14 @@ int SfmCreate(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
 // loading does).
 int SfmChunk(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (argc != 5) return RedisModule_WrongArity(ctx);
+  if (!AcceptInternal(ctx, "SFM.CHUNK")) return REDISMODULE_OK;
   int64_t i = 0, n = 0;
   if (!commands::ParseLongLong(View(argv[2]), &i) ||
       !commands::ParseLongLong(View(argv[3]), &n) || n < 1 || i < 0 || i >= n) {
     return RedisModule_ReplyWithError(ctx, "ERR invalid chunk index");
   }
-  const bool obeyed = CommandMustObey(ctx);
-  const ObeyScope obey(obeyed);
-  ModuleKeyspace ks(ctx, g_options, /*write=*/true, obeyed);
+  const ObeyScope obey(true);
+  ModuleKeyspace ks(ctx, g_options, /*write=*/true, /*obey=*/true);
   const std::string_view key = View(argv[1]);
   FilterValue* v = nullptr;
   const KeyState state = ks.Probe(key, &v);
@@ -139,12 +147,7 @@ int SfmChunk(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
 // this server's limits.
 int SfmLoadChunk(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (argc != 6) return RedisModule_WrongArity(ctx);
-  if (!CommandMustObey(ctx)) {
-    return RedisModule_ReplyWithError(
-        ctx,
-        "ERR shardfilter: SFM.LOADCHUNK is internal (accepted only from the "
-        "master or while loading); restore with BF.LOADCHUNK / CF.LOADCHUNK");
-  }
+  if (!AcceptInternal(ctx, "SFM.LOADCHUNK")) return REDISMODULE_OK;
   uint64_t id = 0, offset = 0, total = 0;
   if (!ParseU64(View(argv[2]), &id) || !ParseU64(View(argv[3]), &offset) ||
       !ParseU64(View(argv[4]), &total) || total == 0) {

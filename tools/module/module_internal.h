@@ -1,6 +1,8 @@
 // The module's own commands, which serve persistence and replication only
-// (docs/redis-module.md, "Module commands"); never prefixed, so an AOF or a
-// replication stream loads whatever PREFIX the reading server uses:
+// (docs/redis-module.md): accepted only from the master's replication
+// stream or an AOF being loaded (a client is refused, and nothing changes),
+// and never prefixed, so an AOF or a replication stream loads whatever
+// PREFIX the reading server uses:
 //
 //   SFM.CREATE key spec
 //       a filter with exactly the resolved spec (replicated creates)
