@@ -653,4 +653,10 @@ uint64_t DbKeyspace::FilterBytes() {
   return total;
 }
 
+Result<std::unique_ptr<commands::StagingBuffer>> DbKeyspace::NewStaging(
+    uint64_t bytes, std::string_view what) {
+  return commands::NewBudgetedStaging(db_->options().memory_budget, bytes,
+                                      what);
+}
+
 }  // namespace shardfilter::server
