@@ -53,7 +53,7 @@ src="$PEERS_DIR/RedisBloom"
 
 # The version the sources declare (src/version.h), e.g. 2.8.20.
 version_part() {
-  sed -n "s/^#define REBLOOM_VERSION_$1 \\([0-9]*\\).*/\\1/p" "$src/src/version.h" | head -1
+  sed -n "s/^#define REBLOOM_VERSION_$1 \\([0-9]*\\).*/\\1/p;T;q" "$src/src/version.h"
 }
 version="$(version_part MAJOR).$(version_part MINOR).$(version_part PATCH)"
 [ "$version" = "2.8.20" ] || say "warning: $src declares version $version; the benchmarks were measured with 2.8.20"
@@ -163,7 +163,7 @@ if [ "$check" = 1 ]; then
     cli() { redis-cli -p "$port" "$@"; }
     modules=$(cli MODULE LIST | tr '\n' ' ')
     want_ver=$(( $(version_part MAJOR) * 10000 + $(version_part MINOR) * 100 + $(version_part PATCH) ))
-    echo "$modules" | grep -q "bf ver $want_ver" \
+    grep -q "bf ver $want_ver" <<<"$modules" \
       || die "MODULE LIST does not show bf version $want_ver: $modules"
     answers="$(cli BF.ADD k a) $(cli BF.EXISTS k a) $(cli BF.EXISTS k b) $(cli CF.ADD c a) $(cli CF.EXISTS c a) $(cli CF.EXISTS c b)"
     [ "$answers" = "1 1 0 1 1 0" ] \

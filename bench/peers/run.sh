@@ -101,7 +101,7 @@ for a in "${args[@]}"; do
 done
 
 lib=$(git -C "$repo" describe --always --dirty --abbrev=8 2>/dev/null || echo "unknown")
-cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -1)
+cpu=$(sed -n 's/^model name[[:space:]]*: //p;T;q' /proc/cpuinfo 2>/dev/null)
 echo "shardfilter \`$lib\` (-march=native); fastfilter_cpp \`${commits[0]}\`, efficient/cuckoofilter \`${commits[1]}\`, RocksDB \`${commits[2]}\`'s \`util/bloom_impl.h\`; $(nproc) CPUs (${cpu:-unknown}), load average $(cut -d' ' -f1-3 /proc/loadavg) at the start; $(date -u '+%Y-%m-%d %H:%M UTC')."
 echo
 exec "$build_dir/side_by_side" "${args[@]}"
