@@ -60,6 +60,7 @@ std::shared_ptr<FilterHandle> OpenForWrite(CommandContext& ctx,
     ctx.out.Error(kWrongTypeError);
     return nullptr;
   }
+  if (ReplyIfUnreadable(ctx, key, found)) return nullptr;
   if (!o.autocreate) {
     ctx.out.Error(kNotFoundError);
     return nullptr;
@@ -94,7 +95,9 @@ void CheckAndReply(CommandContext& ctx, Args args, bool multi) {
     heap_present.assign(items.size(), 0);
     present = heap_present;
   }
-  // RedisBloom answers 0 for a missing key and for one of another type.
+  if (ReplyIfUnreadable(ctx, args[1], found)) return;
+  // RedisBloom answers 0 for a missing key and for one of another type
+  // (docs/design.md "Errors are never answers").
   if (found.handle != nullptr) {
     if (items.size() == 1) {
       present[0] = found.handle->MayContain(items[0]);
@@ -213,6 +216,7 @@ void BfReserve(CommandContext& ctx, Args args) {
   auto found = LookupTyped(ctx, args[1], FilterType::kBloom);
   if (found.handle != nullptr) return ctx.out.Error(kItemExistsError);
   if (found.wrong_type) return ctx.out.Error(kWrongTypeError);
+  if (ReplyIfUnreadable(ctx, args[1], found)) return;
   if (RefuseKeyName(ctx, args[1])) return;
   if (RefuseExpansion(ctx, o.expansion)) return;
   auto created = ctx.keyspace.Create(args[1], ToParams(o));
@@ -324,6 +328,7 @@ void BfInfo(CommandContext& ctx, Args args) {
   }
   auto found = LookupTyped(ctx, args[1], FilterType::kBloom);
   if (found.wrong_type) return ctx.out.Error(kWrongTypeError);
+  if (ReplyIfUnreadable(ctx, args[1], found)) return;
   if (found.handle == nullptr) return ctx.out.Error(kNotFoundError);
   const FilterSummary s = found.handle->Summary();
   struct Field {
@@ -373,6 +378,7 @@ void BfCard(CommandContext& ctx, Args args) {
   if (args.size() != 2) return ReplyWrongArity(ctx.out, args[0]);
   auto found = LookupTyped(ctx, args[1], FilterType::kBloom);
   if (found.wrong_type) return ctx.out.Error(kWrongTypeError);
+  if (ReplyIfUnreadable(ctx, args[1], found)) return;
   if (found.handle == nullptr) return ctx.out.Integer(0);
   ctx.out.Integer(static_cast<int64_t>(found.handle->Summary().items));
 }

@@ -65,6 +65,7 @@ void InsertCommon(CommandContext& ctx, std::string_view key, Args items,
   auto found = LookupTyped(ctx, key, FilterType::kCuckoo);
   std::shared_ptr<FilterHandle> filter = found.handle;
   if (found.wrong_type) return ctx.out.Error(kWrongTypeError);
+  if (ReplyIfUnreadable(ctx, key, found)) return;
   if (filter == nullptr) {
     if (!o.autocreate) return ctx.out.Error(kNotFoundError);
     if (RefuseKeyName(ctx, key)) return;
@@ -160,10 +161,13 @@ void CheckCommand(CommandContext& ctx, Args args, bool multi, bool count) {
     return ReplyWrongArity(ctx.out, args[0]);
   }
   auto found = LookupTyped(ctx, args[1], FilterType::kCuckoo);
+  if (ReplyIfUnreadable(ctx, args[1], found)) return;
   const Args items = args.subspan(2);
   const bool as_bool = ctx.out.protocol() >= 3 && !count;
   if (multi) ctx.out.Array(items.size());
-  if (found.handle == nullptr) {  // missing or another type: 0
+  // Missing or of another type: 0, as RedisBloom (docs/design.md "Errors
+  // are never answers").
+  if (found.handle == nullptr) {
     for (size_t i = 0; i < items.size(); ++i) ReplyFlag(ctx, as_bool, 0);
     return;
   }
@@ -247,6 +251,7 @@ void CfReserve(CommandContext& ctx, Args args) {
   auto found = LookupTyped(ctx, args[1], FilterType::kCuckoo);
   if (found.handle != nullptr) return ctx.out.Error(kItemExistsError);
   if (found.wrong_type) return ctx.out.Error(kWrongTypeError);
+  if (ReplyIfUnreadable(ctx, args[1], found)) return;
   if (RefuseKeyName(ctx, args[1])) return;
   if (LayoutBucketSize(bucket_size) == 0) {
     return ctx.out.Error(
@@ -299,6 +304,8 @@ void CfCount(CommandContext& ctx, Args args) {
 void CfDel(CommandContext& ctx, Args args) {
   if (args.size() != 3) return ReplyWrongArity(ctx.out, args[0]);
   auto found = LookupTyped(ctx, args[1], FilterType::kCuckoo);
+  if (ReplyIfUnreadable(ctx, args[1], found)) return;
+  // Missing or of another type: RedisBloom's "Not found".
   if (found.handle == nullptr) return ctx.out.Error("Not found");
   const Status s = found.handle->Remove(args[2]);
   if (!s.ok() && !s.IsNotFound()) {
@@ -311,6 +318,7 @@ void CfInfo(CommandContext& ctx, Args args) {
   if (args.size() != 2) return ReplyWrongArity(ctx.out, args[0]);
   auto found = LookupTyped(ctx, args[1], FilterType::kCuckoo);
   if (found.wrong_type) return ctx.out.Error(kWrongTypeError);
+  if (ReplyIfUnreadable(ctx, args[1], found)) return;
   if (found.handle == nullptr) return ctx.out.Error(kNotFoundError);
   const FilterSummary s = found.handle->Summary();
   const std::pair<const char*, int64_t> fields[] = {

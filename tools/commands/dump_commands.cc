@@ -39,6 +39,7 @@ void ScanDump(CommandContext& ctx, Args args, FilterType type) {
   }
   TypedLookup found = LookupTyped(ctx, args[1], type);
   if (found.wrong_type) return ctx.out.Error(kWrongTypeError);
+  if (ReplyIfUnreadable(ctx, args[1], found)) return;
   if (found.handle == nullptr) return ctx.out.Error(kNotFoundError);
   Session& s = ctx.session;
   if (iter == 0 || s.dump_key != args[1] || s.dump_bytes.empty()) {
@@ -82,6 +83,7 @@ void LoadChunk(CommandContext& ctx, Args args, FilterType type) {
     TypedLookup found = LookupTyped(ctx, key, type);
     if (found.handle != nullptr) return ctx.out.Error(kItemExistsError);
     if (found.wrong_type) return ctx.out.Error(kWrongTypeError);
+    if (ReplyIfUnreadable(ctx, key, found)) return;
     if (RefuseKeyName(ctx, key)) return;
     if (data.size() != kHeaderBytes ||
         std::memcmp(data.data(), kMagic, 8) != 0) {
@@ -123,6 +125,9 @@ void LoadChunk(CommandContext& ctx, Args args, FilterType type) {
     return ctx.out.Error("ERR could not load the dump: " + restored.message());
   }
   TypedLookup loaded = LookupTyped(ctx, key, type);
+  // Restored but not readable back: the error, and the key is kept (it
+  // holds the dump's filter).
+  if (ReplyIfUnreadable(ctx, key, loaded)) return;
   if (loaded.handle == nullptr) {  // a dump of the other family
     (void)ctx.keyspace.Delete(key);
     return ctx.out.Error(bloom ? "ERR the dump is not a Bloom filter's"

@@ -12,7 +12,12 @@ TypedLookup LookupTyped(CommandContext& ctx, std::string_view key,
   if (key.empty() || key.size() > ctx.keyspace.MaxKeyBytes()) return r;
   auto found = ctx.keyspace.Lookup(key);
   if (!found.ok()) {
-    r.wrong_type = found.status().code() == StatusCode::kWrongType;
+    const Status& s = found.status();
+    if (s.code() == StatusCode::kWrongType) {
+      r.wrong_type = true;
+    } else if (!IsAbsent(s)) {
+      r.error = s;
+    }
     return r;
   }
   if ((*found)->type() != type) {
@@ -21,6 +26,13 @@ TypedLookup LookupTyped(CommandContext& ctx, std::string_view key,
   }
   r.handle = std::move(found).value();
   return r;
+}
+
+bool ReplyIfUnreadable(CommandContext& ctx, std::string_view key,
+                       const TypedLookup& found) {
+  if (found.error.ok()) return false;
+  ReplyUnreadable(ctx, key, found.error);
+  return true;
 }
 
 void ReplyCreateError(CommandContext& ctx, const Status& status,
@@ -48,6 +60,7 @@ std::shared_ptr<FilterHandle> CreateOrReplyError(CommandContext& ctx,
       ctx.out.Error(kWrongTypeError);
       return nullptr;
     }
+    if (ReplyIfUnreadable(ctx, key, again)) return nullptr;
   }
   ReplyCreateError(ctx, created.status(), generic);
   return nullptr;

@@ -89,14 +89,26 @@ bool ParseDedupOptions(CommandContext& ctx, Args args, size_t at,
   return true;
 }
 
+// Replies for a failed lookup of a key that is there: WRONGTYPE for
+// another kind, else the key cannot be read.
+void ReplyLookupError(CommandContext& ctx, std::string_view key,
+                      const Status& s) {
+  if (s.code() == StatusCode::kWrongType) return ReplyStatus(ctx, s);
+  ReplyUnreadable(ctx, key, s);
+}
+
 // The dedup set at `key` for a write, created with the defaults when
 // missing; null with the reply written.
 std::shared_ptr<DedupHandle> DedupForWrite(CommandContext& ctx,
                                            std::string_view key) {
   auto found = ctx.keyspace.LookupDedup(key);
   if (found.ok()) return *std::move(found);
-  if (!found.status().IsNotFound()) {
+  if (found.status().IsInvalidArgument()) {  // a name no key can have
     ReplyStatus(ctx, found.status());
+    return nullptr;
+  }
+  if (!found.status().IsNotFound()) {
+    ReplyLookupError(ctx, key, found.status());
     return nullptr;
   }
   if (RefuseKeyName(ctx, key)) return nullptr;
@@ -105,7 +117,11 @@ std::shared_ptr<DedupHandle> DedupForWrite(CommandContext& ctx,
   if (created.status().code() == StatusCode::kAlreadyExists) {
     found = ctx.keyspace.LookupDedup(key);  // another connection's create
     if (found.ok()) return *std::move(found);
-    ReplyStatus(ctx, found.status());
+    if (IsAbsent(found.status())) {
+      ReplyStatus(ctx, found.status());
+    } else {
+      ReplyLookupError(ctx, key, found.status());
+    }
     return nullptr;
   }
   ReplyStatus(ctx, created.status());
@@ -113,19 +129,31 @@ std::shared_ptr<DedupHandle> DedupForWrite(CommandContext& ctx,
 }
 
 // For queries: null and no reply when the key is missing; null with the
-// reply written (*failed) for another kind or an error.
+// reply written (*failed) for another kind or a key that cannot be read.
 template <typename Handle, typename LookupFn>
-std::shared_ptr<Handle> ForQuery(CommandContext& ctx, LookupFn&& lookup,
-                                 bool* failed) {
+std::shared_ptr<Handle> ForQuery(CommandContext& ctx, std::string_view key,
+                                 LookupFn&& lookup, bool* failed) {
   auto found = lookup();
   *failed = false;
   if (found.ok()) return *std::move(found);
-  if (found.status().IsNotFound() ||
-      found.status().code() == StatusCode::kInvalidArgument) {
-    return nullptr;  // absent (or a name no key can have)
-  }
+  if (IsAbsent(found.status())) return nullptr;
   *failed = true;
-  ReplyStatus(ctx, found.status());
+  ReplyLookupError(ctx, key, found.status());
+  return nullptr;
+}
+
+// For the other commands: null with "ERR not found" written when the key
+// is missing, or the lookup's error.
+template <typename Handle, typename LookupFn>
+std::shared_ptr<Handle> ForUse(CommandContext& ctx, std::string_view key,
+                               LookupFn&& lookup) {
+  auto found = lookup();
+  if (found.ok()) return *std::move(found);
+  if (IsAbsent(found.status())) {
+    ctx.out.Error(kNotFoundError);
+  } else {
+    ReplyLookupError(ctx, key, found.status());
+  }
   return nullptr;
 }
 
@@ -149,7 +177,8 @@ void DedupInsert(CommandContext& ctx, Args args, bool many) {
 void DedupQuery(CommandContext& ctx, Args args, bool many) {
   bool failed = false;
   auto d = ForQuery<DedupHandle>(
-      ctx, [&] { return ctx.keyspace.LookupDedup(args[1]); }, &failed);
+      ctx, args[1], [&] { return ctx.keyspace.LookupDedup(args[1]); },
+      &failed);
   if (failed) return;
   std::vector<uint8_t> out(args.size() - 2, 0);
   if (d != nullptr) {
@@ -203,21 +232,18 @@ bool ParseTiered(CommandContext& ctx, Args args, TieredParams* p) {
   return true;
 }
 
-// The tiered filter at args[1] for a write; null with the reply written.
+// The tiered filter at `key` for a write; null with the reply written.
 std::shared_ptr<TieredHandle> TieredForWrite(CommandContext& ctx,
                                              std::string_view key) {
-  auto found = ctx.keyspace.LookupTiered(key);
-  if (found.ok()) return *std::move(found);
-  ReplyStatus(ctx, found.status().code() == StatusCode::kInvalidArgument
-                       ? Status::NotFound("")
-                       : found.status());
-  return nullptr;
+  return ForUse<TieredHandle>(
+      ctx, key, [&] { return ctx.keyspace.LookupTiered(key); });
 }
 
 void TieredQuery(CommandContext& ctx, Args args, bool many) {
   bool failed = false;
   auto t = ForQuery<TieredHandle>(
-      ctx, [&] { return ctx.keyspace.LookupTiered(args[1]); }, &failed);
+      ctx, args[1], [&] { return ctx.keyspace.LookupTiered(args[1]); },
+      &failed);
   if (failed) return;
   std::vector<uint8_t> out(args.size() - 2, 0);
   if (t != nullptr) {
@@ -286,27 +312,21 @@ void SfDedupMExists(CommandContext& ctx, Args args) {
 // integer for one item).
 void SfDedupDel(CommandContext& ctx, Args args) {
   if (args.size() < 3) return ReplyWrongArity(ctx.out, args[0]);
-  auto found = ctx.keyspace.LookupDedup(args[1]);
-  if (!found.ok()) {
-    return ReplyStatus(ctx, found.status().code() == StatusCode::kWrongType
-                                ? found.status()
-                                : Status::NotFound(""));
-  }
+  auto d = ForUse<DedupHandle>(
+      ctx, args[1], [&] { return ctx.keyspace.LookupDedup(args[1]); });
+  if (d == nullptr) return;
   std::vector<uint8_t> out;
-  const Status s = (*found)->Remove(args.subspan(2), &out);
+  const Status s = d->Remove(args.subspan(2), &out);
   if (!s.ok()) return ReplyStatus(ctx, s);
   ReplyBits(ctx, out, args.size() > 3);
 }
 
 void SfDedupInfo(CommandContext& ctx, Args args) {
   if (args.size() != 2) return ReplyWrongArity(ctx.out, args[0]);
-  auto found = ctx.keyspace.LookupDedup(args[1]);
-  if (!found.ok()) {
-    return ReplyStatus(ctx, found.status().code() == StatusCode::kWrongType
-                                ? found.status()
-                                : Status::NotFound(""));
-  }
-  DedupHandle& d = **found;
+  auto found = ForUse<DedupHandle>(
+      ctx, args[1], [&] { return ctx.keyspace.LookupDedup(args[1]); });
+  if (found == nullptr) return;
+  DedupHandle& d = *found;
   const DedupStats st = d.Stats();
   uint64_t items = 0, bytes = 0;
   for (const DedupPartitionStats& p : st.partitions) {

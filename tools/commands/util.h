@@ -37,6 +37,18 @@ void ReplyWrongArity(resp::ReplyWriter& out, std::string_view name);
 // would create a key the host cannot hold; false when the key is fine.
 bool RefuseKeyName(CommandContext& ctx, std::string_view key);
 
+// How a command reads a failed lookup (Keyspace::Lookup, LookupDedup,
+// LookupTiered): absent when NotFound, or InvalidArgument (a name the host
+// cannot hold); WrongType is a key of another kind; any other error is a
+// key that exists but cannot be read (its load failed: damage, the memory
+// budget, I/O), which is never answered as absent.
+bool IsAbsent(const Status& s);
+
+// The one reply for a key that exists but cannot be read:
+// "ERR key '<key>' cannot be loaded: <reason>".
+void ReplyUnreadable(CommandContext& ctx, std::string_view key,
+                     const Status& s);
+
 }  // namespace shardfilter::commands
 
 #endif  // SHARDFILTER_TOOLS_COMMANDS_UTIL_H_
