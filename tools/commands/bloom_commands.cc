@@ -140,7 +140,7 @@ void ReplyBloomAdds(CommandContext& ctx, std::span<const uint8_t> added,
     } else if (s.IsNotFound()) {
       ctx.out.Error(kNotFoundError);
     } else {
-      ctx.out.Error("ERR problem inserting into filter");
+      ctx.out.Error("ERR problem inserting into filter: " + s.message());
     }
   }
 }

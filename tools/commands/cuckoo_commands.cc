@@ -99,7 +99,7 @@ void InsertCommon(CommandContext& ctx, std::string_view key, Args items,
     if (s.ok()) return ReplyFlag(ctx, bool_added, existed[0] ? 0 : 1);
     if (s.IsFull()) return ctx.out.Error("Filter is full");
     if (s.IsNotFound()) return ctx.out.Error(kNotFoundError);
-    return ctx.out.Error("ERR problem inserting into filter");
+    return ctx.out.Error("ERR problem inserting into filter: " + s.message());
   }
   ctx.out.Array(items.size());
   for (size_t i = 0; i < items.size(); ++i) {
@@ -109,7 +109,7 @@ void InsertCommon(CommandContext& ctx, std::string_view key, Args items,
     } else if (s.IsFull() || s.code() == StatusCode::kResourceExhausted) {
       ReplyFlag(ctx, bool_full, -1);  // RESP3 CF.INSERT: false
     } else {
-      ctx.out.Error("ERR problem inserting into filter");
+      ctx.out.Error("ERR problem inserting into filter: " + s.message());
     }
   }
 }
@@ -223,7 +223,7 @@ void ReplyCuckooAdd(CommandContext& ctx, const Status& s) {
   if (s.ok()) return ReplyFlag(ctx, ctx.out.protocol() >= 3, 1);
   if (s.IsFull()) return ctx.out.Error("Filter is full");
   if (s.IsNotFound()) return ctx.out.Error(kNotFoundError);
-  ctx.out.Error("ERR problem inserting into filter");
+  ctx.out.Error("ERR problem inserting into filter: " + s.message());
 }
 
 namespace handlers {
@@ -309,7 +309,7 @@ void CfDel(CommandContext& ctx, Args args) {
   if (found.handle == nullptr) return ctx.out.Error("Not found");
   const Status s = found.handle->Remove(args[2]);
   if (!s.ok() && !s.IsNotFound()) {
-    return ctx.out.Error("ERR problem deleting from filter");
+    return ctx.out.Error("ERR problem deleting from filter: " + s.message());
   }
   ReplyFlag(ctx, ctx.out.protocol() >= 3, s.ok() ? 1 : 0);
 }
