@@ -71,14 +71,21 @@ std::shared_ptr<FilterHandle> OpenForWrite(CommandContext& ctx,
                             "ERR could not create filter");
 }
 
-// Adds items, writing RedisBloom's reply: one 0/1 (RESP3 boolean) per item,
-// an error element for an item that found a non-scaling filter full (and
-// nothing after it), as an array when `multi`.
-void AddAndReply(CommandContext& ctx, FilterHandle& filter, Args items,
-                 bool multi) {
+// BF.ADD / BF.MADD / BF.INSERT: opens the key for a write (OpenForWrite),
+// adds the items and writes RedisBloom's reply: one 0/1 (RESP3 boolean) per
+// item, an error element for an item that found a non-scaling filter full
+// (and nothing after it), as an array when `multi`. A filter dropped
+// between the lookup and the add is looked up (created) again.
+void AddAndReply(CommandContext& ctx, std::string_view key,
+                 const BloomOptions& o, Args items, bool multi) {
   std::vector<uint8_t> added;
   std::vector<Status> statuses;
-  BloomAddReportingNew(filter, items, &added, &statuses);
+  for (int attempt = 1;; ++attempt) {
+    auto filter = OpenForWrite(ctx, key, o);
+    if (filter == nullptr) return;
+    BloomAddReportingNew(*filter, items, &added, &statuses);
+    if (!DroppedDuringWrite(statuses) || attempt == kMaxWriteAttempts) break;
+  }
   ReplyBloomAdds(ctx, added, statuses, multi);
 }
 
@@ -138,7 +145,7 @@ void ReplyBloomAdds(CommandContext& ctx, std::span<const uint8_t> added,
     } else if (s.IsFull()) {
       ctx.out.Error("ERR non scaling filter is full");
     } else if (s.IsNotFound()) {
-      ctx.out.Error(kNotFoundError);
+      ctx.out.Error(kDroppedDuringWriteError);
     } else {
       ctx.out.Error("ERR problem inserting into filter: " + s.message());
     }
@@ -230,17 +237,15 @@ void BfReserve(CommandContext& ctx, Args args) {
 // BF.ADD key item
 void BfAdd(CommandContext& ctx, Args args) {
   if (args.size() != 3) return ReplyWrongArity(ctx.out, args[0]);
-  auto filter = OpenForWrite(ctx, args[1], BloomOptions{});
-  if (filter == nullptr) return;
-  AddAndReply(ctx, *filter, args.subspan(2), /*multi=*/false);
+  AddAndReply(ctx, args[1], BloomOptions{}, args.subspan(2),
+              /*multi=*/false);
 }
 
 // BF.MADD key item [item ...]
 void BfMAdd(CommandContext& ctx, Args args) {
   if (args.size() < 3) return ReplyWrongArity(ctx.out, args[0]);
-  auto filter = OpenForWrite(ctx, args[1], BloomOptions{});
-  if (filter == nullptr) return;
-  AddAndReply(ctx, *filter, args.subspan(2), /*multi=*/true);
+  AddAndReply(ctx, args[1], BloomOptions{}, args.subspan(2),
+              /*multi=*/true);
 }
 
 // BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION x] [NOCREATE]
@@ -304,9 +309,7 @@ void BfInsert(CommandContext& ctx, Args args) {
   if (items_at == 0 || items_at == args.size()) {
     return ReplyWrongArity(ctx.out, args[0]);
   }
-  auto filter = OpenForWrite(ctx, args[1], o);
-  if (filter == nullptr) return;
-  AddAndReply(ctx, *filter, args.subspan(items_at), /*multi=*/true);
+  AddAndReply(ctx, args[1], o, args.subspan(items_at), /*multi=*/true);
 }
 
 // BF.EXISTS key item

@@ -35,6 +35,13 @@ bool ReplyIfUnreadable(CommandContext& ctx, std::string_view key,
   return true;
 }
 
+bool DroppedDuringWrite(std::span<const Status> statuses) {
+  for (const Status& s : statuses) {
+    if (s.IsNotFound()) return true;
+  }
+  return false;
+}
+
 void ReplyCreateError(CommandContext& ctx, const Status& status,
                       std::string_view generic) {
   if (status.code() == StatusCode::kResourceExhausted) {
@@ -50,10 +57,15 @@ std::shared_ptr<FilterHandle> CreateOrReplyError(CommandContext& ctx,
                                                  std::string_view key,
                                                  const CreateParams& params,
                                                  std::string_view generic) {
-  auto created = ctx.keyspace.Create(key, params);
-  if (created.ok()) return std::move(created).value();
-  if (created.status().code() == StatusCode::kAlreadyExists) {
-    // Another connection created it between our lookup and create.
+  // Another connection may create the key between our lookup and create,
+  // and a third drop it again before we look once more: bounded.
+  for (int attempt = 1; attempt <= kMaxWriteAttempts; ++attempt) {
+    auto created = ctx.keyspace.Create(key, params);
+    if (created.ok()) return std::move(created).value();
+    if (created.status().code() != StatusCode::kAlreadyExists) {
+      ReplyCreateError(ctx, created.status(), generic);
+      return nullptr;
+    }
     TypedLookup again = LookupTyped(ctx, key, params.type);
     if (again.handle != nullptr) return again.handle;
     if (again.wrong_type) {
@@ -62,7 +74,7 @@ std::shared_ptr<FilterHandle> CreateOrReplyError(CommandContext& ctx,
     }
     if (ReplyIfUnreadable(ctx, key, again)) return nullptr;
   }
-  ReplyCreateError(ctx, created.status(), generic);
+  ctx.out.Error(kDroppedDuringWriteError);
   return nullptr;
 }
 

@@ -30,6 +30,10 @@ TypedLookup LookupTyped(CommandContext& ctx, std::string_view key,
 bool ReplyIfUnreadable(CommandContext& ctx, std::string_view key,
                        const TypedLookup& found);
 
+// True when an add found its filter dropped meanwhile (FilterHandle::Add's
+// NotFound): the command starts again from its lookup (kMaxWriteAttempts).
+bool DroppedDuringWrite(std::span<const Status> statuses);
+
 // Replies to a failed Keyspace::Create: ResourceExhausted -> "ERR
 // Insufficient memory to create filter", AlreadyExists -> "ERR item
 // exists", else `generic` followed by the reason.

@@ -189,7 +189,8 @@ RunResult RunQueryGroup(CommandContext& ctx, std::span<const Args> requests,
 }
 
 // Runs requests[begin, end), all adds of one family to requests[begin][1],
-// as one batch. When the key is not an existing filter of the family:
+// as one batch. When the key is not an existing filter of the family, or
+// the filter was dropped during the batch (its writes went with it):
 // kDispatchFirst (the first command creates the key, or answers WRONGTYPE);
 // when the key cannot be read: kDispatchEach (each answers the error).
 RunResult RunGroup(CommandContext& ctx, std::span<const Args> requests,
@@ -210,6 +211,10 @@ RunResult RunGroup(CommandContext& ctx, std::span<const Args> requests,
     BloomAddReportingNew(*found.handle, items, &added, &statuses);
   } else {
     CuckooAddCopies(*found.handle, items, &statuses);
+  }
+  if (DroppedDuringWrite(statuses)) {
+    TrimScratch(scratch);
+    return RunResult::kDispatchFirst;
   }
   // INFO commandstats: each command of the run is one call of an equal
   // share of the batch's time.

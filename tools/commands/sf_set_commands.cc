@@ -101,30 +101,28 @@ void ReplyLookupError(CommandContext& ctx, std::string_view key,
 // missing; null with the reply written.
 std::shared_ptr<DedupHandle> DedupForWrite(CommandContext& ctx,
                                            std::string_view key) {
-  auto found = ctx.keyspace.LookupDedup(key);
-  if (found.ok()) return *std::move(found);
-  if (found.status().IsInvalidArgument()) {  // a name no key can have
-    ReplyStatus(ctx, found.status());
-    return nullptr;
-  }
-  if (!found.status().IsNotFound()) {
-    ReplyLookupError(ctx, key, found.status());
-    return nullptr;
-  }
-  if (RefuseKeyName(ctx, key)) return nullptr;
-  auto created = ctx.keyspace.CreateDedup(key, DedupParams{});
-  if (created.ok()) return *std::move(created);
-  if (created.status().code() == StatusCode::kAlreadyExists) {
-    found = ctx.keyspace.LookupDedup(key);  // another connection's create
+  // Another connection may create the key between our lookup and create,
+  // and a third drop it again before we look once more: bounded.
+  for (int attempt = 1; attempt <= kMaxWriteAttempts; ++attempt) {
+    auto found = ctx.keyspace.LookupDedup(key);
     if (found.ok()) return *std::move(found);
-    if (IsAbsent(found.status())) {
+    if (found.status().IsInvalidArgument()) {  // a name no key can have
       ReplyStatus(ctx, found.status());
-    } else {
-      ReplyLookupError(ctx, key, found.status());
+      return nullptr;
     }
-    return nullptr;
+    if (!found.status().IsNotFound()) {
+      ReplyLookupError(ctx, key, found.status());
+      return nullptr;
+    }
+    if (RefuseKeyName(ctx, key)) return nullptr;
+    auto created = ctx.keyspace.CreateDedup(key, DedupParams{});
+    if (created.ok()) return *std::move(created);
+    if (created.status().code() != StatusCode::kAlreadyExists) {
+      ReplyStatus(ctx, created.status());
+      return nullptr;
+    }
   }
-  ReplyStatus(ctx, created.status());
+  ctx.out.Error(kDroppedDuringWriteError);
   return nullptr;
 }
 
@@ -164,26 +162,41 @@ void ReplyBits(CommandContext& ctx, const std::vector<uint8_t>& bits,
   for (uint8_t b : bits) ctx.out.Integer(b);
 }
 
-// SF.DEDUPADD / SF.DEDUPMADD: 1 new, 0 seen (per item).
+// SF.DEDUPADD / SF.DEDUPMADD: 1 new, 0 seen (per item). A set dropped
+// between the lookup and the insert (its handle answers NotFound) is looked
+// up (created) again.
 void DedupInsert(CommandContext& ctx, Args args, bool many) {
-  auto d = DedupForWrite(ctx, args[1]);
-  if (d == nullptr) return;
   std::vector<uint8_t> out;
-  const Status s = d->Insert(args.subspan(2), &out);
+  Status s;
+  for (int attempt = 1;; ++attempt) {
+    auto d = DedupForWrite(ctx, args[1]);
+    if (d == nullptr) return;
+    s = d->Insert(args.subspan(2), &out);
+    if (!s.IsNotFound()) break;
+    if (attempt == kMaxWriteAttempts) {
+      return ctx.out.Error(kDroppedDuringWriteError);
+    }
+  }
   if (!s.ok()) return ReplyStatus(ctx, s);
   ReplyBits(ctx, out, many);
 }
 
+// A set dropped between the lookup and the query is looked up again (and
+// then answers as a missing key).
 void DedupQuery(CommandContext& ctx, Args args, bool many) {
-  bool failed = false;
-  auto d = ForQuery<DedupHandle>(
-      ctx, args[1], [&] { return ctx.keyspace.LookupDedup(args[1]); },
-      &failed);
-  if (failed) return;
   std::vector<uint8_t> out(args.size() - 2, 0);
-  if (d != nullptr) {
+  for (int attempt = 1;; ++attempt) {
+    bool failed = false;
+    auto d = ForQuery<DedupHandle>(
+        ctx, args[1], [&] { return ctx.keyspace.LookupDedup(args[1]); },
+        &failed);
+    if (failed) return;
+    if (d == nullptr) break;
     const Status s = d->Contains(args.subspan(2), &out);
-    if (!s.ok()) return ReplyStatus(ctx, s);
+    if (s.ok()) break;
+    if (!s.IsNotFound() || attempt == kMaxWriteAttempts) {
+      return ReplyStatus(ctx, s);
+    }
   }
   ReplyBits(ctx, out, many);
 }

@@ -17,6 +17,15 @@ inline constexpr std::string_view kNotFoundError = "ERR not found";
 inline constexpr std::string_view kItemExistsError = "ERR item exists";
 inline constexpr std::string_view kSyntaxError = "ERR syntax error";
 
+// A write whose key is dropped (DEL, FLUSHALL, expiry) between its lookup
+// and its write finds the handle gone (NotFound) and starts again from the
+// lookup, creating the key where the command may: it then runs as if it came
+// after the drop. Bounded: after kMaxWriteAttempts such attempts in a row
+// the command answers kDroppedDuringWriteError.
+inline constexpr int kMaxWriteAttempts = 16;
+inline constexpr std::string_view kDroppedDuringWriteError =
+    "ERR the key was deleted during the write, 16 times in a row; retry";
+
 bool EqualsIgnoreCase(std::string_view a, std::string_view b);
 std::string ToLower(std::string_view s);
 

@@ -27,17 +27,6 @@ int64_t NowUnix() {
       .count();
 }
 
-// One Database filter as the command layer sees it; holds the handle so the
-// filter outlives the command.
-class DbFilter final : public commands::ShardedFilterHandle {
- public:
-  explicit DbFilter(std::shared_ptr<ShardedFilter> f)
-      : ShardedFilterHandle(f.get()), f_(std::move(f)) {}
-
- private:
-  std::shared_ptr<ShardedFilter> f_;
-};
-
 // A tiered filter's level (or a name posing as one).
 bool IsReserved(std::string_view key) {
   return key.find(TieredFilter::kLevelMark) != std::string_view::npos;
@@ -221,6 +210,43 @@ struct HandleCache {
 };
 constexpr size_t kMaxCachedHandles = 4096;
 
+HandleCache& ThreadCache() {
+  thread_local HandleCache cache;
+  return cache;
+}
+
+// One Database filter as the command layer sees it; holds the handle so the
+// filter outlives the command. An add that finds the filter dropped
+// (NotFound: a DEL, FLUSHALL or expiry on another thread, whose generation
+// bump may not have happened yet) empties this thread's handle cache, so
+// that the command's next lookup (its retry, util.h kMaxWriteAttempts)
+// asks the Database, which no longer has it.
+class DbFilter final : public commands::ShardedFilterHandle {
+ public:
+  explicit DbFilter(std::shared_ptr<ShardedFilter> f)
+      : ShardedFilterHandle(f.get()), f_(std::move(f)) {}
+
+  Result<bool> Add(std::string_view item) override {
+    Result<bool> r = ShardedFilterHandle::Add(item);
+    if (!r.ok() && r.status().IsNotFound()) ThreadCache().handles.clear();
+    return r;
+  }
+  void AddMany(std::span<const std::string_view> items,
+               std::vector<Status>* per_item,
+               std::vector<uint8_t>* added) override {
+    ShardedFilterHandle::AddMany(items, per_item, added);
+    for (const Status& s : *per_item) {
+      if (s.IsNotFound()) {
+        ThreadCache().handles.clear();
+        break;
+      }
+    }
+  }
+
+ private:
+  std::shared_ptr<ShardedFilter> f_;
+};
+
 }  // namespace
 
 DbKeyspace::DbKeyspace(Database* db, const DbKeyspaceOptions& options)
@@ -255,11 +281,6 @@ void DbKeyspace::Invalidate() {
   generation_.fetch_add(1, std::memory_order_release);
   TrimThreadCache();
   if (drop_listener_) drop_listener_();
-}
-
-static HandleCache& ThreadCache() {
-  thread_local HandleCache cache;
-  return cache;
 }
 
 void DbKeyspace::TrimThreadCache() {
