@@ -155,6 +155,22 @@ std::shared_ptr<Handle> ForUse(CommandContext& ctx, std::string_view key,
   return nullptr;
 }
 
+// A dedup set refuses items over kMaxDedupKeyBytes (the engine's check and
+// text, DedupStore): checked before DedupForWrite, so that a refused write
+// creates no set. True when refused (reply written).
+bool RefuseDedupItems(CommandContext& ctx, Args items, bool many) {
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (items[i].size() <= kMaxDedupKeyBytes) continue;
+    Status s = Status::InvalidArgument(
+        "dedup key of " + std::to_string(items[i].size()) +
+        " bytes exceeds the limit of " + std::to_string(kMaxDedupKeyBytes));
+    if (many) s = s.WithContext("key #" + std::to_string(i + 1));
+    ReplyStatus(ctx, s);
+    return true;
+  }
+  return false;
+}
+
 void ReplyBits(CommandContext& ctx, const std::vector<uint8_t>& bits,
                bool array) {
   if (!array) return ctx.out.Integer(bits[0]);
@@ -166,6 +182,7 @@ void ReplyBits(CommandContext& ctx, const std::vector<uint8_t>& bits,
 // between the lookup and the insert (its handle answers NotFound) is looked
 // up (created) again.
 void DedupInsert(CommandContext& ctx, Args args, bool many) {
+  if (RefuseDedupItems(ctx, args.subspan(2), many)) return;
   std::vector<uint8_t> out;
   Status s;
   for (int attempt = 1;; ++attempt) {
