@@ -64,6 +64,7 @@ void ScanDump(CommandContext& ctx, Args args, FilterType type) {
   }
   TypedLookup found = LookupTyped(ctx, args[1], type);
   if (found.wrong_type) return ctx.out.Error(kWrongTypeError);
+  if (ReplyIfUnreadable(ctx, args[1], found)) return;
   if (found.handle == nullptr) return ctx.out.Error(kNotFoundError);
   Session& s = ctx.session;
   if (iter == 0 || s.dump_key != args[1] || s.dump == nullptr) {
@@ -113,6 +114,7 @@ void LoadChunk(CommandContext& ctx, Args args, FilterType type) {
     TypedLookup found = LookupTyped(ctx, key, type);
     if (found.handle != nullptr) return ctx.out.Error(kItemExistsError);
     if (found.wrong_type) return ctx.out.Error(kWrongTypeError);
+    if (ReplyIfUnreadable(ctx, key, found)) return;
     if (RefuseKeyName(ctx, key)) return;
     if (data.size() != kHeaderBytes ||
         std::memcmp(data.data(), kMagic, 8) != 0) {
