@@ -190,12 +190,18 @@ def test_commands():
     expect_error(lambda: c.execute_command("BF.ADD", "b"),
                  "wrong number of arguments for 'bf.add' command")
     expect_error(lambda: c.execute_command("BF.RESERVE", "e", 2, 10))
-    # WRONGTYPE against a plain string, and across filter families.
+    # WRONGTYPE against a plain string, and across filter families; but
+    # the existence queries answer 0 for a key of another type, as
+    # RedisBloom's do (it reads any other value as an empty filter).
     c.set("str", "v")
-    for cmd in (("BF.ADD", "str", "a"), ("BF.EXISTS", "str", "a"),
-                ("CF.ADD", "str", "a"), ("CF.EXISTS", "str", "a"),
-                ("CF.ADD", "b", "a"), ("BF.INFO", "str")):
+    for cmd in (("BF.ADD", "str", "a"), ("CF.ADD", "str", "a"),
+                ("CF.ADD", "b", "a"), ("BF.INFO", "str"), ("CF.INFO", "str")):
         expect_error(lambda: c.execute_command(*cmd), "WRONGTYPE")
+    assert c.execute_command("BF.EXISTS", "str", "a") == 0
+    assert c.execute_command("BF.MEXISTS", "str", "a", "b") == [0, 0]
+    assert c.execute_command("CF.EXISTS", "str", "a") == 0
+    assert c.execute_command("CF.MEXISTS", "str", "a") == [0]
+    assert c.execute_command("CF.EXISTS", "b", "a") == 0
     assert c.get("str") == b"v"
     # Cuckoo.
     assert c.execute_command("CF.RESERVE", "c", 1000) == b"OK"

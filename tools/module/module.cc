@@ -95,14 +95,20 @@ std::string_view View(RedisModuleString* s) {
   return {p, len};
 }
 
-// Replies for a key the command cannot use; true when it did.
-bool RefuseKey(RedisModuleCtx* ctx, ModuleKeyspace& ks, std::string_view key) {
+// Replies for a key the command cannot use; true when it did. A read of a
+// key of another Redis type goes on to the command layer, which answers as
+// RedisBloom does (BF/CF.EXISTS, MEXISTS and CF.COUNT: 0; the rest
+// WRONGTYPE; docs/design.md "Errors are never answers"); a write is
+// refused here, before anything could touch the other type's value.
+bool RefuseKey(RedisModuleCtx* ctx, ModuleKeyspace& ks, std::string_view key,
+               bool write) {
   FilterValue* v = nullptr;
   switch (ks.Probe(key, &v)) {
     case KeyState::kEmpty:
     case KeyState::kFilter:
       return false;
     case KeyState::kOtherType:
+      if (!write) return false;
       RedisModule_ReplyWithError(
           ctx, std::string(commands::kWrongTypeError).c_str());
       return true;
@@ -159,7 +165,7 @@ int RunCommand(size_t index, RedisModuleCtx* ctx, RedisModuleString** argv,
   ModuleKeyspace ks(ctx, g_options, write, obeyed);
   const std::string_view key = args[1];  // every BF/CF command has one
   ks.SetCommandKey(argv[1]);
-  if (RefuseKey(ctx, ks, key)) return REDISMODULE_OK;
+  if (RefuseKey(ctx, ks, key, write)) return REDISMODULE_OK;
   ModuleWriter writer(ctx, flags);
   ModuleHost host;
   std::string by_key;  // an obeyed LOADCHUNK: its sequence is the key's

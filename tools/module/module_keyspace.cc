@@ -110,10 +110,17 @@ bool ModuleKeyspace::Install(std::string_view key,
 Result<std::shared_ptr<commands::FilterHandle>> ModuleKeyspace::Lookup(
     std::string_view key) {
   FilterValue* v = nullptr;
-  // The module checks the key before the handler runs (module.cc): other
-  // types answer WRONGTYPE, unavailable values their damage.
-  if (Probe(key, &v) != KeyState::kFilter) {
-    return Status::NotFound("no filter at this key");
+  // The module checks the key before the handler runs (module.cc):
+  // unavailable and pending values answer their state, and a write to a key
+  // of another Redis type WRONGTYPE; a read of such a key reaches here and
+  // gets WrongType, which the command layer answers as RedisBloom does.
+  switch (Probe(key, &v)) {
+    case KeyState::kFilter:
+      break;
+    case KeyState::kOtherType:
+      return Status::WrongType("not a filter");
+    default:
+      return Status::NotFound("no filter at this key");
   }
   if (!handle_.has_value()) handle_.emplace(v->filter.get(), this);
   if (handle_->filter() == v->filter.get()) {
