@@ -5,9 +5,12 @@
 //  * a simulated power loss: PowerOff() makes every later write, sync,
 //    rename and delete a silent no-op (the machine is gone; what the
 //    process still does reaches nothing), and DropUnsyncedData() then puts
-//    every file back to what its last completed sync covered, which is
+//    every file (appended, written in place, or mapped) back to what its
+//    last completed sync covered, which is
 //    what the disk holds after the power comes back, and starts a new boot
 //    (persistence::SetBootIdForTesting);
+//  * failed syncs: FailSyncs(suffix) fails every later sync of a file whose
+//    name ends with `suffix` with EIO;
 //  * held syncs: HoldSyncs(suffix) makes every later sync of a file whose
 //    name ends with `suffix` wait, before anything of it is synced, until
 //    ReleaseSyncs(suffix); WaitForHeldSyncs waits until that many are held.
@@ -76,6 +79,12 @@ class FaultFs : public rocksdb::FileSystemWrapper {
       }
     }
     files_.clear();
+    for (const auto& [name, f] : rw_) {
+      if (f.current != f.synced && ::access(name.c_str(), F_OK) == 0) {
+        std::ofstream(name, std::ios::binary | std::ios::trunc) << f.synced;
+      }
+    }
+    rw_.clear();
     for (const auto& [name, bytes] : mapped_) {
       std::error_code ec;
       const auto size = std::filesystem::file_size(name, ec);
@@ -92,6 +101,17 @@ class FaultFs : public rocksdb::FileSystemWrapper {
     made_after_off_.clear();
     persistence::SetBootIdForTesting("fault-fs-boot-" +
                                      std::to_string(++boots_));
+  }
+
+  // From now on every sync of a file whose name ends with `suffix` fails
+  // with EIO (before anything of it is synced); "" lifts it.
+  void FailSyncs(const std::string& suffix) {
+    std::lock_guard lock(hold_mu_);
+    fail_syncs_ = suffix;
+  }
+  bool SyncFails(const std::string& file) {
+    std::lock_guard lock(hold_mu_);
+    return !fail_syncs_.empty() && EndsWith(file, fail_syncs_);
   }
 
   // --- Held syncs ---
@@ -197,6 +217,27 @@ class FaultFs : public rocksdb::FileSystemWrapper {
     return NewWritableFile(f, o, r, dbg);  // recycling is off (the default)
     (void)old;
   }
+  // Files written in place (the store's sync marker): their bytes as
+  // written, and as the last completed sync left them.
+  rocksdb::IOStatus NewRandomRWFile(const std::string& f,
+                                    const rocksdb::FileOptions& o,
+                                    std::unique_ptr<rocksdb::FSRandomRWFile>* r,
+                                    rocksdb::IODebugContext* dbg) override {
+    std::unique_ptr<rocksdb::FSRandomRWFile> file;
+    rocksdb::IOStatus s = target()->NewRandomRWFile(f, o, &file, dbg);
+    if (!s.ok()) return s;
+    {
+      std::lock_guard lock(mu_);
+      if (rw_.count(f) == 0) {
+        std::ifstream in(f, std::ios::binary);
+        std::string bytes((std::istreambuf_iterator<char>(in)),
+                          std::istreambuf_iterator<char>());
+        rw_[f] = {bytes, bytes};
+      }
+    }
+    r->reset(new RwFile(this, f, std::move(file)));
+    return s;
+  }
   rocksdb::IOStatus DeleteFile(const std::string& f,
                                const rocksdb::IOOptions& o,
                                rocksdb::IODebugContext* dbg) override {
@@ -301,6 +342,7 @@ class FaultFs : public rocksdb::FileSystemWrapper {
                            rocksdb::IODebugContext* dbg) override {
       fs_->MaybeHold(name_);
       if (fs_->off()) return rocksdb::IOStatus::OK();
+      if (fs_->SyncFails(name_)) return InjectedEio();
       rocksdb::IOStatus s = target()->Sync(o, dbg);
       if (s.ok()) fs_->Synced(name_);
       return s;
@@ -309,6 +351,7 @@ class FaultFs : public rocksdb::FileSystemWrapper {
                             rocksdb::IODebugContext* dbg) override {
       fs_->MaybeHold(name_);
       if (fs_->off()) return rocksdb::IOStatus::OK();
+      if (fs_->SyncFails(name_)) return InjectedEio();
       rocksdb::IOStatus s = target()->Fsync(o, dbg);
       if (s.ok()) fs_->Synced(name_);
       return s;
@@ -323,6 +366,63 @@ class FaultFs : public rocksdb::FileSystemWrapper {
       return target()->Close(o, dbg);
     }
     bool IsSyncThreadSafe() const override { return false; }
+
+   private:
+    FaultFs* fs_;
+    std::string name_;
+  };
+
+  struct Rw {
+    std::string current;  // as written
+    std::string synced;   // as the last completed sync left it
+  };
+  void RwWritten(const std::string& f, uint64_t offset, std::string_view d) {
+    std::lock_guard lock(mu_);
+    std::string& c = rw_[f].current;
+    if (c.size() < offset + d.size()) c.resize(offset + d.size(), '\0');
+    c.replace(offset, d.size(), d);
+  }
+  void RwSynced(const std::string& f) {
+    std::lock_guard lock(mu_);
+    Rw& r = rw_[f];
+    r.synced = r.current;
+  }
+
+  class RwFile : public rocksdb::FSRandomRWFileOwnerWrapper {
+   public:
+    RwFile(FaultFs* fs, std::string name,
+           std::unique_ptr<rocksdb::FSRandomRWFile> t)
+        : FSRandomRWFileOwnerWrapper(std::move(t)),
+          fs_(fs),
+          name_(std::move(name)) {}
+    rocksdb::IOStatus Write(uint64_t offset, const rocksdb::Slice& d,
+                            const rocksdb::IOOptions& o,
+                            rocksdb::IODebugContext* dbg) override {
+      if (fs_->off()) return rocksdb::IOStatus::OK();
+      rocksdb::IOStatus s = fs_->Charge(d.size());
+      if (!s.ok()) return s;
+      s = target()->Write(offset, d, o, dbg);
+      if (s.ok()) fs_->RwWritten(name_, offset, d.ToStringView());
+      return s;
+    }
+    rocksdb::IOStatus Sync(const rocksdb::IOOptions& o,
+                           rocksdb::IODebugContext* dbg) override {
+      fs_->MaybeHold(name_);
+      if (fs_->off()) return rocksdb::IOStatus::OK();
+      if (fs_->SyncFails(name_)) return InjectedEio();
+      rocksdb::IOStatus s = target()->Sync(o, dbg);
+      if (s.ok()) fs_->RwSynced(name_);
+      return s;
+    }
+    rocksdb::IOStatus Fsync(const rocksdb::IOOptions& o,
+                            rocksdb::IODebugContext* dbg) override {
+      return Sync(o, dbg);
+    }
+    rocksdb::IOStatus Close(const rocksdb::IOOptions& o,
+                            rocksdb::IODebugContext* dbg) override {
+      if (fs_->off()) return rocksdb::IOStatus::OK();
+      return target()->Close(o, dbg);
+    }
 
    private:
     FaultFs* fs_;
@@ -350,6 +450,9 @@ class FaultFs : public rocksdb::FileSystemWrapper {
     }
   };
 
+  static rocksdb::IOStatus InjectedEio() {
+    return rocksdb::IOStatus::IOError("injected: Input/output error");
+  }
   static bool EndsWith(const std::string& s, const std::string& suffix) {
     return s.size() >= suffix.size() &&
            s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -369,6 +472,7 @@ class FaultFs : public rocksdb::FileSystemWrapper {
   int64_t budget_ = -1;                 // GUARDED_BY(mu_)
   Fault fault_ = Fault::kNoSpace;       // GUARDED_BY(mu_)
   std::map<std::string, Sizes> files_;  // GUARDED_BY(mu_)
+  std::map<std::string, Rw> rw_;        // GUARDED_BY(mu_)
   // Mapped files: the bytes their last completed sync covered.
   std::map<std::string, std::string> mapped_;  // GUARDED_BY(mu_)
   std::set<std::string> made_after_off_;       // GUARDED_BY(mu_)
@@ -378,6 +482,7 @@ class FaultFs : public rocksdb::FileSystemWrapper {
   std::mutex hold_mu_;
   std::condition_variable hold_cv_;
   std::map<std::string, Hold> holds_;  // GUARDED_BY(hold_mu_)
+  std::string fail_syncs_;             // GUARDED_BY(hold_mu_)
 };
 
 // The FaultFs as an Env (what DBOptions::env takes), covering the filter

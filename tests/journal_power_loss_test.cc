@@ -54,11 +54,9 @@ std::vector<uint64_t> Hashes(std::mt19937_64& rng, size_t n) {
 // L3): a syncer reads the shard's segment list, then fdatasyncs without the
 // lock. Meanwhile a checkpoint commits and retires the two oldest segments,
 // and another writer's batch fills two new ones and waits for that sync.
-// The syncer must leave the first of those to the next sync: before, it
-// kept its position in the list across the sync, so, the list shortened by
-// two, the next sync started one segment too far on and acknowledged the
-// batch without ever syncing the segment holding its first record (after
-// the power loss, replay stopped at that gap).
+// The syncer must leave both to the next sync, whatever the list lost
+// meanwhile: a segment skipped would hold acknowledged records no sync
+// covered, and after the power loss replay would stop at that gap.
 TEST(JournalPowerLossTest, GroupCommitRacingRetireKeepsEveryAck) {
   SmallSegments small;
   TempDir dir;
