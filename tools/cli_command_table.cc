@@ -335,8 +335,13 @@ Example:
        R"(Usage: shardfilter verify
 
 Reads back every stored value (catalog, checkpoint chunks, journal) and
-checks versions, checksums and lengths. Prints the report; exit code 1 when
-it lists problems (3 when the store cannot even be opened). Read-only.
+checks versions, checksums and lengths. A dedup set or filter that lost
+writes acknowledged under durability sync with the write-ahead log (the
+log cut short) is a problem naming the sequences. Prints the report; exit
+code 1 when it lists problems (3 when the store cannot even be opened). A
+write-ahead log that ends inside a record (the torn tail a crash or power
+loss leaves under durability journal or none) is printed as a note, which
+is no problem (exit 0). Read-only.
 
 Example:
   shardfilter --db /var/lib/sf verify
