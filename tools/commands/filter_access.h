@@ -16,11 +16,23 @@ namespace shardfilter::commands {
 struct TypedLookup {
   std::shared_ptr<FilterHandle> handle;  // set when found with the type
   bool wrong_type = false;               // found, of another type
+  // Not OK when the key exists but cannot be read (its load failed: the
+  // memory budget, damage, I/O): never answered as absent.
+  Status error;
 };
 
 // A key the host cannot hold (empty, too long) is simply absent.
 TypedLookup LookupTyped(CommandContext& ctx, std::string_view key,
                         FilterType type);
+
+// Writes ReplyUnreadable and returns true when the lookup found a key that
+// cannot be read.
+bool ReplyIfUnreadable(CommandContext& ctx, std::string_view key,
+                       const TypedLookup& found);
+
+// True when an add found its filter dropped meanwhile (FilterHandle::Add's
+// NotFound): the command starts again from its lookup (kMaxWriteAttempts).
+bool DroppedDuringWrite(std::span<const Status> statuses);
 
 // Replies to a failed Keyspace::Create: ResourceExhausted -> "ERR
 // Insufficient memory to create filter", AlreadyExists -> "ERR item
@@ -29,7 +41,9 @@ void ReplyCreateError(CommandContext& ctx, const Status& status,
                       std::string_view generic);
 
 // Creates the key; when a concurrent command created it first, returns
-// that filter if it has the right type. Null (reply written) on failure.
+// that filter if it has the right type. Null (reply written) on failure
+// (WRONGTYPE, the create's error, or the other command's key cannot be
+// read).
 std::shared_ptr<FilterHandle> CreateOrReplyError(CommandContext& ctx,
                                                  std::string_view key,
                                                  const CreateParams& params,
