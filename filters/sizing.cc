@@ -1,7 +1,8 @@
 // Bloom filter sizing (the math is in sizing.h): the classic, blocked
-// (counting) and split-block layouts, their rate models and the
+// (counting) and split-block layouts, their rate models, searches and the
 // cardinality estimate. The word-blocked layout is in
-// word_blocked_sizing.cc, cuckoo sizing in cuckoo_sizing.cc.
+// word_blocked_sizing.cc, cuckoo sizing in cuckoo_sizing.cc, and the memo
+// the public blocked sizings consult before searching in sizing_memo.cc.
 #include "shardfilter/filters/sizing.h"
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 
 #include "shardfilter/filters/internal/blocked_search.h"
 #include "shardfilter/filters/internal/poisson_mixture.h"
+#include "shardfilter/filters/internal/sizing_memo.h"
 
 namespace shardfilter {
 namespace {
@@ -138,9 +140,10 @@ double BlockedFprBound(uint64_t blocks, uint32_t slots_per_block, uint64_t n,
   return BlockedBound(blocks, slots_per_block, n, k, 1.0);
 }
 
-Result<BlockedSizing> BlockedBloomSizing(uint64_t n, double p, uint32_t k,
-                                         uint32_t slots_per_block,
-                                         uint64_t max_bytes) {
+Result<BlockedSizing> internal::ComputeBlockedSizing(uint64_t n, double p,
+                                                     uint32_t k,
+                                                     uint32_t slots_per_block,
+                                                     uint64_t max_bytes) {
   SF_RETURN_IF_ERROR(ValidateCapacityAndFpp(n, p));
   if (k != 0 && (k < kMinHashFunctions || k > kMaxHashFunctions)) {
     return Status::InvalidArgument("k (hashes per key) must be in 1..32, got " +
@@ -182,8 +185,8 @@ double SplitBlockFprBound(uint64_t blocks, uint64_t n) {
   return SplitBound(blocks, n, 1.0);
 }
 
-Result<BlockedSizing> SplitBlockBloomSizing(uint64_t n, double p,
-                                            uint64_t max_bytes) {
+Result<BlockedSizing> internal::ComputeSplitBlockSizing(uint64_t n, double p,
+                                                        uint64_t max_bytes) {
   SF_RETURN_IF_ERROR(ValidateCapacityAndFpp(n, p));
   const uint64_t max_blocks = std::max<uint64_t>(1, max_bytes / 32);
   SF_ASSIGN_OR_RETURN(uint64_t classic_bits, ClassicBloomBits(n, p));

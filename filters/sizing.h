@@ -47,7 +47,12 @@
 // bound costs 20% more memory at 100 keys (6 split blocks, not 5), ~3% at
 // 10^4, ~0.3% at 10^6.
 //
-// Thread-safe: pure functions.
+// The blocked searches cost ~10^5 instructions or more each; their results
+// are memoized in a bounded, lock-free table (filters/internal/
+// sizing_memo.h), so sizing a spec seen before costs a lookup and returns
+// exactly what the search returned.
+//
+// Thread-safe: pure functions (the memo changes no result).
 #ifndef SHARDFILTER_FILTERS_SIZING_H_
 #define SHARDFILTER_FILTERS_SIZING_H_
 

@@ -1,17 +1,17 @@
-// The word-confined blocked Bloom layout's rate model and sizing (the math
-// is in sizing.h): WordBlockedFpr, its realized-rate bound and
-// WordBlockedBloomSizing. The other layouts are in sizing.cc.
+// The word-confined blocked Bloom layout's rate model and search (the math
+// is in sizing.h): WordBlockedFpr, its realized-rate bound and the search
+// behind WordBlockedBloomSizing (filters/sizing_memo.cc). The other layouts
+// are in sizing.cc.
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <cmath>
 #include <mutex>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "shardfilter/filters/internal/blocked_search.h"
 #include "shardfilter/filters/internal/poisson_mixture.h"
+#include "shardfilter/filters/internal/sizing_memo.h"
 #include "shardfilter/filters/sizing.h"
 
 namespace shardfilter {
@@ -191,59 +191,10 @@ double WordBlockedFprBound(uint64_t blocks, uint64_t n, uint32_t k) {
   return WordBound(blocks, n, k, 1.0);
 }
 
-namespace {
-
-// The last few word-blocked sizings. A filter of S shards sizes S links of
-// (nearly) one capacity, and one sizing evaluates the rate model dozens of
-// times in its searches: BF.RESERVE of 1e8 items at 0.1% (128 shards) held
-// Redis's thread for 1.0 s, 0.35 s at 1% (whose layout choice sizes both
-// layouts). Pure function of its arguments, so a hit returns what a
-// recomputation would.
-struct WordSizingKey {
-  uint64_t n;
-  uint64_t p_bits;
-  uint32_t k;
-  uint64_t max_bytes;
-  bool operator==(const WordSizingKey&) const = default;
-};
-
-class WordSizingMemo {
- public:
-  bool Find(const WordSizingKey& key, BlockedSizing* out) {
-    std::lock_guard lock(mu_);
-    for (const auto& [k, v] : entries_) {
-      if (k == key) {
-        *out = v;
-        return true;
-      }
-    }
-    return false;
-  }
-  void Put(const WordSizingKey& key, const BlockedSizing& value) {
-    std::lock_guard lock(mu_);
-    if (entries_.size() >= kEntries) entries_.erase(entries_.begin());
-    entries_.emplace_back(key, value);
-  }
-
- private:
-  static constexpr size_t kEntries = 32;
-  std::mutex mu_;
-  std::vector<std::pair<WordSizingKey, BlockedSizing>> entries_;
-};
-
-WordSizingMemo& WordMemo() {
-  static WordSizingMemo memo;
-  return memo;
-}
-
-}  // namespace
-
-Result<BlockedSizing> WordBlockedBloomSizing(uint64_t n, double p, uint32_t k,
-                                             uint64_t max_bytes) {
+Result<BlockedSizing> internal::ComputeWordBlockedSizing(uint64_t n, double p,
+                                                         uint32_t k,
+                                                         uint64_t max_bytes) {
   SF_RETURN_IF_ERROR(ValidateCapacityAndFpp(n, p));
-  const WordSizingKey key{n, std::bit_cast<uint64_t>(p), k, max_bytes};
-  BlockedSizing memo;
-  if (WordMemo().Find(key, &memo)) return memo;
   if (k != 0 && (k < kMinHashFunctions || k > kMaxHashFunctions)) {
     return Status::InvalidArgument("k (hashes per key) must be in 1..32, got " +
                                    std::to_string(k));
@@ -265,7 +216,6 @@ Result<BlockedSizing> WordBlockedBloomSizing(uint64_t n, double p, uint32_t k,
           },
           max_bytes));
   best.expected_fpr = WordBlockedFpr(best.blocks, n, best.k);
-  WordMemo().Put(key, best);
   return best;
 }
 
