@@ -123,7 +123,8 @@ BloomFilter::BloomFilter(BloomLayout layout, uint32_t k, uint64_t seed,
                    : layout == BloomLayout::kBlocked ? internal::kBlockWords
                                                      : 1),
       blocked_(internal::BlockedOpsFor(k)),
-      hasher_(seed) {}
+      hasher_(seed),
+      items_(num_bits / 8 >= kStripedItemsMinBytes) {}
 
 namespace {
 
