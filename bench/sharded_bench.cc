@@ -480,7 +480,7 @@ void HandleAgainstLink(benchmark::State& state, FilterType type,
   for (auto _ : state) {
     std::shared_ptr<ShardedFilter> h = MakeTarget(type, 1, items).handle;
     F& link =
-        static_cast<F&>(*internal::ShardedFilterAccess::shard(*h, 0).links[0]);
+        static_cast<F&>(*internal::ShardedFilterAccess::shard(*h, 0).link(0));
     for (uint64_t b = 0, c = 0; b < items; b += chunk, ++c) {
       const uint64_t e = std::min(items, b + chunk);
       // 0 link, 1 handle, 2 the link's capped add (cuckoo).

@@ -12,7 +12,9 @@
 #include <cstdlib>
 #include <memory>
 #include <new>
+#include <string>
 
+#include "shardfilter/engine/sharded_filter.h"
 #include "shardfilter/filters/bloom_filter.h"
 
 namespace {
@@ -126,6 +128,41 @@ TEST(FilterObjectBytesTest, LargeBloomFilterKeepsItsStripes) {
   auto f = LiveBytesOf([&] { return BloomFilter::Create(o); }, &live);
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   EXPECT_GE(live, int64_t{internal::kCounterStripes} * 64);
+}
+
+// The Redis module's BF.RESERVE k 0.01 500 (tools/module's ToFilterSpec:
+// one shard, scaling, expansion 2) or CF.RESERVE k 500 (buckets of 2).
+FilterSpec ReserveSpec(FilterType type) {
+  FilterSpec spec;
+  spec.type = type;
+  spec.capacity = 500;
+  spec.fpp = 0.01;
+  spec.expansion = 2;
+  spec.max_bytes = uint64_t{1} << 30;
+  spec.durability = Durability::kNone;
+  if (type == FilterType::kCuckoo) spec.bucket_size = 2;
+  return spec;
+}
+
+// A one-link shard holds link 0's slot, capacity and fill, not arrays for
+// 32 links (engine/internal/shard.h, S10): the whole filter (handle,
+// shard, fast path, link object, account) in about a KiB besides its
+// table.
+TEST(FilterObjectBytesTest, OneLinkShardHoldsNoArraysForLaterLinks) {
+  int64_t live = 0;
+  auto f = LiveBytesOf(
+      [&] { return ShardedFilter::Create(ReserveSpec(FilterType::kBloom)); },
+      &live);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_LE(live, 1024);
+  // It still grows: the later links' block comes with link 1.
+  for (int i = 0; i < 2'000; ++i) {
+    ASSERT_TRUE((*f)->Add("key:" + std::to_string(i)).ok()) << i;
+  }
+  EXPECT_GT((*f)->shard_links(0), 1u);
+  for (int i = 0; i < 2'000; ++i) {
+    ASSERT_TRUE((*f)->MayContain("key:" + std::to_string(i))) << i;
+  }
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 // shard without Shard (engine/internal/shard.h), which the public header cannot
 // see: one ShardFastPath entry per shard, in an array of its own, and the
 // shard's first cache line (ShardHead: its lock, sequence, dirty flag and
-// fills), which Shard derives from.
+// link 0's fill), which Shard derives from.
 //
 // Installed (engine/sharded_filter.h includes it), not API: names here may
 // change in any release.
@@ -64,7 +64,7 @@ inline constexpr uint32_t kMaxCountingCopies = 15;
 inline constexpr uint32_t kFillFlush = 64;
 
 // A shard's first cache line: what every mutation writes (the lock word,
-// the order lock, the sequence, the dirty flag and the first links' fill),
+// the order lock, the sequence, the dirty flag and link 0's fill),
 // shared by the fields so that an add writes one line of the shard's. Two
 // threads adding to one filter spread over all its shards, so a shard's
 // written lines were last written by the other core about half the time,
@@ -119,7 +119,9 @@ struct alignas(64) ShardHead {
     std::atomic<uint32_t> n{0};
   };
   std::unique_ptr<UnflushedLine[]> unflushed;
-  std::atomic<uint64_t> fill[kMaxLinks];  // S7 (zero: C++20)
+  // fill[0], link 0's fill (S7). The later links' are in the shard's link
+  // tail (Shard::fill, engine/internal/shard.h), allocated when it grows.
+  std::atomic<uint64_t> link0_fill{0};
 
   // Adds of link 0 not yet in fill[0] (S9).
   uint64_t UnflushedAdds() const {
@@ -131,11 +133,10 @@ struct alignas(64) ShardHead {
     }
     return n;
   }
-  // The adds link i holds (S7, S8): fill[i], and for link 0 the adds not
-  // yet flushed into it. Exact under `mu` exclusive; otherwise a figure.
-  uint64_t Fill(uint32_t i) const {
-    const uint64_t f = fill[i].load(std::memory_order_relaxed);
-    return i == 0 ? f + UnflushedAdds() : f;
+  // The adds link 0 holds (S7, S8, S9): fill[0] and the adds not yet
+  // flushed into it. Exact under `mu` exclusive; otherwise a figure.
+  uint64_t Link0Fill() const {
+    return link0_fill.load(std::memory_order_relaxed) + UnflushedAdds();
   }
 
   // Takes the next sequence of a counting or cuckoo shard: last_seq + 1.
@@ -154,6 +155,7 @@ struct alignas(64) ShardHead {
 static_assert(sizeof(ShardMutex) + sizeof(ShortMutex) + 4 + 8 + 8 + 8 + 8 <= 64,
               "the lock, sequence, dirty flag, add limit, unflushed lines "
               "and link 0's fill share the shard's first line");
+static_assert(sizeof(ShardHead) == 64, "the head is one line");
 
 // A line each (the inline paths index the array with one shift).
 struct alignas(64) ShardFastPath {
@@ -233,7 +235,7 @@ extern const ShardFastPath kNoFastPaths[kNoFastPathCount];
   // stripes' unflushed adds can be (fewer than kFillFlush each, one more in
   // flight; shard_chain.h checks), so link 0 holds fewer than its capacity
   // (S9).
-  uint64_t f = h.fill[0].load(std::memory_order_relaxed);
+  uint64_t f = h.link0_fill.load(std::memory_order_relaxed);
   if (f >= h.fast_add_limit) [[unlikely]] {
     return false;
   }
@@ -248,7 +250,7 @@ extern const ShardFastPath kNoFastPaths[kNoFastPathCount];
       if (n == kFillFlush) [[unlikely]] {
         // fill[0] first: a reader between the two counts these adds twice
         // (too full, never too empty).
-        h.fill[0].fetch_add(n, std::memory_order_relaxed);
+        h.link0_fill.fetch_add(n, std::memory_order_relaxed);
         u.store(0, std::memory_order_relaxed);
       } else {
         u.store(n, std::memory_order_relaxed);
@@ -256,13 +258,14 @@ extern const ShardFastPath kNoFastPaths[kNoFastPathCount];
     }
     return true;
   }
-  if (!h.fill[0].compare_exchange_strong(f, f + 1, std::memory_order_relaxed)) {
+  if (!h.link0_fill.compare_exchange_strong(f, f + 1,
+                                            std::memory_order_relaxed)) {
     return false;
   }
   *added = SplitAdd(block, static_cast<uint32_t>(hash));
   if (!*added) {
     // S8: our own unit (fill >= 1), so no CAS loop is needed to stay >= 0.
-    h.fill[0].fetch_sub(1, std::memory_order_relaxed);
+    h.link0_fill.fetch_sub(1, std::memory_order_relaxed);
   }
   return true;
 }
@@ -354,14 +357,14 @@ template <typename LinkFilter, typename Prepared>
     return false;
   }
   ShardHead& h = *fast.head;
-  const uint64_t f = h.fill[0].load(std::memory_order_relaxed);
+  const uint64_t f = h.link0_fill.load(std::memory_order_relaxed);
   if (f >= h.fast_add_limit) return false;
   // The type is fixed by the spec (DecodeLinkFilter checks it); links are
   // mutable filters, published const for the queries.
   auto& filter = const_cast<LinkFilter&>(prepared_link);
   // Without the link's stripe lock: order_mu serializes its writers (S3).
   if (!SoleWriterAdd(filter, hash, prepared)) return false;
-  h.fill[0].store(f + 1, std::memory_order_relaxed);
+  h.link0_fill.store(f + 1, std::memory_order_relaxed);
   return true;
 }
 

@@ -123,7 +123,7 @@ double LinkPromisedRate(const Filter& link) {
 }
 
 Result<double> NextLinkFpp(const FilterSpec& spec,
-                           std::span<const std::unique_ptr<Filter>> older) {
+                           std::span<const Filter* const> older) {
   const uint32_t n = static_cast<uint32_t>(older.size());
   if (n == 0 || !spec.scalable || spec.type != FilterType::kCuckoo) {
     return LinkFpp(spec, n);

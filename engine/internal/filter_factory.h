@@ -80,7 +80,7 @@ double LinkPromisedRate(const Filter& link);
 // would need a load under the design load, more bytes per item with each
 // halving (what made 32 links of 64 items take 838 MB).
 Result<double> NextLinkFpp(const FilterSpec& spec,
-                           std::span<const std::unique_ptr<Filter>> older);
+                           std::span<const Filter* const> older);
 // The memory budget of one shard (all its links): max_bytes / shards, or
 // the filters' default per-filter bound.
 uint64_t ShardMaxBytes(const FilterSpec& spec);
