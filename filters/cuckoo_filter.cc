@@ -198,7 +198,9 @@ Result<std::unique_ptr<CuckooFilter>> CuckooFilter::Create(
 Status CuckooFilter::Init(uint64_t buckets, uint32_t bucket_size,
                           uint32_t fp_bits) {
   fp_mask_ = (uint64_t{1} << fp_bits) - 1;
-  if (!table_.Init(buckets, bucket_size, fp_bits) || !stripes_.Init(buckets)) {
+  if (!table_.Init(buckets, bucket_size, fp_bits) ||
+      !stripes_.Init(buckets,
+                     CuckooTableBytes(buckets, bucket_size, fp_bits))) {
     return Status::ResourceExhausted(
         "out of memory allocating a cuckoo table of " +
         std::to_string(CuckooTableBytes(buckets, bucket_size, fp_bits)) +

@@ -380,7 +380,7 @@ TEST(CuckooFilterTest, BatchRemoveMatchesSingleRemoves) {
 // move fails validation, one that begins after it passes.
 TEST(CuckooStripesTest, MoveVersionIsTheWordReadersOfThePairCheck) {
   internal::CuckooStripes st;
-  ASSERT_TRUE(st.Init(1 << 16));  // 1024 stripes
+  ASSERT_TRUE(st.Init(1 << 16, uint64_t{1} << 20));  // 1024 stripes
   ASSERT_EQ(st.count(), 1024u);
   uint64_t rng = 3;
   int distinct = 0;

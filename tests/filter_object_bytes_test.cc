@@ -16,6 +16,7 @@
 
 #include "shardfilter/engine/sharded_filter.h"
 #include "shardfilter/filters/bloom_filter.h"
+#include "shardfilter/filters/cuckoo_filter.h"
 
 namespace {
 
@@ -128,6 +129,25 @@ TEST(FilterObjectBytesTest, LargeBloomFilterKeepsItsStripes) {
   auto f = LiveBytesOf([&] { return BloomFilter::Create(o); }, &live);
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   EXPECT_GE(live, int64_t{internal::kCounterStripes} * 64);
+}
+
+// A small cuckoo table takes few lock stripes: a stripe is a line and a
+// move version (72 B), and 64 of them (4.6 KB) for a 1 KiB table were most
+// of a CF.RESERVE k 500 key. A large one keeps the most (1,024).
+TEST(FilterObjectBytesTest, SmallCuckooFilterHoldsFewStripes) {
+  CuckooOptions o;
+  o.capacity = 500;  // CF.RESERVE k 500
+  o.bucket_size = 2;
+  int64_t live = 0;
+  auto f = LiveBytesOf([&] { return CuckooFilter::Create(o); }, &live);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_LE(live, 512);
+  EXPECT_LE((*f)->CuckooStatistics().stripes, 2u);
+  o.capacity = 1'000'000;
+  auto large = CuckooFilter::Create(o);
+  ASSERT_TRUE(large.ok()) << large.status().ToString();
+  EXPECT_EQ((*large)->CuckooStatistics().stripes,
+            internal::CuckooStripes::kMaxStripes);
 }
 
 // The Redis module's BF.RESERVE k 0.01 500 (tools/module's ToFilterSpec:
