@@ -7,7 +7,9 @@
 // engine charges the memory budget per filter (MemoryBudget::used) and the
 // CPU time of a create and of a decode. A plain program: no Google Benchmark.
 //
-//   build/bench/sf_small_filters [N] [bf|cf] [adds per filter]
+//   build/bench/sf_small_filters [N] [bf|cf|cbf] [adds per filter]
+// (cbf: a counting Bloom filter of the same capacity and rate, SF.CREATE's
+// counting type).
 #include <malloc.h>
 
 #include <atomic>
@@ -116,15 +118,19 @@ void Die(const shardfilter::Status& s) {
 
 int main(int argc, char** argv) {
   const int n = argc > 1 ? std::atoi(argv[1]) : 20000;
-  const bool cuckoo = argc > 2 && std::string_view(argv[2]) == "cf";
+  const std::string_view kind = argc > 2 ? argv[2] : "bf";
+  const bool cuckoo = kind == "cf";
+  const bool counting = kind == "cbf";
   const int adds = argc > 3 ? std::atoi(argv[3]) : 20;
-  if (n <= 0 || adds < 0) {
-    std::fprintf(stderr, "usage: %s [N > 0] [bf|cf] [adds per filter]\n",
+  if (n <= 0 || adds < 0 || (!cuckoo && !counting && kind != "bf")) {
+    std::fprintf(stderr, "usage: %s [N > 0] [bf|cf|cbf] [adds per filter]\n",
                  argv[0]);
     return 2;
   }
   FilterSpec spec;  // the module's ToFilterSpec (tools/module)
-  spec.type = cuckoo ? FilterType::kCuckoo : FilterType::kBloom;
+  spec.type = cuckoo     ? FilterType::kCuckoo
+              : counting ? FilterType::kCountingBloom
+                         : FilterType::kBloom;
   spec.capacity = 500;
   spec.fpp = 0.01;
   spec.expansion = 2;
@@ -175,7 +181,7 @@ int main(int argc, char** argv) {
 
   const double per = 1.0 / n;
   std::printf("filters %d (%s, capacity 500, rate 0.01, scaling), adds %d each\n",
-              n, cuckoo ? "cuckoo" : "bloom", adds);
+              n, cuckoo ? "cuckoo" : counting ? "counting" : "bloom", adds);
   std::printf("table bytes          %llu\n",
               static_cast<unsigned long long>(st.total.bytes));
   std::printf("heap bytes/filter    %.0f (after the adds %.0f)\n",

@@ -155,6 +155,16 @@ constexpr size_t kCountingParamsSize = 52;
 
 }  // namespace
 
+// Enough stripes that two writers rarely meet, few enough (64 KiB of locks
+// at most, a line per kTableBytesPerStripe of table) to stay
+// cache-resident and small next to the table.
+uint64_t CountingBloomFilter::StripeCount(uint64_t num_blocks) {
+  const uint64_t table_bytes = num_blocks * internal::kBlockBytes;
+  const uint64_t lines =
+      std::max<uint64_t>(1, table_bytes / kTableBytesPerStripe);
+  return std::min(kMaxStripes, std::bit_floor(lines));
+}
+
 CountingBloomFilter::CountingBloomFilter(uint32_t k, uint64_t seed,
                                          uint64_t capacity, double fpp,
                                          uint64_t num_blocks)
@@ -164,9 +174,7 @@ CountingBloomFilter::CountingBloomFilter(uint32_t k, uint64_t seed,
       capacity_(capacity),
       fpp_(fpp),
       num_blocks_(num_blocks),
-      // Enough stripes that two writers rarely meet, few enough (64 KiB of
-      // locks at most) to stay cache-resident.
-      stripe_mask_(std::bit_ceil(std::min(num_blocks, kMaxStripes)) - 1),
+      stripe_mask_(StripeCount(num_blocks) - 1),
       stripes_(new (std::nothrow) Stripe[stripe_mask_ + 1]) {
   for (uint32_t i = 0; i < 8; ++i) {
     lane_mult_[i] = internal::kProbeMultipliers[i < k ? i : 0];

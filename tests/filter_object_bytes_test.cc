@@ -16,6 +16,7 @@
 
 #include "shardfilter/engine/sharded_filter.h"
 #include "shardfilter/filters/bloom_filter.h"
+#include "shardfilter/filters/counting_bloom_filter.h"
 #include "shardfilter/filters/cuckoo_filter.h"
 
 namespace {
@@ -148,6 +149,23 @@ TEST(FilterObjectBytesTest, SmallCuckooFilterHoldsFewStripes) {
   ASSERT_TRUE(large.ok()) << large.status().ToString();
   EXPECT_EQ((*large)->CuckooStatistics().stripes,
             internal::CuckooStripes::kMaxStripes);
+}
+
+// The same for a counting filter, whose stripes (a lock and two counts,
+// one line each) were one per 64-byte block: as large as the table.
+TEST(FilterObjectBytesTest, SmallCountingFilterHoldsFewStripes) {
+  CountingBloomOptions o;
+  o.capacity = 500;
+  o.fpp = 0.01;
+  int64_t live = 0;
+  auto f = LiveBytesOf([&] { return CountingBloomFilter::Create(o); }, &live);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_LE(live, 512);
+  EXPECT_LE((*f)->num_stripes(), 4u);
+  o.capacity = 1'000'000;
+  auto large = CountingBloomFilter::Create(o);
+  ASSERT_TRUE(large.ok()) << large.status().ToString();
+  EXPECT_EQ((*large)->num_stripes(), 1024u);
 }
 
 // The Redis module's BF.RESERVE k 0.01 500 (tools/module's ToFilterSpec:
