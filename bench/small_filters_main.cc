@@ -180,8 +180,12 @@ int main(int argc, char** argv) {
   const double t3 = CpuSeconds();
 
   const double per = 1.0 / n;
-  std::printf("filters %d (%s, capacity 500, rate 0.01, scaling), adds %d each\n",
-              n, cuckoo ? "cuckoo" : counting ? "counting" : "bloom", adds);
+  std::printf(
+      "filters %d (%s, capacity 500, rate 0.01, scaling), adds %d each\n", n,
+      cuckoo     ? "cuckoo"
+      : counting ? "counting"
+                 : "bloom",
+      adds);
   std::printf("table bytes          %llu\n",
               static_cast<unsigned long long>(st.total.bytes));
   std::printf("heap bytes/filter    %.0f (after the adds %.0f)\n",

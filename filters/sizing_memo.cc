@@ -87,9 +87,8 @@ Result<BlockedSizing> SplitBlockBloomSizing(uint64_t n, double p,
   SF_RETURN_IF_ERROR(ValidateCapacityAndFpp(n, p));
   const internal::SizingKey key{
       {internal::kSplitTag, n, std::bit_cast<uint64_t>(p), max_bytes}};
-  return internal::Memoized(key, [&] {
-    return internal::ComputeSplitBlockSizing(n, p, max_bytes);
-  });
+  return internal::Memoized(
+      key, [&] { return internal::ComputeSplitBlockSizing(n, p, max_bytes); });
 }
 
 Result<BlockedSizing> WordBlockedBloomSizing(uint64_t n, double p, uint32_t k,
@@ -114,10 +113,9 @@ Result<BlockedSizing> BlockedBloomSizing(uint64_t n, double p, uint32_t k,
   if (k > kMaxHashFunctions) {
     return internal::ComputeBlockedSizing(n, p, k, slots_per_block, max_bytes);
   }
-  const internal::SizingKey key{
-      {internal::kBlockedTag | uint64_t{k} << 8 | uint64_t{slots_per_block}
-                                                      << 32,
-       n, std::bit_cast<uint64_t>(p), max_bytes}};
+  const internal::SizingKey key{{internal::kBlockedTag | uint64_t{k} << 8 |
+                                     uint64_t{slots_per_block} << 32,
+                                 n, std::bit_cast<uint64_t>(p), max_bytes}};
   return internal::Memoized(key, [&] {
     return internal::ComputeBlockedSizing(n, p, k, slots_per_block, max_bytes);
   });

@@ -79,9 +79,7 @@ void operator delete[](void* p, size_t) noexcept { Free(p); }
 void operator delete(void* p, std::align_val_t) noexcept { Free(p); }
 void operator delete[](void* p, std::align_val_t) noexcept { Free(p); }
 void operator delete(void* p, size_t, std::align_val_t) noexcept { Free(p); }
-void operator delete[](void* p, size_t, std::align_val_t) noexcept {
-  Free(p);
-}
+void operator delete[](void* p, size_t, std::align_val_t) noexcept { Free(p); }
 
 namespace shardfilter {
 namespace {
@@ -114,8 +112,8 @@ TEST(FilterObjectBytesTest, SmallBloomFilterHoldsNoStripes) {
   for (BloomLayout layout : {BloomLayout::kSplitBlock, BloomLayout::kBlocked,
                              BloomLayout::kClassic}) {
     int64_t live = 0;
-    auto f = LiveBytesOf([&] { return BloomFilter::Create(Small(layout)); },
-                         &live);
+    auto f =
+        LiveBytesOf([&] { return BloomFilter::Create(Small(layout)); }, &live);
     ASSERT_TRUE(f.ok()) << f.status().ToString();
     EXPECT_LE(live, 256) << "layout " << static_cast<int>(layout);
   }

@@ -36,8 +36,8 @@ void ExpectSame(const Result<BlockedSizing>& want,
       << what;
 }
 
-constexpr uint64_t kCapacities[] = {1, 7, 100, 500, 1'000, 12'345, 1'000'000,
-                                    1'000'000'000};
+constexpr uint64_t kCapacities[] = {1,     7,      100,       500,
+                                    1'000, 12'345, 1'000'000, 1'000'000'000};
 constexpr double kRates[] = {0.3, 0.02, 0.01, 0.005, 0.001, 1e-5};
 constexpr uint64_t kMaxBytes[] = {UINT64_MAX, uint64_t{1} << 30, 4096, 64};
 
@@ -61,10 +61,9 @@ TEST(SizingMemoTest, WordBlockedEqualsTheSearch) {
     for (double p : kRates) {
       for (uint64_t max : kMaxBytes) {
         for (uint32_t k : {0u, 3u, 9u, 33u}) {
-          const std::string what = "word n=" + std::to_string(n) +
-                                   " p=" + FormatRate(p) + " k=" +
-                                   std::to_string(k) +
-                                   " max=" + std::to_string(max);
+          const std::string what =
+              "word n=" + std::to_string(n) + " p=" + FormatRate(p) +
+              " k=" + std::to_string(k) + " max=" + std::to_string(max);
           const auto want = internal::ComputeWordBlockedSizing(n, p, k, max);
           ExpectSame(want, WordBlockedBloomSizing(n, p, k, max),
                      what + " (first)");
@@ -112,11 +111,14 @@ TEST(SizingMemoTest, BloomTableBytesFollowTheSearch) {
       o.layout = BloomLayout::kSplitBlock;
       const auto split = internal::ComputeSplitBlockSizing(n, p, o.max_bytes);
       ASSERT_TRUE(split.ok());
-      EXPECT_EQ(*BloomFilter::TableBytes(o), split->blocks * 32) << n << " " << p;
+      EXPECT_EQ(*BloomFilter::TableBytes(o), split->blocks * 32)
+          << n << " " << p;
       o.layout = BloomLayout::kBlocked;
-      const auto word = internal::ComputeWordBlockedSizing(n, p, 0, o.max_bytes);
+      const auto word =
+          internal::ComputeWordBlockedSizing(n, p, 0, o.max_bytes);
       ASSERT_TRUE(word.ok());
-      EXPECT_EQ(*BloomFilter::TableBytes(o), word->blocks * 64) << n << " " << p;
+      EXPECT_EQ(*BloomFilter::TableBytes(o), word->blocks * 64)
+          << n << " " << p;
     }
   }
 }

@@ -52,8 +52,8 @@ struct SizingKey {
 // The uncached searches (M2: what the memo must return).
 Result<BlockedSizing> ComputeSplitBlockSizing(uint64_t n, double p,
                                               uint64_t max_bytes);
-Result<BlockedSizing> ComputeWordBlockedSizing(uint64_t n, double p,
-                                               uint32_t k, uint64_t max_bytes);
+Result<BlockedSizing> ComputeWordBlockedSizing(uint64_t n, double p, uint32_t k,
+                                               uint64_t max_bytes);
 Result<BlockedSizing> ComputeBlockedSizing(uint64_t n, double p, uint32_t k,
                                            uint32_t slots_per_block,
                                            uint64_t max_bytes);
