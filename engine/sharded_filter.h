@@ -143,7 +143,8 @@ struct FilterSpec {
   // Cuckoo: relocations before an insert reports Full; 0 = default.
   uint32_t max_kicks = 0;
   // Upper bound on the memory of the whole filter (all shards and all their
-  // links); 0 = the filters' default (64 GiB per shard).
+  // links); 0 = the filters' default (64 GiB per shard). A create whose
+  // tables would exceed it is TooLarge; growth stops there (Full).
   uint64_t max_bytes = 0;
   // Online expansion (docs/design.md, "Online expansion"). When true, a
   // shard whose newest link holds its capacity appends a link of capacity x
@@ -218,8 +219,9 @@ class ShardedFilter {
  public:
   // A standalone, in-memory sharded filter (durability is ignored: nothing
   // is persisted). InvalidArgument for bad parameters (shards not a power
-  // of two or > 256, fpp outside (0, 1), capacity 0, ...), and whatever the
-  // filter type's Create reports.
+  // of two or > 256, fpp outside (0, 1), capacity 0, a table past what the
+  // type can address, ...), TooLarge for tables over spec.max_bytes, and
+  // whatever the filter type's Create reports.
   static Result<std::unique_ptr<ShardedFilter>> Create(const FilterSpec& spec);
   // As Create, with the filter's tables (and every link it grows) charged
   // to `budget` (engine/memory_budget.h; null: MemoryBudget::Default()):

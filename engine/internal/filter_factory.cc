@@ -140,8 +140,26 @@ Result<uint64_t> LinkTableBytes(const FilterSpec& spec, uint32_t link,
                                 uint64_t max_bytes) {
   const uint64_t capacity = LinkCapacity(spec, link);
   if (capacity == 0) return OverflowingLink(link);
-  return FilterTableBytes(
-      LinkParams(spec, capacity, LinkFpp(spec, link), max_bytes));
+  const double fpp = LinkFpp(spec, link);
+  Result<uint64_t> sized =
+      FilterTableBytes(LinkParams(spec, capacity, fpp, max_bytes));
+  if (sized.ok() || !sized.status().IsInvalidArgument() ||
+      max_bytes == UINT64_MAX) {
+    return sized;
+  }
+  // The filters refuse a table over their max_bytes as InvalidArgument
+  // (to them it is a parameter). Here max_bytes is the host's memory limit:
+  // if the table exists without it, the limit is what refused (TooLarge,
+  // with the bytes it needs); if not, the request is invalid whatever the
+  // limit (a rate out of range, past the structure's 2^32 blocks).
+  Result<uint64_t> unbounded =
+      FilterTableBytes(LinkParams(spec, capacity, fpp, UINT64_MAX));
+  if (!unbounded.ok()) return unbounded.status();
+  return Status::TooLarge("capacity " + std::to_string(capacity) +
+                          " at rate " + FormatRate(fpp) + " needs " +
+                          std::to_string(*unbounded) +
+                          " bytes, over the memory limit of " +
+                          std::to_string(max_bytes) + " bytes");
 }
 
 Result<std::unique_ptr<Filter>> MakeLinkFilter(const FilterSpec& spec,

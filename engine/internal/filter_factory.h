@@ -56,8 +56,10 @@ Result<std::unique_ptr<Filter>> MakeLinkFilter(const FilterSpec& spec,
                                                uint64_t max_bytes);
 // Link 0 with the whole shard budget.
 Result<std::unique_ptr<Filter>> MakeShardFilter(const FilterSpec& spec);
-// The table bytes MakeLinkFilter would allocate (no allocation), or its
-// error.
+// The table bytes MakeLinkFilter would allocate (no allocation), or why
+// not: TooLarge (with the bytes needed) when only `max_bytes` refuses it,
+// InvalidArgument when no limit would make it valid. Call it before
+// MakeLinkFilter, which reports a table past max_bytes as the filters do.
 Result<uint64_t> LinkTableBytes(const FilterSpec& spec, uint32_t link,
                                 uint64_t max_bytes);
 // Link 0 of every shard, charged to `account` as a whole before anything

@@ -25,7 +25,8 @@ TypedLookup LookupTyped(CommandContext& ctx, std::string_view key,
 
 void ReplyCreateError(CommandContext& ctx, const Status& status,
                       std::string_view generic) {
-  if (status.code() == StatusCode::kResourceExhausted) {
+  if (status.code() == StatusCode::kResourceExhausted ||
+      status.code() == StatusCode::kTooLarge) {
     return ctx.out.Error("ERR Insufficient memory to create filter");
   }
   if (status.code() == StatusCode::kAlreadyExists) {

@@ -180,8 +180,8 @@ class Keyspace {
       std::string_view key) = 0;
   // The TYPE name of what `key` holds ("none" when nothing).
   virtual std::string TypeOf(std::string_view key);
-  // AlreadyExists, InvalidArgument (key, parameters), ResourceExhausted
-  // (over the memory budget).
+  // AlreadyExists, InvalidArgument (key, parameters), TooLarge (over the
+  // host's limit of one filter), ResourceExhausted (over the memory budget).
   virtual Result<std::shared_ptr<FilterHandle>> Create(
       std::string_view key, const CreateParams& params) = 0;
   // True when it existed.

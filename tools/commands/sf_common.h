@@ -13,8 +13,8 @@
 namespace shardfilter::commands {
 
 // One error reply for an engine status, in the style of RedisBloom's:
-// Full "ERR filter is full", ResourceExhausted "ERR Insufficient memory:
-// ...", NotFound "ERR not found", AlreadyExists "ERR item exists",
+// Full "ERR filter is full", ResourceExhausted and TooLarge "ERR
+// Insufficient memory: ...", NotFound "ERR not found", AlreadyExists "ERR item exists",
 // WrongType WRONGTYPE, otherwise "ERR <message>".
 void ReplyStatus(CommandContext& ctx, const Status& s);
 

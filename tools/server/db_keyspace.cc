@@ -312,18 +312,7 @@ Result<std::shared_ptr<commands::FilterHandle>> DbKeyspace::Create(
     return Status::AlreadyExists("the key holds a dedup set or tiered filter");
   }
   auto f = db_->Create(key, ToFilterSpec(params, options_));
-  if (!f.ok()) {
-    const Status& s = f.status();
-    // The engine reports a table over max_bytes as InvalidArgument naming
-    // the budget: to a client that is the memory limit.
-    if (s.IsInvalidArgument() &&
-        (s.message().find("max_bytes") != std::string::npos ||
-         s.message().find("budget") != std::string::npos ||
-         s.message().find("memory limit") != std::string::npos)) {
-      return Status::ResourceExhausted(s.message());
-    }
-    return s;
-  }
+  if (!f.ok()) return f.status();
   return std::shared_ptr<commands::FilterHandle>(
       std::make_shared<DbFilter>(std::move(f).value()));
 }
