@@ -208,6 +208,21 @@ class Store {
   // Reads back and checks every value in the three column families.
   Status Verify(StoreVerifyReport* report) const;
 
+  // RocksDB's memory now, summed over every column family (RocksDB's
+  // approximate figures): memtables (active and unflushed), block caches,
+  // table readers (indexes and filters held outside the cache).
+  struct MemoryUsage {
+    uint64_t memtables = 0;
+    uint64_t block_cache = 0;
+    uint64_t table_readers = 0;
+    uint64_t total() const { return memtables + block_cache + table_readers; }
+  };
+  MemoryUsage ApproximateMemoryUsage() const;
+  // Writes every memtable of the filter families (catalog, shards,
+  // journal, retained hashes, default) out to table files and waits: their
+  // memory goes back (a host under memory pressure). IOError otherwise.
+  Status FlushMemtables();
+
   // The dedup store's column families (persistence/internal/dedup_table.h).
   // They are opened with the store when present; when missing, `create` on a
   // writable store creates them (so stores that never held a dedup set keep

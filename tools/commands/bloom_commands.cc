@@ -134,6 +134,8 @@ void ReplyBloomAdds(CommandContext& ctx, std::span<const uint8_t> added,
       }
     } else if (s.IsFull()) {
       ctx.out.Error("ERR non scaling filter is full");
+    } else if (s.code() == StatusCode::kResourceExhausted) {
+      ctx.out.Error(kOomError);
     } else if (s.IsNotFound()) {
       ctx.out.Error(kNotFoundError);
     } else {

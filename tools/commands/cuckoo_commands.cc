@@ -97,6 +97,9 @@ void InsertCommon(CommandContext& ctx, std::string_view key, Args items,
     const Status& s = statuses[0];
     if (s.ok()) return ReplyFlag(ctx, bool_added, existed[0] ? 0 : 1);
     if (s.IsFull()) return ctx.out.Error("Filter is full");
+    if (s.code() == StatusCode::kResourceExhausted) {
+      return ctx.out.Error(kOomError);
+    }
     if (s.IsNotFound()) return ctx.out.Error(kNotFoundError);
     return ctx.out.Error("ERR problem inserting into filter");
   }
@@ -218,6 +221,9 @@ void CuckooAddCopies(FilterHandle& filter, Args items,
 void ReplyCuckooAdd(CommandContext& ctx, const Status& s) {
   if (s.ok()) return ReplyFlag(ctx, ctx.out.protocol() >= 3, 1);
   if (s.IsFull()) return ctx.out.Error("Filter is full");
+  if (s.code() == StatusCode::kResourceExhausted) {
+    return ctx.out.Error(kOomError);
+  }
   if (s.IsNotFound()) return ctx.out.Error(kNotFoundError);
   ctx.out.Error("ERR problem inserting into filter");
 }

@@ -120,6 +120,9 @@ void LoadChunk(CommandContext& ctx, Args args, FilterType type) {
     if (restored.code() == StatusCode::kAlreadyExists) {
       return ctx.out.Error(kItemExistsError);
     }
+    if (restored.code() == StatusCode::kResourceExhausted) {
+      return ctx.out.Error(kOomError);
+    }
     return ctx.out.Error("ERR could not load the dump: " + restored.message());
   }
   TypedLookup loaded = LookupTyped(ctx, key, type);

@@ -25,8 +25,10 @@ TypedLookup LookupTyped(CommandContext& ctx, std::string_view key,
 
 void ReplyCreateError(CommandContext& ctx, const Status& status,
                       std::string_view generic) {
-  if (status.code() == StatusCode::kResourceExhausted ||
-      status.code() == StatusCode::kTooLarge) {
+  if (status.code() == StatusCode::kResourceExhausted) {
+    return ctx.out.Error(kOomError);
+  }
+  if (status.code() == StatusCode::kTooLarge) {
     return ctx.out.Error("ERR Insufficient memory to create filter");
   }
   if (status.code() == StatusCode::kAlreadyExists) {

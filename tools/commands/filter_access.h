@@ -22,9 +22,9 @@ struct TypedLookup {
 TypedLookup LookupTyped(CommandContext& ctx, std::string_view key,
                         FilterType type);
 
-// Replies to a failed Keyspace::Create: ResourceExhausted or TooLarge ->
-// "ERR Insufficient memory to create filter", AlreadyExists -> "ERR item
-// exists", else `generic` followed by the reason.
+// Replies to a failed Keyspace::Create: ResourceExhausted -> kOomError,
+// TooLarge -> "ERR Insufficient memory to create filter", AlreadyExists ->
+// "ERR item exists", else `generic` followed by the reason.
 void ReplyCreateError(CommandContext& ctx, const Status& status,
                       std::string_view generic);
 

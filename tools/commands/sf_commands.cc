@@ -27,6 +27,7 @@ void ReplyStatus(CommandContext& ctx, const Status& s) {
     case StatusCode::kFull:
       return ctx.out.Error("ERR filter is full");
     case StatusCode::kResourceExhausted:
+      return ctx.out.Error(kOomError);
     case StatusCode::kTooLarge:
       return ctx.out.Error("ERR Insufficient memory: " + s.message());
     case StatusCode::kNotFound:

@@ -110,7 +110,10 @@ void EventLoop::Run() {
       if (it == conns_.end()) continue;
       Connection& c = *it->second;
       const uint32_t e = events[i].events;
-      if (e & EPOLLOUT) Flush(c);
+      if (e & EPOLLOUT) {
+        Flush(c);
+        Account(c);
+      }
       if ((e & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !c.paused &&
           !c.close_when_flushed && !c.busy) {
         OnReadable(c);
@@ -171,7 +174,8 @@ void EventLoop::Accept(int listener) {
       continue;
     }
     server_->connected_clients.fetch_add(1, std::memory_order_relaxed);
-    conns_.emplace(fd, std::move(c));
+    Connection& added = *conns_.emplace(fd, std::move(c)).first->second;
+    Account(added);
   }
 }
 
@@ -195,6 +199,7 @@ void EventLoop::OnReadable(Connection& c) {
   }
   Process(c);
   Flush(c);
+  Account(c);
 }
 
 // Requests are collected (parsed in place, up to kMaxBatch) and run with
@@ -334,6 +339,14 @@ void EventLoop::Finish(std::unique_ptr<WorkerJob> job) {
   c.last_active_ms = NowMs();
   Process(c);  // the requests read after the batch
   Flush(c);
+  Account(c);
+}
+
+void EventLoop::Account(Connection& c) {
+  const size_t now = c.memory();
+  server_->memory().AddClientBytes(static_cast<int64_t>(now) -
+                                   static_cast<int64_t>(c.accounted));
+  c.accounted = now;
 }
 
 void EventLoop::Flush(Connection& c) {
@@ -405,6 +418,8 @@ void EventLoop::Close(int fd) {
     }
   }
   ::close(fd);
+  server_->memory().AddClientBytes(
+      -static_cast<int64_t>(it->second->accounted));
   conns_.erase(it);
   server_->connected_clients.fetch_sub(1, std::memory_order_relaxed);
 }

@@ -47,7 +47,10 @@ struct Connection {
   bool paused = false;  // too many unsent replies: not reading
   bool busy = false;    // a batch of its requests runs on a worker (W1)
   bool closed_while_busy = false;  // W2
+  // Its buffers' bytes as last reported to ServerMemory.
+  size_t accounted = 0;
   size_t pending() const { return out.size() - out_sent; }
+  size_t memory() const { return in.capacity() + out.capacity(); }
 };
 
 // One connection's batch on a worker: the requests (views into the
@@ -90,6 +93,8 @@ class EventLoop {
   void EndBatch(Connection& c, size_t ran, size_t requests, bool parse_error);
   void Flush(Connection& c);
   void UpdateInterest(Connection& c);
+  // Reports the change of c's buffers to ServerMemory.
+  void Account(Connection& c);
   void Close(int fd);
   void CloseIdle(int64_t now_ms);
   void ShutDown();

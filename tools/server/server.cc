@@ -23,26 +23,6 @@ int64_t NowUnix() {
       .count();
 }
 
-std::string Human(uint64_t bytes) {
-  const char* units[] = {"B", "K", "M", "G", "T"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.2f%s", v, units[u]);
-  return buf;
-}
-
-uint64_t RssBytes() {
-  std::ifstream statm("/proc/self/statm");
-  uint64_t size = 0, resident = 0;
-  statm >> size >> resident;
-  return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-}
-
 void Field(std::string* out, const char* name, const std::string& value) {
   *out += name;
   *out += ':';
@@ -86,13 +66,28 @@ std::string NodeId(const ServerOptions& o, const std::string& ip,
 
 }  // namespace
 
+namespace {
+
+// The budget --maxmemory set: the Database's (null there: the process
+// default, which every filter of that Database reserves from).
+std::shared_ptr<MemoryBudget> BudgetOf(const DbKeyspace& keyspace) {
+  const auto& budget = keyspace.database()->options().memory_budget;
+  return budget != nullptr ? budget : MemoryBudget::Default();
+}
+
+}  // namespace
+
 Server::Server(const ServerOptions& options, DbKeyspace* keyspace)
-    : options_(options), keyspace_(keyspace), workers_(options.sync_threads) {}
+    : options_(options),
+      keyspace_(keyspace),
+      memory_(BudgetOf(*keyspace), keyspace->database()),
+      workers_(options.sync_threads) {}
 
 Server::~Server() {
   Stop();
   Wait();
   keyspace_->SetDropListener(nullptr);
+  keyspace_->SetAfterReclaim(nullptr);
 }
 
 Status Server::Start() {
@@ -109,6 +104,7 @@ Status Server::Start() {
   cluster_node_.ip = AnnouncedIp(options_);
   cluster_node_.port = port_;
   cluster_node_.id = NodeId(options_, cluster_node_.ip, port_);
+  keyspace_->SetAfterReclaim([this] { memory_.Sample(); });
   // A drop wakes every loop so each frees its cached handles of it.
   keyspace_->SetDropListener([this] {
     for (auto& loop : loops_) loop->Wake();
@@ -116,9 +112,18 @@ Status Server::Start() {
   for (auto& loop : loops_) {
     threads_.emplace_back([l = loop.get()] { l->Run(); });
   }
+  // Also samples the memory the server measures (server_memory.h) and,
+  // when that took used_memory past --maxmemory, unloads unused filters
+  // until it is under again (or none is left to unload).
   expirer_ = std::thread([this] {
     while (!stopping()) {
       keyspace_->ExpireDue();
+      memory_.Sample();
+      for (size_t tries = keyspace_->ReclaimAttempts();
+           tries > 0 && !stopping() && memory_.over() &&
+           keyspace_->ReclaimMemory();
+           --tries) {
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   });
@@ -240,15 +245,9 @@ bool Server::AppendInfoSection(std::string_view section, std::string* out) {
     return true;
   }
   if (section == "memory") {
-    const uint64_t filters = keyspace_->FilterBytes();
-    const uint64_t rss = RssBytes();
-    *out += "# Memory\r\n";
-    Field(out, "used_memory", std::to_string(filters));
-    Field(out, "used_memory_human", Human(filters));
-    Field(out, "used_memory_rss", std::to_string(rss));
-    Field(out, "used_memory_rss_human", Human(rss));
-    Field(out, "maxmemory", "0");
-    Field(out, "maxmemory_policy", "noeviction");
+    memory_.AppendInfo(keyspace_->FilterBytes(), out);
+    // Filters unloaded to make room (loaded again on their next use).
+    Field(out, "unloaded_filters", std::to_string(keyspace_->unloads()));
     return true;
   }
   if (section == "stats") {
@@ -263,6 +262,7 @@ bool Server::AppendInfoSection(std::string_view section, std::string* out) {
           std::to_string(net_output_bytes.load(std::memory_order_relaxed)));
     Field(out, "rejected_connections",
           std::to_string(rejected_connections.load(std::memory_order_relaxed)));
+
     Field(out, "keyspace_hits", "0");
     Field(out, "keyspace_misses", "0");
     return true;
@@ -283,8 +283,9 @@ std::vector<std::pair<std::string, std::string>> Server::ConfigValues() const {
       {"protected-mode", options_.protected_mode ? "yes" : "no"},
       {"timeout", std::to_string(options_.idle_timeout_s)},
       {"maxclients", std::to_string(options_.max_clients)},
-      {"maxmemory", "0"},
+      {"maxmemory", std::to_string(memory_.maxmemory())},
       {"maxmemory-policy", "noeviction"},
+
       {"proto-max-bulk-len", std::to_string(options_.limits.max_bulk_bytes)},
       {"client-query-buffer-limit", std::to_string(options_.max_query_buffer)},
       {"dir", options_.db_path},

@@ -13,8 +13,9 @@
 // client (the parser's), output buffer per client (past output_pause_bytes
 // of unsent replies the loop stops reading that client's requests until it
 // reads its replies; past output_hard_limit the connection is closed), max
-// clients, idle timeout. With no password, protected mode refuses peers
-// that are not loopback.
+// clients, idle timeout, and the process's memory (ServerMemory: the
+// memory budget that --maxmemory sets). With no password, protected mode
+// refuses peers that are not loopback.
 //
 // Thread safety: Start, Stop and Wait are called by one controlling thread
 // (Stop also from any loop thread, through the Host's RequestShutdown).
@@ -35,6 +36,7 @@
 #include "tools/commands/session.h"
 #include "tools/resp/request_parser.h"
 #include "tools/server/db_keyspace.h"
+#include "tools/server/server_memory.h"
 #include "tools/server/sync_workers.h"
 
 namespace shardfilter::server {
@@ -114,6 +116,7 @@ class Server final : public commands::Host {
   // Shared by the loops.
   const ServerOptions& options() const { return options_; }
   DbKeyspace* keyspace() { return keyspace_; }
+  ServerMemory& memory() { return memory_; }
   SyncWorkers& workers() { return workers_; }
   // True when running `requests` (one connection's batch, in order) may
   // wait for an fsync: a request flagged kFsyncs, a write whose key
@@ -135,6 +138,7 @@ class Server final : public commands::Host {
  private:
   ServerOptions options_;
   DbKeyspace* keyspace_;
+  ServerMemory memory_;
   uint16_t port_ = 0;
   std::vector<std::unique_ptr<EventLoop>> loops_;
   std::vector<std::thread> threads_;
