@@ -72,12 +72,35 @@ class RespWriter final : public ReplyWriter {
 
   std::string* buffer() { return out_; }
 
+  // Bounds the buffer (a host's output limit, checked at every append as
+  // Redis's client-output-buffer-limit is): a reply part that would take
+  // the buffer past `max_size` bytes is not appended, nor is anything
+  // after it, and *stop is set (the command layer stops a pipeline on
+  // Session::close_after_reply, which a host passes). The host then closes
+  // the connection without sending the buffer's last, partial reply.
+  void SetLimit(size_t max_size, bool* stop) {
+    max_size_ = max_size;
+    stop_ = stop;
+  }
+  bool overflowed() const { return overflowed_; }
+
  private:
+  // False (and overflowed) when `n` more bytes would pass the limit.
+  bool Room(size_t n) {
+    if (overflowed_) return false;
+    if (out_->size() + n <= max_size_) return true;
+    overflowed_ = true;
+    if (stop_ != nullptr) *stop_ = true;
+    return false;
+  }
   void Header(char type, uint64_t n);
   void Line(char type, std::string_view s);
 
   std::string* out_;
   int protocol_;
+  size_t max_size_ = SIZE_MAX;
+  bool* stop_ = nullptr;
+  bool overflowed_ = false;
 };
 
 // Formats a double as Redis does for replies (%.17g, "inf" / "-inf",

@@ -123,6 +123,7 @@ void EventLoop::Run() {
     }
     for (int fd : to_close_) Close(fd);
     to_close_.clear();
+    EvictClients();  // over --maxmemory-clients (this loop's share)
     server_->keyspace()->TrimThreadCache();  // after a drop elsewhere
     if (idle_s > 0 && NowMs() - last_idle_check >= 1000) {
       last_idle_check = NowMs();
@@ -195,6 +196,7 @@ void EventLoop::OnReadable(Connection& c) {
   c.last_active_ms = NowMs();
   if (c.in.size() > opt.max_query_buffer) {
     to_close_.push_back(c.fd);  // Redis closes such clients too
+    server_->query_limit_disconnections.fetch_add(1, std::memory_order_relaxed);
     return;
   }
   Process(c);
@@ -213,6 +215,11 @@ void EventLoop::Process(Connection& c) {
   commands::CommandContext ctx{c.session, *server_->keyspace(), *server_,
                                c.writer};
   uint64_t ran = 0;
+  // The output limit, checked at every reply's append (RespWriter): a
+  // reply that would take the unsent output past it ends the batch and
+  // the connection (EndBatch).
+  c.writer.SetLimit(c.out_sent + opt.output_hard_limit,
+                    &c.session.close_after_reply);
   // The loop's scratch, reused across calls (their capacity stays): no
   // allocation per read in the common case. A job takes them over.
   std::vector<std::string_view>& flat = scratch_.flat;
@@ -268,6 +275,9 @@ void EventLoop::Process(Connection& c) {
       job->consumed = offset;
       job->parse_error = parse_error;
       job->protocol = c.writer.protocol();
+      job->max_out = c.pending() < opt.output_hard_limit
+                         ? opt.output_hard_limit - c.pending()
+                         : 0;
       server_->total_commands.fetch_add(ran, std::memory_order_relaxed);
       StartJob(c, std::move(job));
       return;  // the input is the job's until it returns (W1)
@@ -284,6 +294,7 @@ void EventLoop::Process(Connection& c) {
 
 void EventLoop::EndBatch(Connection& c, size_t ran, size_t requests,
                          bool parse_error) {
+  if (c.writer.overflowed()) return Overflowed(c);
   if (c.session.close_after_reply || ran < requests) {
     c.close_when_flushed = true;
   } else if (parse_error) {
@@ -299,10 +310,12 @@ void EventLoop::StartJob(Connection& c, std::unique_ptr<WorkerJob> job) {
   server_->workers().Submit([this, raw = job.release()] {
     std::unique_ptr<WorkerJob> j(raw);
     resp::RespWriter writer(&j->out, j->protocol);
+    writer.SetLimit(j->max_out, &j->c->session.close_after_reply);
     commands::CommandContext ctx{j->c->session, *server_->keyspace(), *server_,
                                  writer};
     j->ran = commands::DispatchPipeline(ctx, j->requests);
     j->protocol = writer.protocol();
+    j->overflowed = writer.overflowed();
     server_->keyspace()->ReleaseThreadCache();
     {
       std::lock_guard lock(completed_mu_);
@@ -326,20 +339,32 @@ void EventLoop::Finish(std::unique_ptr<WorkerJob> job) {
   --jobs_in_flight_;
   c.busy = false;
   c.writer.SetProtocol(job->protocol);
-  c.out += job->out;
+  if (!job->overflowed) c.out += job->out;
   c.in.Consume(job->consumed);
   server_->total_commands.fetch_add(job->ran, std::memory_order_relaxed);
-  EndBatch(c, job->ran, job->requests.size(), job->parse_error);
+  if (job->overflowed) {
+    Overflowed(c);
+  } else {
+    EndBatch(c, job->ran, job->requests.size(), job->parse_error);
+  }
   job.reset();  // its views into c.in end here
   if (c.closed_while_busy) {
     to_close_.push_back(c.fd);  // W2: closed after this round's events
     return;
   }
-  if (shutting_down_) return;  // ShutDown sends what is pending (W3)
+  if (shutting_down_ || c.overflowed) return;  // W3; closed this round
   c.last_active_ms = NowMs();
   Process(c);  // the requests read after the batch
   Flush(c);
   Account(c);
+}
+
+void EventLoop::Overflowed(Connection& c) {
+  if (c.overflowed) return;
+  c.overflowed = true;
+  c.close_when_flushed = true;
+  to_close_.push_back(c.fd);
+  server_->output_limit_disconnections.fetch_add(1, std::memory_order_relaxed);
 }
 
 void EventLoop::Account(Connection& c) {
@@ -349,8 +374,34 @@ void EventLoop::Account(Connection& c) {
   c.accounted = now;
 }
 
+void EventLoop::EvictClients() {
+  const uint64_t limit = server_->options().max_client_memory;
+  ServerMemory& memory = server_->memory();
+  if (limit == 0 || memory.client_bytes() <= limit) return;
+  std::vector<Connection*> mine;
+  for (auto& [fd, c] : conns_) {
+    if (!c->closed_while_busy) mine.push_back(c.get());
+  }
+  std::sort(mine.begin(), mine.end(), [](Connection* a, Connection* b) {
+    return a->memory() > b->memory();
+  });
+  const int64_t clients = std::max<int64_t>(
+      1, server_->connected_clients.load(std::memory_order_relaxed));
+  const uint64_t average = memory.client_bytes() / clients;
+  bool evicted = false;
+  for (Connection* c : mine) {
+    if (memory.client_bytes() <= limit || c->memory() < average) break;
+    server_->evicted_clients.fetch_add(1, std::memory_order_relaxed);
+    evicted = true;
+    Close(c->fd);  // its buffers are given back now (busy: when it ends)
+  }
+  // The largest clients may be another loop's: wake them to look.
+  if (!evicted && memory.client_bytes() > limit) server_->WakeLoopsToEvict();
+}
+
 void EventLoop::Flush(Connection& c) {
   const ServerOptions& opt = server_->options();
+  if (c.overflowed) return;  // its output is dropped, not sent
   while (c.pending() > 0) {
     const ssize_t n = ::send(c.fd, c.out.data() + c.out_sent, c.pending(),
                              MSG_NOSIGNAL | MSG_DONTWAIT);

@@ -47,6 +47,9 @@ struct Connection {
   bool paused = false;  // too many unsent replies: not reading
   bool busy = false;    // a batch of its requests runs on a worker (W1)
   bool closed_while_busy = false;  // W2
+  // A reply would have taken its unsent output past the hard limit: closed
+  // without sending the rest (Redis's client-output-buffer-limit).
+  bool overflowed = false;
   // Its buffers' bytes as last reported to ServerMemory.
   size_t accounted = 0;
   size_t pending() const { return out.size() - out_sent; }
@@ -64,6 +67,8 @@ struct WorkerJob {
   bool parse_error = false;              // the batch ended at bad input
   int protocol = 2;                      // in: the writer's; out: after
   std::string out;                       // the replies
+  size_t max_out = 0;                    // bound of `out` (the output limit)
+  bool overflowed = false;               // `out` reached it
   size_t ran = 0;                        // DispatchPipeline's count
 };
 
@@ -95,6 +100,11 @@ class EventLoop {
   void UpdateInterest(Connection& c);
   // Reports the change of c's buffers to ServerMemory.
   void Account(Connection& c);
+  // Over --maxmemory-clients: closes this loop's largest clients (those
+  // using at least the average) until the total is under it again.
+  void EvictClients();
+  // A client past the output limit: closed now, its output dropped.
+  void Overflowed(Connection& c);
   void Close(int fd);
   void CloseIdle(int64_t now_ms);
   void ShutDown();

@@ -23,6 +23,12 @@ int64_t NowUnix() {
       .count();
 }
 
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 void Field(std::string* out, const char* name, const std::string& value) {
   *out += name;
   *out += ':';
@@ -82,6 +88,16 @@ Server::Server(const ServerOptions& options, DbKeyspace* keyspace)
       keyspace_(keyspace),
       memory_(BudgetOf(*keyspace), keyspace->database()),
       workers_(options.sync_threads) {}
+
+void Server::WakeLoopsToEvict() {
+  const int64_t now = NowUnixMs();
+  int64_t last = last_evict_wake_ms_.load(std::memory_order_relaxed);
+  if (now - last < 100 ||
+      !last_evict_wake_ms_.compare_exchange_strong(last, now)) {
+    return;
+  }
+  for (auto& loop : loops_) loop->Wake();
+}
 
 Server::~Server() {
   Stop();
@@ -248,6 +264,7 @@ bool Server::AppendInfoSection(std::string_view section, std::string* out) {
     memory_.AppendInfo(keyspace_->FilterBytes(), out);
     // Filters unloaded to make room (loaded again on their next use).
     Field(out, "unloaded_filters", std::to_string(keyspace_->unloads()));
+    Field(out, "maxmemory_clients", std::to_string(options_.max_client_memory));
     return true;
   }
   if (section == "stats") {
@@ -262,7 +279,14 @@ bool Server::AppendInfoSection(std::string_view section, std::string* out) {
           std::to_string(net_output_bytes.load(std::memory_order_relaxed)));
     Field(out, "rejected_connections",
           std::to_string(rejected_connections.load(std::memory_order_relaxed)));
-
+    Field(out, "evicted_clients",
+          std::to_string(evicted_clients.load(std::memory_order_relaxed)));
+    Field(out, "client_query_buffer_limit_disconnections",
+          std::to_string(
+              query_limit_disconnections.load(std::memory_order_relaxed)));
+    Field(out, "client_output_buffer_limit_disconnections",
+          std::to_string(
+              output_limit_disconnections.load(std::memory_order_relaxed)));
     Field(out, "keyspace_hits", "0");
     Field(out, "keyspace_misses", "0");
     return true;
@@ -285,7 +309,9 @@ std::vector<std::pair<std::string, std::string>> Server::ConfigValues() const {
       {"maxclients", std::to_string(options_.max_clients)},
       {"maxmemory", std::to_string(memory_.maxmemory())},
       {"maxmemory-policy", "noeviction"},
-
+      {"maxmemory-clients", std::to_string(options_.max_client_memory)},
+      {"client-output-buffer-limit",
+       "normal " + std::to_string(options_.output_hard_limit) + " 0 0"},
       {"proto-max-bulk-len", std::to_string(options_.limits.max_bulk_bytes)},
       {"client-query-buffer-limit", std::to_string(options_.max_query_buffer)},
       {"dir", options_.db_path},

@@ -61,6 +61,9 @@ of a shardfilter store directory (created when missing).
                                  filters were unloaded. 0 = none; auto (the
                                  default) = half of min(physical memory,
                                  cgroup limit), resolved at start
+  --maxmemory-clients SIZE|N%    all clients' buffers together; past it the
+                                 largest clients are closed (default 0 = none;
+                                 N% of --maxmemory)
   --max-filter-bytes SIZE        memory budget of one filter incl. growth
                                  (default 1gb)
   --shards N                     shards of created filters (default: by size)
@@ -120,6 +123,7 @@ int main(int argc, char** argv) {
   db_opt.checkpoint_interval_ms = 60000;
   bool bind_given = false;
   std::optional<uint64_t> maxmemory;  // nullopt: auto
+  std::string maxmemory_clients = "0";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--help" || a == "-h") {
@@ -194,6 +198,8 @@ int main(int argc, char** argv) {
       } else {
         maxmemory = number(~0ull);
       }
+    } else if (a == "--maxmemory-clients") {
+      maxmemory_clients = v;
     } else if (a == "--max-filter-bytes") {
       ks_opt.max_filter_bytes = number(~0ull);
     } else if (a == "--shards") {
@@ -221,6 +227,19 @@ int main(int argc, char** argv) {
   const auto& budget = MemoryBudget::Default();
   budget->SetLimit(limit == 0 ? MemoryBudget::kUnlimited : limit);
   db_opt.memory_budget = budget;
+  if (!maxmemory_clients.empty() && maxmemory_clients.back() == '%') {
+    uint64_t percent = 0;
+    if (!ParseSize(maxmemory_clients.substr(0, maxmemory_clients.size() - 1),
+                   &percent) ||
+        percent > 100) {
+      return Fail("bad value '" + maxmemory_clients +
+                  "' for --maxmemory-clients");
+    }
+    opt.max_client_memory = limit / 100 * percent;
+  } else if (!ParseSize(maxmemory_clients, &opt.max_client_memory)) {
+    return Fail("bad value '" + maxmemory_clients +
+                "' for --maxmemory-clients");
+  }
 
   // SIGTERM/SIGINT are taken by sigwait below: blocked in every thread
   // (the loops inherit this mask).
