@@ -8,6 +8,12 @@
     batch asked for, and it keeps serving others.
   - All clients' buffers together (Redis's maxmemory-clients): a client
     sending an endless bulk is closed once the clients' total passes it.
+  - Descriptors: with `ulimit -n` below what --maxclients needs, the server
+    lowers maxclients at start (keeping descriptors for the store), answers
+    the clients past it "-ERR max number of clients reached" and closes
+    them (none hangs), and stays idle while they wait: its CPU time over a
+    second (/proc/PID/stat utime + stime) stays near zero. The same when the
+    descriptors run out later (accept() fails with EMFILE).
 
   client_limits_test.py --server build/tools/shardfilter-server
 """
@@ -161,12 +167,95 @@ def check_client_memory(binary):
         s.stop()
 
 
+def check_descriptors(binary):
+    s = Server(binary, [], nofile=64)
+    try:
+        r = s.client()
+        maxclients = r.info("clients")["maxclients"]
+        assert 1 <= maxclients < 64, maxclients
+        assert r.config_get("maxclients") == {"maxclients": str(maxclients)}
+        served, refused, socks = 0, 0, []
+        for _ in range(maxclients + 40):
+            sock = socket.create_connection(("127.0.0.1", s.port))
+            sock.settimeout(30)
+            sock.sendall(resp("PING"))
+            reply = sock.recv(100)
+            if reply == b"+PONG\r\n":
+                served += 1
+                socks.append(sock)
+            else:
+                assert reply == b"-ERR max number of clients reached\r\n", reply
+                assert read_until_closed(sock, 30) == 0
+                refused += 1
+                sock.close()
+        # r holds one of the maxclients places.
+        assert served == maxclients - 1, (served, maxclients)
+        assert refused == 41, refused
+        # Idle with every place taken and more clients knocking: the loops
+        # must not spin on accept.
+        waiting = [socket.create_connection(("127.0.0.1", s.port))
+                   for _ in range(5)]
+        before = s.cpu_seconds()
+        time.sleep(1.0)
+        used = s.cpu_seconds() - before
+        assert used < 0.2, "the idle server used %.2f s of CPU in 1 s" % used
+        for w in waiting:
+            w.settimeout(30)
+            assert w.recv(100) == b"-ERR max number of clients reached\r\n"
+            w.close()
+        for sock in socks:
+            sock.close()
+        assert r.ping()
+        print("ok: ulimit -n 64: maxclients %d, %d refused with the error, "
+              "%.2f s of CPU while idle" % (maxclients, refused, used))
+    finally:
+        s.stop()
+
+
+def check_emfile(binary):
+    """Descriptors running out after the start (the store's journals, say):
+    accept() fails with EMFILE. The waiting client is answered and closed
+    through a spare descriptor, and the loops do not spin."""
+    s = Server(binary, ["--maxclients", "1000"])
+    try:
+        r = s.client()
+        assert r.ping()
+        fd_dir = "/proc/%d/fd" % s.proc.pid
+        open_now = len(os.listdir(fd_dir))
+        soft, hard = resource.prlimit(s.proc.pid, resource.RLIMIT_NOFILE)
+        resource.prlimit(s.proc.pid, resource.RLIMIT_NOFILE, (open_now, hard))
+        refused = []
+        for _ in range(10):
+            sock = socket.create_connection(("127.0.0.1", s.port))
+            sock.settimeout(30)
+            sock.sendall(resp("PING"))
+            reply = sock.recv(100)
+            assert reply == b"-ERR max number of clients reached\r\n", reply
+            assert read_until_closed(sock, 30) == 0
+            refused.append(sock)
+        before = s.cpu_seconds()
+        time.sleep(1.0)
+        used = s.cpu_seconds() - before
+        assert used < 0.2, "the server used %.2f s of CPU in 1 s" % used
+        for sock in refused:
+            sock.close()
+        resource.prlimit(s.proc.pid, resource.RLIMIT_NOFILE, (soft, hard))
+        assert r.ping()
+        assert s.client().ping()  # new clients are accepted again
+        print("ok: EMFILE: 10 clients refused with the error, %.2f s of CPU "
+              "in 1 s" % used)
+    finally:
+        s.stop()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--server", required=True)
     args = ap.parse_args()
     check_output_limit(args.server)
     check_client_memory(args.server)
+    check_descriptors(args.server)
+    check_emfile(args.server)
     print("client_limits_test: all passed")
 
 

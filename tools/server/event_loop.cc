@@ -29,6 +29,9 @@ constexpr size_t kMaxReadChunk = 16u << 20;
 constexpr size_t kKeepOutputCapacity = 1u << 20;
 // Requests parsed before they run (DispatchPipeline coalesces their adds).
 constexpr size_t kMaxBatch = 256;
+// How long the listeners stay out of epoll when no descriptor is left.
+constexpr int kAcceptPauseMs = 100;
+constexpr char kMaxClientsError[] = "-ERR max number of clients reached\r\n";
 
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -46,6 +49,7 @@ void SendNow(int fd, std::string_view text) {
 EventLoop::EventLoop(Server* server) : server_(server) {
   epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.fd = wake_fd_;
@@ -55,6 +59,7 @@ EventLoop::EventLoop(Server* server) : server_(server) {
 EventLoop::~EventLoop() {
   for (auto& [fd, c] : conns_) ::close(fd);
   for (int l : listeners_) ::close(l);
+  if (spare_fd_ >= 0) ::close(spare_fd_);
   if (wake_fd_ >= 0) ::close(wake_fd_);
   if (epoll_fd_ >= 0) ::close(epoll_fd_);
 }
@@ -91,7 +96,11 @@ void EventLoop::Run() {
   const uint32_t idle_s = server_->options().idle_timeout_s;
   int64_t last_idle_check = NowMs();
   while (!server_->stopping()) {
-    const int n = ::epoll_wait(epoll_fd_, events, 256, idle_s > 0 ? 1000 : -1);
+    const int timeout = accept_paused_ ? kAcceptPauseMs
+                        : idle_s > 0   ? 1000
+                                       : -1;
+    const int n = ::epoll_wait(epoll_fd_, events, 256, timeout);
+    if (accept_paused_ && NowMs() >= resume_accept_ms_) ResumeAccepting();
     if (n < 0 && errno != EINTR) break;
     for (int i = 0; i < n; ++i) {
       const int fd = events[i].data.fd;
@@ -140,7 +149,14 @@ void EventLoop::Accept(int listener) {
     socklen_t len = sizeof(peer);
     const int fd = ::accept4(listener, reinterpret_cast<sockaddr*>(&peer), &len,
                              SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return;  // EAGAIN, or another loop took it
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if ((errno == EMFILE || errno == ENFILE) &&
+          RefuseWithoutDescriptors(listener)) {
+        continue;
+      }
+      return;  // EAGAIN (or another loop took it), or accepting is paused
+    }
     server_->total_connections.fetch_add(1, std::memory_order_relaxed);
     if (opt.requirepass.empty() && opt.protected_mode && !IsLoopback(peer)) {
       SendNow(fd,
@@ -153,7 +169,7 @@ void EventLoop::Accept(int listener) {
     }
     if (server_->connected_clients.load(std::memory_order_relaxed) >=
         static_cast<int64_t>(opt.max_clients)) {
-      SendNow(fd, "-ERR max number of clients reached\r\n");
+      SendNow(fd, kMaxClientsError);
       ::shutdown(fd, SHUT_WR);
       ::close(fd);
       server_->rejected_connections.fetch_add(1, std::memory_order_relaxed);
@@ -177,6 +193,43 @@ void EventLoop::Accept(int listener) {
     server_->connected_clients.fetch_add(1, std::memory_order_relaxed);
     Connection& added = *conns_.emplace(fd, std::move(c)).first->second;
     Account(added);
+  }
+}
+
+bool EventLoop::RefuseWithoutDescriptors(int listener) {
+  if (spare_fd_ >= 0) {
+    ::close(spare_fd_);
+    spare_fd_ = -1;
+    const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd >= 0) {
+      server_->total_connections.fetch_add(1, std::memory_order_relaxed);
+      server_->rejected_connections.fetch_add(1, std::memory_order_relaxed);
+      SendNow(fd, kMaxClientsError);
+      ::shutdown(fd, SHUT_WR);
+      ::close(fd);
+    }
+    spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0 && spare_fd_ >= 0) return true;
+  }
+  PauseAccepting();
+  return false;
+}
+
+void EventLoop::PauseAccepting() {
+  if (accept_paused_) return;
+  for (int l : listeners_) ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, l, nullptr);
+  accept_paused_ = true;
+  resume_accept_ms_ = NowMs() + kAcceptPauseMs;
+}
+
+void EventLoop::ResumeAccepting() {
+  accept_paused_ = false;
+  if (spare_fd_ < 0) spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  for (int l : listeners_) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = l;
+    ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, l, &ev);
   }
 }
 

@@ -85,6 +85,14 @@ class EventLoop {
 
  private:
   void Accept(int listener);
+  // Out of descriptors (EMFILE, ENFILE): the pending client is answered
+  // "-ERR max number of clients reached" and closed through the spare
+  // descriptor; without one, the listeners leave epoll for
+  // kAcceptPauseMs, so that a level-triggered listener cannot spin the
+  // loop. True when the client was answered.
+  bool RefuseWithoutDescriptors(int listener);
+  void PauseAccepting();
+  void ResumeAccepting();
   void OnReadable(Connection& c);
   void Process(Connection& c);
   // Hands the batch to a worker (W1).
@@ -113,6 +121,10 @@ class EventLoop {
   int epoll_fd_ = -1;
   int wake_fd_ = -1;
   std::vector<int> listeners_;
+  // Kept open to be closed when accept() finds no descriptor left.
+  int spare_fd_ = -1;
+  bool accept_paused_ = false;
+  int64_t resume_accept_ms_ = 0;
   std::unordered_map<int, std::unique_ptr<Connection>> conns_;
   std::vector<int> to_close_;
   // Process's batch, reused (event_loop.cc).

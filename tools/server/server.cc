@@ -1,10 +1,12 @@
 #include "tools/server/server.h"
 
+#include <dirent.h>
 #include <sys/resource.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 
 #include "tools/commands/command_table.h"
@@ -106,6 +108,65 @@ Server::~Server() {
   keyspace_->SetAfterReclaim(nullptr);
 }
 
+namespace {
+
+// Descriptors kept free beyond those open at start, for what the store and
+// the server open later (RocksDB's new table files, a filter's journal
+// segments, a dedup set's journal): Redis keeps 32 for its own.
+constexpr uint64_t kReservedDescriptors = 32;
+
+uint64_t OpenDescriptors() {
+  uint64_t n = 0;
+  if (DIR* d = ::opendir("/proc/self/fd")) {
+    while (const dirent* e = ::readdir(d)) {
+      if (e->d_name[0] != '.') ++n;
+    }
+    ::closedir(d);
+    if (n > 0) --n;  // opendir's own
+  }
+  return n;
+}
+
+}  // namespace
+
+// Redis's adjustOpenFilesLimit: every client is a descriptor, so maxclients
+// must fit under RLIMIT_NOFILE with the store's own descriptors (those open
+// now, and kReservedDescriptors more) to spare. The soft limit is raised
+// towards the hard one first; what still does not fit lowers maxclients
+// (INFO and CONFIG GET report the new figure), and says so on stderr.
+Status Server::FitClientsToDescriptors() {
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) return Status::OK();
+  const uint64_t reserved = OpenDescriptors() + kReservedDescriptors;
+  const uint64_t wanted = reserved + options_.max_clients;
+  if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < wanted) {
+    rlimit raised = rl;
+    raised.rlim_cur = rl.rlim_max == RLIM_INFINITY
+                          ? wanted
+                          : std::min<uint64_t>(wanted, rl.rlim_max);
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) rl = raised;
+  }
+  if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= wanted) {
+    return Status::OK();
+  }
+  if (rl.rlim_cur <= reserved) {
+    return Status::IOError(
+        "the descriptor limit (ulimit -n) is " + std::to_string(rl.rlim_cur) +
+        ": not enough for any client beside the " + std::to_string(reserved) +
+        " the store and the server need; raise it");
+  }
+  const uint64_t fit = rl.rlim_cur - reserved;
+  std::fprintf(stderr,
+               "shardfilter-server: the descriptor limit (ulimit -n) is %llu: "
+               "maxclients lowered from %u to %llu (%llu descriptors kept for "
+               "the store, its journals and the server)\n",
+               static_cast<unsigned long long>(rl.rlim_cur),
+               options_.max_clients, static_cast<unsigned long long>(fit),
+               static_cast<unsigned long long>(reserved));
+  options_.max_clients = static_cast<uint32_t>(fit);
+  return Status::OK();
+}
+
 Status Server::Start() {
   uint32_t n = options_.threads;
   if (n == 0) n = std::max(1u, std::thread::hardware_concurrency());
@@ -116,6 +177,8 @@ Status Server::Start() {
     loops_.push_back(std::move(loop));
   }
   port_ = port;
+  // The loops' own descriptors are open now: what is left is the clients'.
+  SF_RETURN_IF_ERROR(FitClientsToDescriptors());
   start_unix_ = NowUnix();
   cluster_node_.ip = AnnouncedIp(options_);
   cluster_node_.port = port_;

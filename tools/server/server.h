@@ -147,6 +147,9 @@ class Server final : public commands::Host {
   std::atomic<uint64_t> query_limit_disconnections{0};
 
  private:
+  // Lowers options_.max_clients to what RLIMIT_NOFILE leaves (server.cc).
+  Status FitClientsToDescriptors();
+
   ServerOptions options_;
   DbKeyspace* keyspace_;
   ServerMemory memory_;
