@@ -205,9 +205,9 @@ Status Database::StartMigration(std::string_view name, const FilterSpec& spec,
   // would: refused here (nothing started) rather than by the migration's
   // thread, which reserves them again before it allocates them.
   {
-    SF_ASSIGN_OR_RETURN(
-        const uint64_t link,
-        internal::LinkTableBytes(target, 0, internal::ShardMaxBytes(target)));
+    Result<uint64_t> first = internal::FirstLinkBytes(target);
+    if (!first.ok()) return first.status().WithContext(who + "the target");
+    const uint64_t link = *first;
     const uint64_t bytes = link * target.shards;
     auto account = d.NewAccount();
     SF_RETURN_IF_ERROR(account->Charge(bytes, who + "building the target"));

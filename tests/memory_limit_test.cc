@@ -62,6 +62,28 @@ TEST(MemoryLimitTest, DatabaseCreateOverMaxBytesIsTooLargeAndCreatesNothing) {
   }
 }
 
+// The refusal speaks of the filter asked for, not of one shard: its
+// capacity, the bytes all its shards need and its limit (max_bytes, the
+// server's --max-filter-bytes), never a shard's share of them.
+TEST(MemoryLimitTest, TooLargeNamesTheFiltersCapacityAndLimit) {
+  FilterSpec spec =
+      Sized(FilterType::kBloom, uint64_t{1} << 40, 256, uint64_t{1} << 30);
+  Status s = ShardedFilter::Create(spec).status();
+  ASSERT_EQ(s.code(), StatusCode::kTooLarge) << s.ToString();
+  EXPECT_NE(s.message().find("capacity 1099511627776 at rate 0.01 "),
+            std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("limit of 1073741824 bytes"), std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("in 256 shards"), std::string::npos)
+      << s.message();
+  EXPECT_EQ(s.message().find("4194304"), std::string::npos) << s.message();
+  // The bytes needed are the whole filter's: 256 shards of ~6.5 GB.
+  const size_t at = s.message().find(" needs ");
+  ASSERT_NE(at, std::string::npos) << s.message();
+  EXPECT_GT(std::stoull(s.message().substr(at + 7)), uint64_t{1} << 40);
+}
+
 // A dedup set's filters are sized from max_filter_bytes too.
 TEST(MemoryLimitTest, DedupSetOverItsFilterLimitIsTooLarge) {
   TempDir dir;
@@ -73,8 +95,42 @@ TEST(MemoryLimitTest, DedupSetOverItsFilterLimitIsTooLarge) {
   auto d = DedupStore::Open(*db, "seen", o);
   ASSERT_FALSE(d.ok());
   EXPECT_EQ(d.status().code(), StatusCode::kTooLarge) << d.status().ToString();
+  // In the set's filter's terms, not a shard's.
+  EXPECT_NE(d.status().message().find("capacity 100000000 "), std::string::npos)
+      << d.status().message();
+  EXPECT_NE(d.status().message().find("limit of 1048576 bytes"),
+            std::string::npos)
+      << d.status().message();
   auto sets = DedupStore::List(*db);
   EXPECT_TRUE(!sets.ok() || sets->empty());
+}
+
+// A migration's target is refused before anything starts, in the
+// target's terms as a create's would be.
+TEST(MemoryLimitTest, MigrationTargetOverMaxBytesNamesTheTarget) {
+  TempDir dir;
+  auto db = MustOpen(Options(dir.db()));
+  ASSERT_NE(db, nullptr);
+  FilterSpec from = Sized(FilterType::kBloom, 1000, 4, 1 << 20);
+  from.retain_hashes = true;
+  auto f = db->Create("f", from);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  ASSERT_TRUE((*f)->Add("a").ok());
+  FilterSpec target = Sized(FilterType::kBloom, 100'000'000, 16, 1 << 20);
+  target.retain_hashes = true;
+  const Status s = db->StartMigration("f", target);
+  ASSERT_EQ(s.code(), StatusCode::kTooLarge) << s.ToString();
+  EXPECT_NE(s.message().find("capacity 100000000 "), std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("in 16 shards"), std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("limit of 1048576 bytes"), std::string::npos)
+      << s.message();
+  EXPECT_FALSE(db->GetMigration("f").ok());
+  auto now = db->Get("f");
+  ASSERT_TRUE(now.ok()) << now.status().ToString();
+  EXPECT_EQ((*now)->spec().capacity, 1000u);
+  EXPECT_TRUE((*now)->MayContain("a"));
 }
 
 // What is invalid whatever the limit keeps its code: a rate out of range,

@@ -104,6 +104,23 @@ def check_too_large(r):
     print("ok: creates past the limit are -OOM and create nothing")
 
 
+def check_filter_limit_message(r):
+    # Over --max-filter-bytes (1 GiB by default), not --maxmemory: the
+    # reply states the filter's capacity and that limit, not a shard's.
+    try:
+        r.execute_command("SF.CREATE", "huge", "bloom", 1 << 40)
+    except redis.ResponseError as e:
+        text = str(e)
+    else:
+        raise AssertionError("SF.CREATE of 2^40 items was not refused")
+    assert text.startswith("Insufficient memory: capacity 1099511627776 at "
+                           "rate 0.01 needs "), text
+    assert "in 256 shards, over the filter's memory limit of 1073741824 " \
+           "bytes" in text, text
+    assert r.exists("huge") == 0
+    print("ok: " + text[:100] + "...")
+
+
 def check_growth(r):
     # Links of 1000, 16000 and 256000 items (~17 B each at these rates: a
     # counting filter's 4-bit counters); the fourth (4,096,000) would take
@@ -171,6 +188,7 @@ def main():
         r = s.client()
         check_info(r)
         check_too_large(r)
+        check_filter_limit_message(r)
         check_growth(r)
         check_many_filters(r)
         check_info(r)
