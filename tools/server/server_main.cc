@@ -69,7 +69,8 @@ of a shardfilter store directory (created when missing).
   --shards N                     shards of created filters (default: by size)
   --proto-max-bulk-len SIZE      largest bulk argument (default 512mb)
   --client-query-buffer-limit SIZE   unparsed input per client (default 1gb)
-  --client-output-buffer-limit SIZE  unsent replies per client before it is
+  --client-output-buffer-limit SIZE  unsent replies per client, checked at
+                                 every reply: past it the client is
                                  disconnected (default 256mb)
   --cluster-emulation [yes|no]   answer CLUSTER SLOTS/SHARDS/NODES/... as a
                                  one-node cluster owning every slot, so
