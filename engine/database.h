@@ -173,7 +173,14 @@ struct VerifyReport {
                                // import; removed by the next writable
                                // open, before any filter loads)
   // One line per problem, naming the filter, shard, chunk or sequence.
+  // A filter or dedup set that lost writes acknowledged under durability
+  // sync with the write-ahead log is one, naming the sequences.
   std::vector<std::string> problems;
+  // What is worth knowing and is no damage: a write-ahead log that ends
+  // inside a record (the torn tail a crash or power loss leaves under
+  // durability journal or none; RocksDB replayed what precedes it). Found
+  // by a read-only open only.
+  std::vector<std::string> notes;
   bool ok() const { return problems.empty(); }
 };
 

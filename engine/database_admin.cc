@@ -147,6 +147,7 @@ Result<VerifyReport> Database::Verify() const {
   out.bytes = r.bytes;
   out.orphan_values = r.orphan_values;
   out.problems = std::move(r.problems);
+  out.notes = std::move(r.notes);
   // The filters' memory-mapped journals (engine/internal/filter_log.h).
   // A descriptor that does not decode is already one of the problems:
   // the others' journals are still scanned.

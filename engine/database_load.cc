@@ -107,6 +107,15 @@ Status DatabaseImpl::CheckNameFree(std::string_view name) const {
 
 Result<OpenFilter> DatabaseImpl::LoadFilter(
     const std::string& name, persistence::FilterDescriptor desc) const {
+  // Writes acknowledged under durability sync lost with the write-ahead
+  // log make the filter unavailable (persistence/internal/sync_marker.h).
+  SF_ASSIGN_OR_RETURN(
+      std::optional<persistence::WalLoss> lost,
+      store->LostSyncedWrites(persistence::SyncedKind::kFilter, name));
+  if (lost) {
+    return persistence::WalLossError(persistence::SyncedKind::kFilter, name,
+                                     *lost);
+  }
   uint64_t replayed = 0, skipped = 0;
   std::vector<uint64_t> stale;
   SF_ASSIGN_OR_RETURN(

@@ -137,13 +137,27 @@ Result<std::unique_ptr<DedupStore>> DedupStore::Open(
   const std::string what = "dedup set \"" + std::string(name) + "\"";
   const std::string log_path =
       persistence::DedupLogPath(impl.store->path(), name);
+  using persistence::SyncedKind;
   if (!meta) {
     if (!create) return Status::NotFound("no " + what);
     SF_ASSIGN_OR_RETURN(DedupMeta m, NewMeta(options));
-    // A journal left by a dropped set of that name is debris.
+    // A journal left by a dropped set of that name is debris, and so is a
+    // loss record (persistence/internal/sync_marker.h): a set created anew
+    // lost nothing.
     SF_RETURN_IF_ERROR(persistence::DedupJournal::Remove(log_path));
+    SF_RETURN_IF_ERROR(
+        impl.store->ClearLostSyncedWrites(SyncedKind::kDedupSet, name));
     SF_RETURN_IF_ERROR(table->PutMeta(name, m));
     meta = m;
+  } else if (auto lost =
+                 impl.store->LostSyncedWrites(SyncedKind::kDedupSet, name);
+             !lost.ok() || *lost) {
+    // Writes acknowledged under durability sync were lost with the
+    // write-ahead log: the set is unavailable (its answers would be
+    // wrong), the rest of the store is not.
+    return lost.ok()
+               ? persistence::WalLossError(SyncedKind::kDedupSet, name, **lost)
+               : lost.status();
   } else if ((options.ttl_ms && *options.ttl_ms != meta->ttl_ms) ||
              (options.partitions != 0 && meta->ttl_ms != 0 &&
               options.partitions != meta->partitions)) {
@@ -211,6 +225,8 @@ Status DedupStore::Drop(Database& db, std::string_view name) {
   if (!meta)
     return Status::NotFound("no dedup set \"" + std::string(name) + "\"");
   SF_RETURN_IF_ERROR((*table)->DropSet(name));
+  SF_RETURN_IF_ERROR(db.impl_->store->ClearLostSyncedWrites(
+      persistence::SyncedKind::kDedupSet, name));
   // A crash before this leaves a journal that the set's next creation
   // removes unread.
   return persistence::DedupJournal::Remove(

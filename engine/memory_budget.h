@@ -66,8 +66,8 @@ class MemoryBudget {
   // kDefaultBudgetShare of AvailableMemory().
   static uint64_t DefaultLimit();
   // The process-wide budget used when none is given, created on first use
-  // with DefaultLimit(). Its limit may be changed (SetLimit: the CLI's and
-  // the server's --memory-budget).
+  // with DefaultLimit(). Its limit may be changed (SetLimit: the CLI's
+  // --memory-budget, the server's --maxmemory).
   static const std::shared_ptr<MemoryBudget>& Default();
 
   // Takes `bytes`, or returns ResourceExhausted ("<what> needs N bytes

@@ -20,13 +20,20 @@
 //   false-positive rate, and a part holds capacity / N items (PartCapacity).
 //
 // Not a filter itself: it names keys and routes items; a cluster client
-// (the CLI's `shardfilter cluster`) sends the commands.
+// (the CLI's `shardfilter cluster`) sends the commands. CheckParts judges
+// what a client saw of the parts: the parts are one filter only when every
+// one exists with the same parameters. A part lost alone (deleted, expired
+// apart from the others, flushed with its node, not restored after a
+// failover) would answer "absent" for every item routed to it, so it makes
+// the filter damaged (an error), never smaller; "not found" is a filter
+// none of whose parts exists.
 //
 // Thread safety: immutable after Make; every method is const and pure.
 #ifndef SHARDFILTER_ENGINE_MULTI_PART_H_
 #define SHARDFILTER_ENGINE_MULTI_PART_H_
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -78,6 +85,38 @@ class MultiPartFilter {
   uint32_t parts_ = 1;
   uint64_t seed_ = kDefaultSeed;
 };
+
+// What a client saw of one part of a multi-part filter.
+struct PartView {
+  bool exists = false;
+  // OK when the part is a filter the host can read; otherwise the host's
+  // reason (WrongType: the key holds something else).
+  Status readable;
+  // The part's type and creation parameters as comparable text
+  // ("type=bloom declared_capacity=250 ..."): equal for every part of one
+  // filter, whatever each part holds.
+  std::string identity;
+  // When the part expires, unix time in ms; -1: never.
+  int64_t deadline_ms = -1;
+};
+
+// Whether parts[0..f.parts()) are the whole filter f (next_exists: whether
+// a part numbered f.parts() exists). In this order:
+// - InvalidArgument when next_exists: f has more parts than --parts says;
+// - NotFound when no part exists (the only "not found");
+// - a part's `readable` status when it exists but cannot be read;
+// - Corruption ("damaged") when some parts are missing, naming the first
+//   kMaxPartsNamed of them, or when a part's identity differs from the
+//   first part's.
+// REQUIRES: parts.size() == f.parts().
+Status CheckParts(const MultiPartFilter& f, std::span<const PartView> parts,
+                  bool next_exists);
+inline constexpr size_t kMaxPartsNamed = 10;
+
+// True when every existing part has the same deadline (parts of one
+// filter should expire together; one that outlives the rest, or expires
+// first, damages the filter when it does).
+bool SameDeadline(std::span<const PartView> parts);
 
 // The fewest parts (a power of two, for even slot spreading and easy
 // mental arithmetic) that keep each part of a `total_bytes` filter at or

@@ -148,8 +148,9 @@ struct FilterSpec {
   uint64_t max_bytes = 0;
   // Online expansion (docs/design.md, "Online expansion"). When true, a
   // shard whose newest link holds its capacity appends a link of capacity x
-  // `expansion` and half the rate (the compound rate stays under `fpp` at
-  // any size), up to 32 links per shard. When false, the filter holds one
+  // `expansion` and half the rate (a cuckoo link: what the earlier links
+  // leave of the rate; the compound rate stays under `fpp` at any size),
+  // up to 32 links per shard. When false, the filter holds one
   // link per shard and an add that finds it full (Bloom / counting: adds
   // held reached the capacity; cuckoo: that, or no room in the table)
   // returns Full and changes nothing. Scalable filters pay ~1.44 bits/item
@@ -158,7 +159,8 @@ struct FilterSpec {
   bool scalable = true;
   // Capacity growth factor from one link to the next, in [1, 16];
   // 0 = the default, 2. Larger factors mean fewer links (faster queries)
-  // but bigger, rarer allocations.
+  // but bigger, rarer allocations. With 1, Bloom and counting links double
+  // from the 9th on (so that 32 links hold far more than 32 of the first).
   uint32_t expansion = 0;
   // Keep every key's hash in the store (the "hashes" column family: 8
   // bytes of key and 8 of count per distinct hash, written in the same

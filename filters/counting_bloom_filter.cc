@@ -11,6 +11,7 @@
 
 #include "shardfilter/filters/envelope.h"
 #include "shardfilter/filters/internal/coding.h"
+#include "shardfilter/filters/sizing.h"
 
 namespace shardfilter {
 
@@ -406,6 +407,17 @@ Result<std::unique_ptr<CountingBloomFilter>> CountingBloomFilter::Deserialize(
   }
   if (deletes > kMaxCountedOps || items > kMaxCountedOps - deletes) {
     return corrupt("items + deletes exceed 2^63");
+  }
+  // Capacity, rate and k agree with the table (kDecodedRateSlack, and the
+  // classic rate as a lower bound, as the Bloom codec).
+  if (const double model = ClassicBloomFpr(
+          num_blocks * internal::kCountersPerBlock, capacity, k);
+      !(model <= fpp * kDecodedRateSlack)) {
+    return corrupt("capacity " + std::to_string(capacity) + ", rate " +
+                   FormatRate(fpp) + " and k = " + std::to_string(k) +
+                   " disagree with its table of " + std::to_string(num_blocks) +
+                   " blocks, which at that capacity gives at least rate " +
+                   FormatRate(model));
   }
   std::unique_ptr<CountingBloomFilter> f(
       new CountingBloomFilter(k, seed, capacity, fpp, num_blocks));

@@ -372,8 +372,9 @@ CuckooStats CuckooFilter::CuckooStatistics() const {
   b.items = stripes_.Items();
   b.deletes = stripes_.Deletes();
   b.fill_ratio = static_cast<double>(b.items) / static_cast<double>(b.slots);
-  // 1 - (1 - 2^-f)^(2 b load): each of the 2b compared slots is occupied
-  // with probability `load` and then matches with probability 2^-f.
+  // 1 - (1 - s)^(2 b load): each of the 2b compared slots is occupied
+  // with probability `load` and then matches with probability
+  // s = CuckooSlotMatch(f) (filters/sizing.h).
   b.estimated_fpr =
       CuckooFpr(table_.fp_bits(), table_.bucket_size(), b.fill_ratio);
   b.estimated_cardinality = static_cast<double>(b.items);

@@ -8,6 +8,7 @@
 #include "shardfilter/filters/internal/tsan.h"
 #include "shardfilter/persistence/internal/keys.h"
 #include "shardfilter/persistence/internal/rocks_status.h"
+#include "shardfilter/persistence/internal/sync_marker.h"
 #include "shardfilter/persistence/internal/values.h"
 
 namespace shardfilter::persistence {
@@ -140,6 +141,7 @@ DedupBatch::~DedupBatch() = default;
 
 void DedupBatch::Put(std::string_view set, std::string_view key,
                      const DedupEntry& e, bool with_index) {
+  if (set_.empty()) set_ = set;
   batch_->Put(table_.dedup_cf_, DedupEntryKey(set, key), EncodeDedupEntry(e))
       .PermitUncheckedError();
   if (with_index) {
@@ -152,6 +154,7 @@ void DedupBatch::Put(std::string_view set, std::string_view key,
 
 void DedupBatch::Delete(std::string_view set, std::string_view key,
                         const DedupEntry& old, bool with_index) {
+  if (set_.empty()) set_ = set;
   batch_->Delete(table_.dedup_cf_, DedupEntryKey(set, key))
       .PermitUncheckedError();
   if (with_index) {
@@ -162,6 +165,7 @@ void DedupBatch::Delete(std::string_view set, std::string_view key,
 
 void DedupBatch::DeleteIndexRange(std::string_view set, uint64_t begin,
                                   uint64_t end) {
+  if (set_.empty()) set_ = set;
   batch_
       ->DeleteRange(table_.time_cf_, DedupTimeKey(set, begin, {}),
                     DedupTimeKey(set, end, {}))
@@ -169,6 +173,7 @@ void DedupBatch::DeleteIndexRange(std::string_view set, uint64_t begin,
 }
 
 void DedupBatch::DeleteJournalMarker(std::string_view set) {
+  if (set_.empty()) set_ = set;
   batch_->Delete(table_.dedup_cf_, DedupJournalMarkerKey(set))
       .PermitUncheckedError();
 }
@@ -298,11 +303,22 @@ Status DedupTable::Write(DedupBatch* batch, DedupWriteMode mode) {
   rocksdb::WriteOptions wo;
   wo.disableWAL = !mode.wal;
   wo.sync = mode.wal && mode.sync;
+  // A set's changes under durability sync: sync_marker.h W1, W5.
+  const bool marked =
+      wo.sync && sync_marker_ != nullptr && !batch->set_.empty();
+  if (marked) SF_RETURN_IF_ERROR(sync_marker_->failure());
   rocksdb::Status s;
+  uint64_t last = 0;
   {
     // RocksDB's group commit: as in Store::Write (persistence/store.cc).
+    // The group's leader also stores the batch's sequence into it.
     ::shardfilter::internal::TsanIgnoreAccesses rocksdb_group_commit;
     s = db_->Write(wo, batch->batch_.get());
+    if (s.ok() && marked) last = WrittenLastSequence(*batch->batch_);
+  }
+  if (s.ok() && marked) {
+    sync_marker_->Acknowledge(
+        SyncMarkerSlot(SyncedKind::kDedupSet, batch->set_), last);
   }
   return FromRocks(s, "writing dedup set");
 }

@@ -104,9 +104,28 @@ JournalSyncedFn& SyncedHook() {
   static JournalSyncedFn fn;
   return fn;
 }
+// Whether a hook is set: without one, a sync or creation takes no lock.
+std::atomic<bool> fault_hook_set{false};
+std::atomic<bool> synced_hook_set{false};
+// The hook runs outside HookMu: a test's hook may block (holding a sync
+// back until the test lets it go) while other threads make segments.
 Status Fault(std::string_view what, const std::string& path) {
-  std::lock_guard lock(HookMu());
-  return FaultHook() ? FaultHook()(what, path) : Status::OK();
+  if (!fault_hook_set.load(std::memory_order_acquire)) return Status::OK();
+  JournalFaultFn fn;
+  {
+    std::lock_guard lock(HookMu());
+    fn = FaultHook();
+  }
+  return fn ? fn(what, path) : Status::OK();
+}
+void Synced(const std::string& path, std::string_view bytes) {
+  if (!synced_hook_set.load(std::memory_order_acquire)) return;
+  JournalSyncedFn fn;
+  {
+    std::lock_guard lock(HookMu());
+    fn = SyncedHook();
+  }
+  if (fn) fn(path, bytes);
 }
 
 Status SyncDir(const std::string& dir) {
@@ -130,10 +149,12 @@ uint64_t SegmentBytesForTesting() { return segment_bytes_override.load(); }
 
 void SetJournalFaultForTesting(JournalFaultFn fn) {
   std::lock_guard lock(HookMu());
+  fault_hook_set.store(fn != nullptr, std::memory_order_release);
   FaultHook() = std::move(fn);
 }
 void SetJournalSyncedForTesting(JournalSyncedFn fn) {
   std::lock_guard lock(HookMu());
+  synced_hook_set.store(fn != nullptr, std::memory_order_release);
   SyncedHook() = std::move(fn);
 }
 
@@ -484,10 +505,7 @@ Result<std::shared_ptr<Segment>> Segment::Create(const std::string& path,
   seg->size_ = h.file_bytes;
   seg->fd_ = fd;
   SF_RETURN_IF_ERROR(SyncDir(dir));
-  {
-    std::lock_guard lock(HookMu());
-    if (SyncedHook()) SyncedHook()(path, std::string_view(seg->base_, 4096));
-  }
+  Synced(path, std::string_view(seg->base_, kSegmentHeaderBytes));
   return seg;
 }
 
@@ -534,18 +552,13 @@ void Segment::ReleaseSpace() {
 
 Status Segment::Sync() {
   SF_RETURN_IF_ERROR(Fault("sync", path_));
+  // The copy is taken before the fdatasync starts: the least a power loss
+  // right after it keeps.
   std::string copy;
-  bool hooked;
-  {
-    std::lock_guard lock(HookMu());
-    hooked = static_cast<bool>(SyncedHook());
-  }
+  const bool hooked = synced_hook_set.load(std::memory_order_acquire);
   if (hooked) copy.assign(base_, size_);
   if (::fdatasync(fd_) != 0) return Errno("syncing", path_);
-  if (hooked) {
-    std::lock_guard lock(HookMu());
-    if (SyncedHook()) SyncedHook()(path_, copy);
-  }
+  if (hooked) Synced(path_, copy);
   return Status::OK();
 }
 

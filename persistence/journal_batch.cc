@@ -28,6 +28,7 @@ std::string EncodeRetainedCount(int64_t count) {
 
 void JournalBatch::Retain(std::string_view name, JournalOp op,
                           std::span<const uint64_t> hashes) {
+  if (name_.empty()) name_ = name;
   const std::string delta = EncodeRetainedCount(op == JournalOp::kAdd ? 1 : -1);
   for (uint64_t h : hashes)
     retained_.emplace_back(RetainedHashKey(name, h), delta);
@@ -35,6 +36,7 @@ void JournalBatch::Retain(std::string_view name, JournalOp op,
 
 void JournalBatch::Add(std::string_view name, uint32_t shard, uint64_t seq,
                        JournalOp op, std::span<const uint64_t> hashes) {
+  if (name_.empty()) name_ = name;
   pending_.emplace_back(JournalKey(name, shard, seq),
                         EncodeJournalEntry(op, hashes));
   ++entries_;

@@ -1,6 +1,7 @@
 #include "shardfilter/persistence/internal/store.h"
 
 #include <rocksdb/db.h>
+#include <rocksdb/file_system.h>
 #include <rocksdb/filter_policy.h>
 #include <rocksdb/options.h>
 #include <rocksdb/table.h>
@@ -142,6 +143,15 @@ Result<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) {
   if (!exists && (options.read_only || !options.create_if_missing)) {
     return Status::NotFound("no shardfilter store at \"" + options.path + "\"");
   }
+  // sync_marker.h W3: read before RocksDB replays its log, so that it
+  // claims nothing the log could not already hold.
+  rocksdb::Env* env = internal::StoreEnvForTesting();
+  if (env == nullptr) env = rocksdb::Env::Default();
+  std::optional<SyncMarkerState> sync_marker;
+  if (exists) {
+    SF_ASSIGN_OR_RETURN(
+        sync_marker, ReadSyncMarker(env->GetFileSystem().get(), options.path));
+  }
   rocksdb::DBOptions db_options;
   // Our info log: RocksDB's aborts the process after a failed LOG write
   // (a full disk); a read-only open logs to memory only.
@@ -243,6 +253,7 @@ Result<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) {
   store->read_only_ = options.read_only;
   store->path_ = options.path;
   store->read_lock_fd_ = lock_fd;
+  store->fs_ = env->GetFileSystem();
   lock_fd = -1;
   if (has_hashes) store->hashes_cf_.store(handles[4]);
   if (has_dedup && has_time) {
@@ -262,6 +273,7 @@ Result<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) {
     SF_RETURN_IF_ERROR(
         internal::WriteWalMarker(options.path, wal->LogNumber()));
   }
+  SF_RETURN_IF_ERROR(store->CheckSyncMarker(std::move(sync_marker)));
   return store;
 }
 
@@ -290,6 +302,7 @@ Result<DedupTable*> Store::Dedup(bool create) {
     return FromRocks(s, "creating the dedup_time column family");
   }
   dedup_ = std::make_unique<DedupTable>(db_, dedup, time, false);
+  dedup_->SetSyncMarker(sync_marker_.get());
   return dedup_.get();
 }
 
@@ -309,7 +322,7 @@ Store::~Store() {
 }
 
 Status Store::Write(rocksdb::WriteBatch* batch, bool sync,
-                    std::string_view what) {
+                    std::string_view what, uint64_t* last_seq) {
   if (read_only_) {
     return Status::NotSupported(std::string(what) +
                                 ": the store is open read-only");
@@ -337,6 +350,8 @@ Status Store::Write(rocksdb::WriteBatch* batch, bool sync,
     // ours before and after it, and every other access, still are.
     ::shardfilter::internal::TsanIgnoreAccesses rocksdb_group_commit;
     s = db_->Write(wo, batch);
+    // The group's leader stored the batch's sequence into it.
+    if (s.ok() && last_seq != nullptr) *last_seq = WrittenLastSequence(*batch);
   }
   if (!s.ok() && (s.IsIOError() || s.IsNoSpace())) {
     needs_resume_.store(true, std::memory_order_release);

@@ -13,6 +13,8 @@
 #include <sstream>
 #include <vector>
 
+#include "shardfilter/persistence/internal/sync_marker.h"
+
 namespace shardfilter::persistence::internal {
 
 namespace fs = std::filesystem;
@@ -43,7 +45,7 @@ bool StartsWith(const std::string& s, const char* prefix) {
 // among them: a user's directory may hold files of those names.
 bool IsStoreFile(const std::string& name) {
   return name == "CURRENT" || name == "IDENTITY" || name == kWalMarkerFile ||
-         name == "dedup-journal" || StartsWith(name, "MANIFEST-") ||
+         name == kSyncMarkerFile || name == "dedup-journal" || StartsWith(name, "MANIFEST-") ||
          StartsWith(name, "OPTIONS-") || Numbered(name, ".sst") ||
          Numbered(name, ".log") || Numbered(name, ".blob");
 }

@@ -66,6 +66,8 @@ Status Store::CreateFilter(std::string_view name, const FilterDescriptor& d) {
   SF_RETURN_IF_ERROR(DeleteNameDebris(name, &batch));
   batch.Delete(default_cf_, FilterJournalEpochKey(name));  // a stale one
   batch.Delete(default_cf_, FilterExpiryKey(name));        // no deadline
+  // A filter created anew lost nothing (sync_marker.h W4).
+  batch.Delete(default_cf_, WalLossKey(SyncedKind::kFilter, name));
   batch.Put(catalog_cf_, ToSlice(name), EncodeDescriptor(d));
   return Write(&batch, true, "creating " + DescribeName(name));
 }
@@ -77,6 +79,7 @@ Status Store::DropFilter(std::string_view name) {
   batch.Delete(catalog_cf_, ToSlice(name));
   batch.Delete(default_cf_, FilterJournalEpochKey(name));
   batch.Delete(default_cf_, FilterExpiryKey(name));
+  batch.Delete(default_cf_, WalLossKey(SyncedKind::kFilter, name));
   batch.DeleteRange(shards_cf_, prefix, end);
   batch.DeleteRange(journal_cf_, prefix, end);
   if (auto* hashes = hashes_cf_.load(std::memory_order_acquire)) {
@@ -103,7 +106,17 @@ Status Store::WriteJournal(JournalBatch* batch, bool sync) {
       wb.Merge(hashes, key, delta);
     }
   }
-  return Write(&wb, sync, "writing journal");
+  // A filter's ops under durability sync: sync_marker.h W1, W5.
+  const bool marked = sync && sync_marker_ != nullptr && !batch->name_.empty();
+  if (marked) SF_RETURN_IF_ERROR(sync_marker_->failure());
+  uint64_t last = 0;
+  SF_RETURN_IF_ERROR(
+      Write(&wb, sync, "writing journal", marked ? &last : nullptr));
+  if (marked) {
+    sync_marker_->Acknowledge(SyncMarkerSlot(SyncedKind::kFilter, batch->name_),
+                              last);
+  }
+  return Status::OK();
 }
 
 Status Store::ReadJournal(

@@ -1,220 +1,23 @@
 // `shardfilter cluster` (tools/cli_cluster.cc) and its cluster client
-// (tools/cluster/) against fake cluster nodes in this process: two loopback
-// RESP servers that share one exact item store and answer as Redis Cluster
-// masters do, including the redirections of a slot being migrated (ASK),
+// (tools/cluster/) against fake cluster nodes in this process
+// (tests/fake_cluster.h): the redirections of a slot being migrated (ASK),
 // one already moved (MOVED, with a stale CLUSTER SLOTS), a connection lost
-// mid-batch, and WAIT short of replicas. The real Redis Cluster runs in
-// tests/module/module_test.py (test_cluster, test_cluster_failover).
-#include <arpa/inet.h>
+// mid-batch, WAIT short of replicas, and a filter with a part missing,
+// foreign or changed. A real Redis Cluster runs in
+// tests/cli_cluster_redis_test.cc and tests/module/module_test.py.
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
-#include <atomic>
-#include <map>
 #include <memory>
-#include <mutex>
-#include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "cli_test_util.h"
+#include "fake_cluster.h"
+#include "shardfilter/engine/multi_part.h"
 #include "tools/commands/key_slot.h"
-#include "tools/resp/request_parser.h"
 
 namespace shardfilter::testing {
 namespace {
-
-enum class SlotMode { kNormal, kAsk, kMoved };
-
-// What the fake cluster holds and how its special slot behaves.
-struct FakeCluster {
-  std::mutex mu;
-  std::map<std::string, std::set<std::string>> data;
-  // Keys that hold something other than a filter (SF.INFO: WRONGTYPE).
-  std::set<std::string> not_filters;
-  int special_slot = -1;
-  SlotMode mode = SlotMode::kNormal;
-  int ports[2] = {0, 0};
-  int wait_reply = 1;
-  std::atomic<int> drop_after{-1};  // node 0 closes after this many commands
-  std::atomic<int> served_by_b{0};
-  std::atomic<int> asking_served{0};
-};
-
-class FakeNode {
- public:
-  FakeNode(FakeCluster* c, int index) : c_(c), index_(index) {
-    listen_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    int one = 1;
-    ::setsockopt(listen_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(listen_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    ::listen(listen_, 16);
-    socklen_t len = sizeof a;
-    ::getsockname(listen_, reinterpret_cast<sockaddr*>(&a), &len);
-    c_->ports[index] = ntohs(a.sin_port);
-    ::pipe(stop_);
-    thread_ = std::thread([this] { Loop(); });
-  }
-  ~FakeNode() {
-    char b = 0;
-    (void)!::write(stop_[1], &b, 1);
-    thread_.join();
-    for (auto& [fd, conn] : conns_) ::close(fd);
-    ::close(listen_);
-    ::close(stop_[0]);
-    ::close(stop_[1]);
-  }
-
- private:
-  struct Conn {
-    std::string in;
-    bool asking = false;
-    resp::RequestParser parser;
-  };
-
-  std::string Addr(int node) const {
-    return "127.0.0.1:" + std::to_string(c_->ports[node]);
-  }
-
-  // The reply to one request; false: close the connection instead.
-  bool Answer(Conn& conn, std::span<const std::string_view> args,
-              std::string* out) {
-    std::string cmd(args[0]);
-    for (char& ch : cmd) ch = static_cast<char>(std::toupper(ch));
-    if (cmd == "CLUSTER") {  // SLOTS: node 0 owns every slot (stale or not)
-      *out += "*1\r\n*3\r\n:0\r\n:16383\r\n*2\r\n$9\r\n127.0.0.1\r\n:" +
-              std::to_string(c_->ports[0]) + "\r\n";
-      return true;
-    }
-    if (cmd == "ASKING") {
-      conn.asking = true;
-      *out += "+OK\r\n";
-      return true;
-    }
-    if (cmd == "WAIT") {
-      *out += ":" + std::to_string(c_->wait_reply) + "\r\n";
-      return true;
-    }
-    if (index_ == 0 && c_->drop_after.load() >= 0 &&
-        c_->drop_after.fetch_sub(1) == 0) {
-      return false;
-    }
-    bool asking = conn.asking;
-    conn.asking = false;
-    std::string key(args[1]);
-    int slot = commands::KeySlot(key);
-    if (slot == c_->special_slot && c_->mode != SlotMode::kNormal) {
-      if (index_ == 0) {
-        *out += std::string(c_->mode == SlotMode::kAsk ? "-ASK " : "-MOVED ") +
-                std::to_string(slot) + " " + Addr(1) + "\r\n";
-        return true;
-      }
-      if (c_->mode == SlotMode::kAsk && !asking) {
-        *out += "-MOVED " + std::to_string(slot) + " " + Addr(0) + "\r\n";
-        return true;
-      }
-      ++c_->served_by_b;
-      if (asking) ++c_->asking_served;
-    } else if (index_ == 1) {
-      *out += "-MOVED " + std::to_string(slot) + " " + Addr(0) + "\r\n";
-      return true;
-    }
-    std::lock_guard<std::mutex> l(c_->mu);
-    auto it = c_->data.find(key);
-    if (cmd == "EXISTS") {
-      *out += it != c_->data.end() ? ":1\r\n" : ":0\r\n";
-    } else if (cmd == "SF.CREATE") {
-      if (it != c_->data.end()) {
-        *out += "-ERR item exists\r\n";
-      } else {
-        c_->data[key];
-        *out += "+OK\r\n";
-      }
-    } else if (cmd == "DEL") {
-      const bool had = it != c_->data.end();
-      if (had) c_->data.erase(it);
-      *out += had ? ":1\r\n" : ":0\r\n";
-    } else if (cmd == "SF.INFO" && c_->not_filters.count(key) != 0) {
-      *out +=
-          "-WRONGTYPE Operation against a key holding the wrong kind of "
-          "value\r\n";
-    } else if (cmd == "SF.INFO") {
-      *out += "*4\r\n$5\r\nbytes\r\n:1000\r\n$5\r\nitems\r\n:" +
-              std::to_string(it == c_->data.end() ? 0 : it->second.size()) +
-              "\r\n";
-    } else if (cmd == "SF.MADD" || cmd == "SF.MEXISTS") {
-      if (it == c_->data.end()) {
-        *out += "-ERR not found\r\n";
-        return true;
-      }
-      *out += "*" + std::to_string(args.size() - 2) + "\r\n";
-      for (size_t i = 2; i < args.size(); ++i) {
-        std::string item(args[i]);
-        bool had = it->second.count(item) != 0;
-        if (cmd == "SF.MADD") it->second.insert(item);
-        *out += (cmd == "SF.MADD" ? !had : had) ? ":1\r\n" : ":0\r\n";
-      }
-    } else {
-      *out += "-ERR unknown command\r\n";
-    }
-    return true;
-  }
-
-  void Loop() {
-    for (;;) {
-      std::vector<pollfd> fds = {{stop_[0], POLLIN, 0}, {listen_, POLLIN, 0}};
-      for (auto& [fd, conn] : conns_) fds.push_back({fd, POLLIN, 0});
-      ::poll(fds.data(), fds.size(), -1);
-      if (fds[0].revents) return;
-      if (fds[1].revents) {
-        int fd = ::accept(listen_, nullptr, nullptr);
-        if (fd >= 0) conns_[fd] = std::make_unique<Conn>();
-      }
-      for (size_t i = 2; i < fds.size(); ++i) {
-        if (!fds[i].revents) continue;
-        int fd = fds[i].fd;
-        Conn& conn = *conns_[fd];
-        char buf[65536];
-        ssize_t n = ::read(fd, buf, sizeof buf);
-        bool keep = n > 0;
-        if (keep) conn.in.append(buf, static_cast<size_t>(n));
-        std::string out;
-        while (keep && conn.parser.Parse(conn.in, true) ==
-                           resp::ParseStatus::kCommand) {
-          std::vector<std::string_view> args(conn.parser.args().begin(),
-                                             conn.parser.args().end());
-          keep = Answer(conn, args, &out);
-          size_t used = conn.parser.consumed();
-          conn.in.erase(0, used);
-          conn.parser.Reset();
-        }
-        for (size_t at = 0; keep && at < out.size();) {
-          ssize_t w = ::write(fd, out.data() + at, out.size() - at);
-          if (w <= 0) break;
-          at += static_cast<size_t>(w);
-        }
-        if (!keep) {
-          ::close(fd);
-          conns_.erase(fd);
-        }
-      }
-    }
-  }
-
-  FakeCluster* c_;
-  int index_;
-  int listen_ = -1;
-  int stop_[2] = {-1, -1};
-  std::map<int, std::unique_ptr<Conn>> conns_;
-  std::thread thread_;
-};
 
 class CliClusterTest : public CliDirTest {
  protected:
@@ -246,6 +49,33 @@ class CliClusterTest : public CliDirTest {
     for (int i = 0; i < n; ++i) s += "1\n";
     return s;
   }
+  // The key of part i of the 4-part filter `name`.
+  static std::string Part(const std::string& name, uint32_t i) {
+    return MultiPartFilter::Make(name, 4)->PartKey(i);
+  }
+  bool Has(const std::string& key) {
+    std::lock_guard<std::mutex> l(cluster_.mu);
+    return cluster_.data.count(key) != 0;
+  }
+  void Erase(const std::string& key) {
+    std::lock_guard<std::mutex> l(cluster_.mu);
+    cluster_.data.erase(key);
+  }
+  static int Count(const std::string& text, const std::string& line) {
+    int n = 0;
+    for (size_t at = 0; (at = text.find(line, at)) != std::string::npos;) {
+      if (at == 0 || text[at - 1] == '\n') ++n;
+      at += line.size();
+    }
+    return n;
+  }
+  // Creates the 4-part "f" and adds k0..k999.
+  void MakeF() {
+    ASSERT_EQ(
+        Cluster({"create", "f", "--type", "bloom", "--capacity", "1000"}).code,
+        0);
+    ASSERT_EQ(Cluster({"add", "f"}, Keys(0, 1000)).code, 0);
+  }
   // The slot of the part 0 key of filter "f" (4 parts).
   int Part0Slot() {
     std::lock_guard<std::mutex> l(cluster_.mu);
@@ -269,9 +99,9 @@ TEST_F(CliClusterTest, CreateAddExistsInfo) {
   EXPECT_NE(r.err.find("added 1000 of 1000 keys (1000 new)"), std::string::npos)
       << r.err;
   size_t total = 0;
-  for (const auto& [key, items] : cluster_.data) {
-    total += items.size();
-    EXPECT_GT(items.size(), 150u) << key;  // routing spreads the items
+  for (const auto& [key, k] : cluster_.data) {
+    total += k.items.size();
+    EXPECT_GT(k.items.size(), 150u) << key;  // routing spreads the items
   }
   EXPECT_EQ(total, 1000u);
   r = Cluster({"exists", "f"}, Keys(0, 1000));
@@ -285,7 +115,7 @@ TEST_F(CliClusterTest, CreateAddExistsInfo) {
   // Creating again touches nothing.
   r = Cluster({"create", "f", "--type", "bloom", "--capacity", "1000"});
   EXPECT_EQ(r.code, 3);
-  EXPECT_NE(r.err.find("item exists"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("already exists"), std::string::npos) << r.err;
 }
 
 TEST_F(CliClusterTest, FollowsAskDuringAMigration) {
@@ -344,7 +174,7 @@ TEST_F(CliClusterTest, WaitShortOfReplicasIsAFailure) {
 TEST_F(CliClusterTest, WrongPartsAndMissingFilter) {
   CliRun r = Cluster({"add", "f", "x"});
   EXPECT_EQ(r.code, 3);
-  EXPECT_NE(r.err.find("has no 4 parts"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("not found"), std::string::npos) << r.err;
   ASSERT_EQ(Run({"cluster", "create", "f", "--node", Node(), "--parts", "5",
                  "--type", "bloom", "--capacity", "100"})
                 .code,
@@ -371,7 +201,8 @@ TEST_F(CliClusterTest, DropDeletesThePartsOnlyWhenEveryOneIsAFilter) {
   cluster_.not_filters.insert(part2);
   CliRun r = Cluster({"drop", "f"});
   EXPECT_EQ(r.code, 3);
-  EXPECT_NE(r.err.find("is not a filter"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("cannot be read: SF.INFO: WRONGTYPE"), std::string::npos)
+      << r.err;
   EXPECT_EQ(cluster_.data.size(), 8u);
   cluster_.not_filters.clear();
   // Wrong --parts: nothing deleted either.
@@ -387,7 +218,7 @@ TEST_F(CliClusterTest, DropDeletesThePartsOnlyWhenEveryOneIsAFilter) {
   }
   r = Cluster({"drop", "f"});
   EXPECT_EQ(r.code, 3);
-  EXPECT_NE(r.err.find("has no 4 parts"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("not found"), std::string::npos) << r.err;
   EXPECT_EQ(
       Run({"cluster", "drop", "f", "extra", "--node", Node(), "--parts", "4"})
           .code,
@@ -423,6 +254,190 @@ TEST_F(CliClusterTest, UsageErrors) {
   EXPECT_EQ(r.code, 3);
   EXPECT_NE(r.err.find("connecting to 127.0.0.1:"), std::string::npos) << r.err;
   EXPECT_TRUE(cluster_.data.empty());
+}
+
+// A deleted part: every command is an error naming it, never 0 answers
+// for its items, and nothing recreates it.
+TEST_F(CliClusterTest, MissingPartIsAnErrorNotZeros) {
+  MakeF();
+  Erase(Part("f", 1));
+  CliRun r = Cluster({"exists", "f"}, Keys(0, 1000));
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_EQ(Count(r.out, "0\n"), 0) << "answers for a damaged filter";
+  EXPECT_NE(r.err.find("damaged"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("part 1 (" + Part("f", 1) + ") is missing"),
+            std::string::npos)
+      << r.err;
+  r = Cluster({"add", "f"}, Keys(1000, 2000));
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_NE(r.err.find("part 1 (" + Part("f", 1) + ") is missing"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(Has(Part("f", 1)));
+  r = Cluster({"info", "f"});
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_NE(r.err.find("is missing"), std::string::npos) << r.err;
+  r = Cluster({"create", "f", "--type", "bloom", "--capacity", "1000"});
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_FALSE(Has(Part("f", 1))) << "create filled in the missing part";
+  // drop refuses a damaged filter unless told, then removes what is left.
+  r = Cluster({"drop", "f"});
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_EQ(cluster_.data.size(), 3u);
+  r = Cluster({"drop", "f", "--damaged"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(cluster_.data.empty());
+}
+
+// Part 0 missing: create must not make it again beside the other three.
+TEST_F(CliClusterTest, CreateNeverFillsInAMissingPart) {
+  MakeF();
+  Erase(Part("f", 0));
+  CliRun r = Cluster({"create", "f", "--type", "bloom", "--capacity", "1000"});
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_NE(r.err.find("already"), std::string::npos) << r.err;
+  EXPECT_FALSE(Has(Part("f", 0)));
+  EXPECT_EQ(cluster_.data.size(), 3u);
+}
+
+// One part cannot be created: the parts made are removed again, so no
+// filter with a missing part is left behind.
+TEST_F(CliClusterTest, CreateThatFailsLeavesNoPartBehind) {
+  {
+    std::lock_guard<std::mutex> l(cluster_.mu);
+    cluster_.refuse_create = Part("f", 2);
+  }
+  CliRun r = Cluster({"create", "f", "--type", "bloom", "--capacity", "1000"});
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_NE(r.err.find("creating part 2"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("3 of the 3 parts this command made were removed"),
+            std::string::npos)
+      << r.err;
+  EXPECT_TRUE(cluster_.data.empty());
+}
+
+// A create that replicas did not acknowledge is a failed create, and the
+// parts it made on the masters are removed again.
+TEST_F(CliClusterTest, CreateShortOfReplicasLeavesNoPartBehind) {
+  cluster_.wait_reply = 0;
+  CliRun r = Cluster({"create", "f", "--type", "bloom", "--capacity", "1000",
+                      "--wait-replicas", "1"});
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_NE(r.err.find("NOTREPLICATED"), std::string::npos) << r.err;
+  EXPECT_TRUE(cluster_.data.empty());
+}
+
+// "not found" only when no part exists.
+TEST_F(CliClusterTest, NotFoundOnlyWhenNoPartExists) {
+  for (const char* cmd : {"exists", "add", "info", "drop", "persist"}) {
+    CliRun r = Cluster({cmd, "nothing"}, "x\n");
+    EXPECT_EQ(r.code, 3) << cmd << ": " << r.err;
+    EXPECT_NE(r.err.find("not found"), std::string::npos) << cmd << r.err;
+  }
+  EXPECT_TRUE(cluster_.data.empty());
+}
+
+// A part lost between the check and the query: its round is an error.
+TEST_F(CliClusterTest, PartLostDuringARunIsAnError) {
+  MakeF();
+  {
+    std::lock_guard<std::mutex> l(cluster_.mu);
+    cluster_.vanish_before_read = Part("f", 2);
+  }
+  CliRun r = Cluster({"exists", "f"}, Keys(0, 1000));
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_EQ(Count(r.out, "0\n"), 0);
+  EXPECT_NE(r.err.find("part 2 (" + Part("f", 2) + ") is missing"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(Has(Part("f", 2)));
+}
+
+// A part re-created with other parameters is not the filter's part.
+TEST_F(CliClusterTest, PartWithOtherParametersIsDamage) {
+  MakeF();
+  {
+    std::lock_guard<std::mutex> l(cluster_.mu);
+    cluster_.data[Part("f", 3)] = FakeKey{{}, "bloom", "100", -1};
+  }
+  for (const char* cmd : {"exists", "add", "info", "drop", "expire"}) {
+    std::vector<std::string> args = {cmd, "f"};
+    if (std::string(cmd) == "expire") args.push_back("60");
+    CliRun r = Cluster(args, "k1\n");
+    EXPECT_EQ(r.code, 3) << cmd << ": " << r.err;
+    EXPECT_NE(r.err.find("part 3 (" + Part("f", 3) + ") differs"),
+              std::string::npos)
+        << cmd << ": " << r.err;
+  }
+  EXPECT_EQ(cluster_.data.size(), 4u);
+}
+
+// A key of a part's name holding something else: an error, never 0s.
+TEST_F(CliClusterTest, PartHoldingSomethingElseIsAnError) {
+  MakeF();
+  {
+    std::lock_guard<std::mutex> l(cluster_.mu);
+    cluster_.not_filters.insert(Part("f", 1));
+  }
+  CliRun r = Cluster({"exists", "f"}, Keys(0, 1000));
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("WRONGTYPE"), std::string::npos) << r.err;
+}
+
+// expire / persist set every part's deadline, or none when one is missing;
+// parts with different deadlines are reported.
+TEST_F(CliClusterTest, ExpireAndPersistEveryPart) {
+  MakeF();
+  CliRun r = Cluster({"expire", "f", "3600"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  int64_t deadline = -1;
+  {
+    std::lock_guard<std::mutex> l(cluster_.mu);
+    deadline = cluster_.data[Part("f", 0)].deadline_ms;
+    for (const auto& [key, k] : cluster_.data) {
+      EXPECT_EQ(k.deadline_ms, deadline) << key;
+    }
+  }
+  EXPECT_GT(deadline, 0);
+  r = Cluster({"info", "f"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("expires: " + std::to_string(deadline)),
+            std::string::npos)
+      << r.out;
+  {
+    std::lock_guard<std::mutex> l(cluster_.mu);
+    cluster_.data[Part("f", 2)].deadline_ms = -1;  // PERSIST on one part
+  }
+  r = Cluster({"info", "f"});
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("deadlines of 'f''s parts differ"), std::string::npos)
+      << r.err;
+  r = Cluster({"persist", "f"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  {
+    std::lock_guard<std::mutex> l(cluster_.mu);
+    for (const auto& [key, k] : cluster_.data) {
+      EXPECT_EQ(k.deadline_ms, -1) << key;
+    }
+  }
+  r = Cluster({"info", "f"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("expires: never"), std::string::npos) << r.out;
+  // One part gone: no deadline is set on the others.
+  Erase(Part("f", 1));
+  r = Cluster({"expire", "f", "60"});
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_NE(r.err.find("is missing"), std::string::npos) << r.err;
+  {
+    std::lock_guard<std::mutex> l(cluster_.mu);
+    for (const auto& [key, k] : cluster_.data) {
+      EXPECT_EQ(k.deadline_ms, -1) << key;
+    }
+  }
+  EXPECT_EQ(Cluster({"expire", "f", "0"}).code, 2);
+  EXPECT_EQ(Cluster({"expire", "f"}).code, 2);
+  EXPECT_EQ(Cluster({"persist", "f", "9"}).code, 2);
 }
 
 }  // namespace

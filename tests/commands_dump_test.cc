@@ -1,10 +1,15 @@
 // BF/CF.SCANDUMP and LOADCHUNK: a filter dumped in chunks and loaded under
-// another name answers alike; bad headers, order and types are refused.
+// another name answers alike; bad headers, order and types are refused; the
+// bytes a connection holds between commands (LOADCHUNK staging, SCANDUMP
+// copies) are charged to the store's memory budget and bounded.
+#include <cstring>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "commands_test_util.h"
+#include "shardfilter/engine/memory_budget.h"
 
 namespace shardfilter::testing {
 namespace {
@@ -104,6 +109,139 @@ TEST_F(DumpTest, LoadRefusesBadInput) {
   EXPECT_EQ(Run({"CF.LOADCHUNK", "n", std::to_string(end), body}),
             "-ERR the dump is not a cuckoo filter's\r\n");
   EXPECT_EQ(Run({"EXISTS", "n"}), ":0\r\n");
+}
+
+// A store whose filters, staging and dump copies share a 64 MiB budget, and
+// any number of connections (sessions).
+class DumpBudgetTest : public ::testing::Test {
+ protected:
+  static constexpr uint64_t kMiB = 1 << 20;
+
+  void SetUp() override {
+    budget_ = std::make_shared<MemoryBudget>(64 * kMiB);
+    DatabaseOptions o;
+    o.path = dir_.db();
+    o.memory_budget = budget_;
+    auto db = Database::Open(o);
+    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    db_ = std::move(db).value();
+    keyspace_ = std::make_unique<server::DbKeyspace>(db_.get(),
+                                                     server::DbKeyspaceOptions{});
+  }
+  void TearDown() override {
+    sessions_.clear();
+    keyspace_.reset();
+    if (db_ != nullptr) {
+      EXPECT_TRUE(db_->Close().ok());
+    }
+  }
+
+  commands::Session& Connection(size_t i) {
+    while (sessions_.size() <= i) {
+      sessions_.push_back(std::make_unique<commands::Session>());
+    }
+    if (sessions_[i] == nullptr) {
+      sessions_[i] = std::make_unique<commands::Session>();
+    }
+    return *sessions_[i];
+  }
+  void Disconnect(size_t i) { sessions_.at(i).reset(); }
+
+  std::string Run(size_t conn, std::vector<std::string> args) {
+    std::vector<std::string_view> views(args.begin(), args.end());
+    std::string out;
+    resp::RespWriter writer(&out, 2);
+    commands::CommandContext ctx{Connection(conn), *keyspace_, host_, writer};
+    commands::Dispatch(ctx, views);
+    return out;
+  }
+
+  static std::string Header(uint64_t total) {
+    std::string h = "SFDUMP01";
+    for (int i = 0; i < 8; ++i) h.push_back(static_cast<char>(total >> (8 * i)));
+    return h;
+  }
+
+  static constexpr const char* kOom =
+      "-OOM command not allowed when used memory > 'maxmemory'.\r\n";
+
+  TempDir dir_;
+  std::shared_ptr<MemoryBudget> budget_;
+  std::unique_ptr<Database> db_;
+  std::unique_ptr<server::DbKeyspace> keyspace_;
+  FakeHost host_;
+  std::vector<std::unique_ptr<commands::Session>> sessions_;
+};
+
+TEST_F(DumpBudgetTest, LoadChunkStagingIsChargedUntilDoneOrAbandoned) {
+  const uint64_t base = budget_->used();
+  ASSERT_EQ(Run(0, {"BF.LOADCHUNK", "a", "1", Header(30 * kMiB)}), "+OK\r\n");
+  EXPECT_GE(budget_->used(), base + 30 * kMiB);
+  ASSERT_EQ(Run(1, {"BF.LOADCHUNK", "b", "1", Header(30 * kMiB)}), "+OK\r\n");
+  // A third does not fit in the budget: Redis's OOM error, nothing taken.
+  const uint64_t held = budget_->used();
+  EXPECT_EQ(Run(2, {"BF.LOADCHUNK", "c", "1", Header(30 * kMiB)}), kOom);
+  EXPECT_EQ(budget_->used(), held);
+  // A newer restore on connection 0 gives the older one's bytes back.
+  ASSERT_EQ(Run(0, {"BF.LOADCHUNK", "a2", "1", Header(kMiB)}), "+OK\r\n");
+  EXPECT_LE(budget_->used(), base + 31 * kMiB);
+  ASSERT_EQ(Run(2, {"BF.LOADCHUNK", "c", "1", Header(30 * kMiB)}), "+OK\r\n");
+  // So does a connection that goes away midway.
+  Disconnect(1);
+  Disconnect(2);
+  EXPECT_LE(budget_->used(), base + kMiB);
+  Disconnect(0);
+  EXPECT_EQ(budget_->used(), base);
+  // A restore that completes keeps only its filter's tables.
+  ASSERT_EQ(Run(3, {"BF.RESERVE", "src", "0.01", "1000000"}), "+OK\r\n");
+  const uint64_t with_src = budget_->used();
+  const std::string header = Run(3, {"BF.SCANDUMP", "src", "0"});
+  const std::string body = Run(3, {"BF.SCANDUMP", "src", "1"});
+  // "*2\r\n:<it>\r\n$16\r\n<16 bytes>\r\n"
+  const std::string h = header.substr(header.find("$16\r\n") + 5, 16);
+  const size_t nl = body.find("\r\n", 5);
+  const std::string end = body.substr(5, nl - 5);
+  const size_t bulk = body.find("\r\n", nl + 2) + 2;
+  const std::string data = body.substr(bulk, body.size() - bulk - 2);
+  ASSERT_EQ(Run(4, {"BF.LOADCHUNK", "copy", "1", h}), "+OK\r\n");
+  ASSERT_EQ(Run(4, {"BF.LOADCHUNK", "copy", end, data}), "+OK\r\n");
+  EXPECT_EQ(Run(4, {"BF.EXISTS", "copy", "zz"}), ":0\r\n");
+  Disconnect(3);  // its SCANDUMP copy
+  // The restored filter's tables (a decoded shard is charged its blob's
+  // size, a little over its table's).
+  const double table = static_cast<double>(with_src - base);
+  EXPECT_NEAR(static_cast<double>(budget_->used()),
+              static_cast<double>(with_src) + table, table / 100);
+}
+
+TEST_F(DumpBudgetTest, PendingRestoresAreBounded) {
+  for (size_t i = 0; i < 32; ++i) {
+    ASSERT_EQ(Run(i, {"BF.LOADCHUNK", "k" + std::to_string(i), "1",
+                      Header(1000)}),
+              "+OK\r\n")
+        << i;
+  }
+  EXPECT_EQ(Run(32, {"BF.LOADCHUNK", "k32", "1", Header(1000)})
+                .rfind("-ERR too many restores in progress", 0),
+            0u);
+  Disconnect(5);
+  EXPECT_EQ(Run(32, {"BF.LOADCHUNK", "k32", "1", Header(1000)}), "+OK\r\n");
+}
+
+TEST_F(DumpBudgetTest, ScanDumpCopyIsChargedAndRefusedWhenItDoesNotFit) {
+  // ~24 MB of table; its dump copy does not fit twice in 64 MiB.
+  ASSERT_EQ(Run(0, {"BF.RESERVE", "b", "0.01", "20000000"}), "+OK\r\n");
+  const uint64_t with_filter = budget_->used();
+  ASSERT_EQ(Run(0, {"BF.SCANDUMP", "b", "0"}).rfind("*2\r\n:1\r\n", 0), 0u);
+  EXPECT_GE(budget_->used(), 2 * with_filter - kMiB);
+  EXPECT_EQ(Run(1, {"BF.SCANDUMP", "b", "0"}), kOom);
+  // The last chunk served gives the copy back.
+  EXPECT_EQ(Run(0, {"BF.SCANDUMP", "b", "1000000000"}),
+            "*2\r\n:0\r\n$0\r\n\r\n");
+  EXPECT_EQ(budget_->used(), with_filter);
+  ASSERT_EQ(Run(1, {"BF.SCANDUMP", "b", "0"}).rfind("*2\r\n:1\r\n", 0), 0u);
+  Disconnect(1);
+  EXPECT_EQ(budget_->used(), with_filter);
 }
 
 }  // namespace

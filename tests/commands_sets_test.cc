@@ -233,5 +233,34 @@ TEST_F(SetCommandsTest, LevelNamesAreReservedAndUnreachable) {
   EXPECT_EQ(Run({"SF.TIERCREATE", "u", "LEVEL", "bloom", "100"}), "+OK\r\n");
 }
 
+// A refused SF.DEDUPADD / SF.DEDUPMADD (an item over 4096 bytes) creates
+// nothing.
+TEST_F(SetCommandsTest, RefusedDedupAddCreatesNoSet) {
+  const std::string big(4097, 'x');
+  EXPECT_EQ(Run({"SF.DEDUPADD", "d", big}),
+            "-ERR dedup key of 4097 bytes exceeds the limit of 4096\r\n");
+  EXPECT_EQ(
+      Run({"SF.DEDUPMADD", "d", "a", big}),
+      "-ERR key #2: dedup key of 4097 bytes exceeds the limit of 4096\r\n");
+  EXPECT_EQ(Run({"EXISTS", "d"}), ":0\r\n");
+  EXPECT_EQ(Run({"DBSIZE"}), ":0\r\n");
+  EXPECT_EQ(Run({"SF.DEDUPADD", "d", std::string(4096, 'x')}), ":1\r\n");
+}
+
+// Names no key can have (empty, over 1024 bytes) are absent to the dedup
+// and tiered commands, and refused by the writes that would create them.
+TEST_F(SetCommandsTest, NamesTheHostCannotHoldAreAbsent) {
+  const std::string refused =
+      "-ERR key length must be 1..1024 bytes (shardfilter-server)\r\n";
+  for (const std::string& key : {std::string(), std::string(1025, 'k')}) {
+    EXPECT_EQ(Run({"SF.DEDUPADD", key, "x"}), refused);
+    EXPECT_EQ(Run({"SF.DEDUPEXISTS", key, "x"}), ":0\r\n");
+    EXPECT_EQ(Run({"SF.DEDUPDEL", key, "x"}), "-ERR not found\r\n");
+    EXPECT_EQ(Run({"SF.TIEREXISTS", key, "x"}), ":0\r\n");
+    EXPECT_EQ(Run({"SF.TIERADD", key, "x"}), "-ERR not found\r\n");
+  }
+  EXPECT_EQ(Run({"DBSIZE"}), ":0\r\n");
+}
+
 }  // namespace
 }  // namespace shardfilter::testing

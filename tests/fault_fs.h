@@ -4,11 +4,24 @@
 //    Heal() lifts it, as freeing disk space would;
 //  * a simulated power loss: PowerOff() makes every later write, sync,
 //    rename and delete a silent no-op (the machine is gone; what the
-//    process still does reaches nothing), and DropUnsyncedData() then cuts
-//    every file written through it back to its last synced size, which is
-//    what the disk holds after the power comes back.
-// Install it for the Store with persistence::internal::SetStoreEnvForTesting
-// (persistence/internal/test_env.h). Thread-safe (one mutex).
+//    process still does reaches nothing), and DropUnsyncedData() then puts
+//    every file (appended, written in place, or mapped) back to what its
+//    last completed sync covered, which is
+//    what the disk holds after the power comes back, and starts a new boot
+//    (persistence::SetBootIdForTesting);
+//  * failed syncs: FailSyncs(suffix) fails every later sync of a file whose
+//    name ends with `suffix` with EIO;
+//  * held syncs: HoldSyncs(suffix) makes every later sync of a file whose
+//    name ends with `suffix` wait, before anything of it is synced, until
+//    ReleaseSyncs(suffix); WaitForHeldSyncs waits until that many are held.
+//    A test orders a syncer against other threads with it, deterministically.
+// The filter journal's segments are written through mappings and synced by
+// fdatasync outside any rocksdb::FileSystem; FaultEnv covers them through
+// the journal's test hooks (persistence/internal/filter_journal.h) with the
+// same three rules, so a test written against FaultEnv holds whichever path
+// the journal's bytes take. Install it for the Store with
+// persistence::internal::SetStoreEnvForTesting
+// (persistence/internal/test_env.h); one FaultEnv at a time. Thread-safe.
 #ifndef SHARDFILTER_TESTS_FAULT_FS_H_
 #define SHARDFILTER_TESTS_FAULT_FS_H_
 
@@ -17,11 +30,20 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
+#include <string_view>
+
+#include "shardfilter/persistence/internal/boot_id.h"
+#include "shardfilter/persistence/internal/filter_journal.h"
 
 namespace shardfilter::testing {
 
@@ -45,7 +67,10 @@ class FaultFs : public rocksdb::FileSystemWrapper {
   void PowerOff() { off_.store(true); }
   bool off() const { return off_.load(); }
   // REQUIRES: PowerOff() and every Database closed. Truncates every file
-  // written since it was created or last synced to its synced size.
+  // written since it was created or last synced to its synced size; puts
+  // every mapped file (MappedSynced) back to its last synced bytes, zeros
+  // after them, and removes those made after the power went off. Then the
+  // machine "boots" again.
   void DropUnsyncedData() {
     std::lock_guard lock(mu_);
     for (const auto& [name, f] : files_) {
@@ -54,6 +79,93 @@ class FaultFs : public rocksdb::FileSystemWrapper {
       }
     }
     files_.clear();
+    for (const auto& [name, f] : rw_) {
+      if (f.current != f.synced && ::access(name.c_str(), F_OK) == 0) {
+        std::ofstream(name, std::ios::binary | std::ios::trunc) << f.synced;
+      }
+    }
+    rw_.clear();
+    for (const auto& [name, bytes] : mapped_) {
+      std::error_code ec;
+      const auto size = std::filesystem::file_size(name, ec);
+      if (ec) continue;  // unlinked (a retired segment)
+      std::string disk = bytes;
+      disk.resize(size, '\0');
+      std::ofstream(name, std::ios::binary | std::ios::trunc) << disk;
+    }
+    mapped_.clear();
+    for (const std::string& name : made_after_off_) {
+      std::error_code ec;
+      std::filesystem::remove(name, ec);
+    }
+    made_after_off_.clear();
+    persistence::SetBootIdForTesting("fault-fs-boot-" +
+                                     std::to_string(++boots_));
+  }
+
+  // From now on every sync of a file whose name ends with `suffix` fails
+  // with EIO (before anything of it is synced); "" lifts it.
+  void FailSyncs(const std::string& suffix) {
+    std::lock_guard lock(hold_mu_);
+    fail_syncs_ = suffix;
+  }
+  bool SyncFails(const std::string& file) {
+    std::lock_guard lock(hold_mu_);
+    return !fail_syncs_.empty() && EndsWith(file, fail_syncs_);
+  }
+
+  // --- Held syncs ---
+  void HoldSyncs(const std::string& suffix) {
+    std::lock_guard lock(hold_mu_);
+    holds_[suffix] = Hold{};
+  }
+  // Blocks until `n` syncs wait at the hold of `suffix` (at once or in
+  // turn: a count of arrivals).
+  void WaitForHeldSyncs(const std::string& suffix, int n = 1) {
+    std::unique_lock lock(hold_mu_);
+    hold_cv_.wait(lock, [&] { return holds_[suffix].arrived >= n; });
+  }
+  void ReleaseSyncs(const std::string& suffix) {
+    std::lock_guard lock(hold_mu_);
+    holds_.erase(suffix);
+    hold_cv_.notify_all();
+  }
+  // Called before a file's sync does anything: waits while a hold matches
+  // it, until that hold is released.
+  void MaybeHold(const std::string& file) {
+    std::unique_lock lock(hold_mu_);
+    auto it = holds_.begin();
+    while (it != holds_.end() && !EndsWith(file, it->first)) ++it;
+    if (it == holds_.end()) return;
+    ++it->second.arrived;
+    const uint64_t id = it->second.id;
+    const std::string suffix = it->first;
+    hold_cv_.notify_all();
+    hold_cv_.wait(lock, [&] {
+      auto h = holds_.find(suffix);
+      return h == holds_.end() || h->second.id != id;
+    });
+  }
+
+  // --- Mapped files (the filter journal's segments; FaultEnv) ---
+  // Before a mapped file's creation or sync: the held syncs apply.
+  void MappedEvent(std::string_view what, const std::string& file) {
+    if (what == "create") {
+      if (off()) {
+        std::lock_guard lock(mu_);
+        made_after_off_.insert(file);
+      }
+      return;
+    }
+    if (what == "sync") MaybeHold(file);
+  }
+  // After a completed sync: `bytes` (taken before it began) are on disk.
+  void MappedSynced(const std::string& file, std::string_view bytes) {
+    if (off()) return;
+    std::lock_guard lock(mu_);
+    std::string& d = mapped_[file];
+    if (d.size() < bytes.size()) d.resize(bytes.size());
+    d.replace(0, bytes.size(), bytes);
   }
 
   // --- FileSystem ---
@@ -104,6 +216,27 @@ class FaultFs : public rocksdb::FileSystemWrapper {
       rocksdb::IODebugContext* dbg) override {
     return NewWritableFile(f, o, r, dbg);  // recycling is off (the default)
     (void)old;
+  }
+  // Files written in place (the store's sync marker): their bytes as
+  // written, and as the last completed sync left them.
+  rocksdb::IOStatus NewRandomRWFile(const std::string& f,
+                                    const rocksdb::FileOptions& o,
+                                    std::unique_ptr<rocksdb::FSRandomRWFile>* r,
+                                    rocksdb::IODebugContext* dbg) override {
+    std::unique_ptr<rocksdb::FSRandomRWFile> file;
+    rocksdb::IOStatus s = target()->NewRandomRWFile(f, o, &file, dbg);
+    if (!s.ok()) return s;
+    {
+      std::lock_guard lock(mu_);
+      if (rw_.count(f) == 0) {
+        std::ifstream in(f, std::ios::binary);
+        std::string bytes((std::istreambuf_iterator<char>(in)),
+                          std::istreambuf_iterator<char>());
+        rw_[f] = {bytes, bytes};
+      }
+    }
+    r->reset(new RwFile(this, f, std::move(file)));
+    return s;
   }
   rocksdb::IOStatus DeleteFile(const std::string& f,
                                const rocksdb::IOOptions& o,
@@ -207,14 +340,18 @@ class FaultFs : public rocksdb::FileSystemWrapper {
     }
     rocksdb::IOStatus Sync(const rocksdb::IOOptions& o,
                            rocksdb::IODebugContext* dbg) override {
+      fs_->MaybeHold(name_);
       if (fs_->off()) return rocksdb::IOStatus::OK();
+      if (fs_->SyncFails(name_)) return InjectedEio();
       rocksdb::IOStatus s = target()->Sync(o, dbg);
       if (s.ok()) fs_->Synced(name_);
       return s;
     }
     rocksdb::IOStatus Fsync(const rocksdb::IOOptions& o,
                             rocksdb::IODebugContext* dbg) override {
+      fs_->MaybeHold(name_);
       if (fs_->off()) return rocksdb::IOStatus::OK();
+      if (fs_->SyncFails(name_)) return InjectedEio();
       rocksdb::IOStatus s = target()->Fsync(o, dbg);
       if (s.ok()) fs_->Synced(name_);
       return s;
@@ -229,6 +366,63 @@ class FaultFs : public rocksdb::FileSystemWrapper {
       return target()->Close(o, dbg);
     }
     bool IsSyncThreadSafe() const override { return false; }
+
+   private:
+    FaultFs* fs_;
+    std::string name_;
+  };
+
+  struct Rw {
+    std::string current;  // as written
+    std::string synced;   // as the last completed sync left it
+  };
+  void RwWritten(const std::string& f, uint64_t offset, std::string_view d) {
+    std::lock_guard lock(mu_);
+    std::string& c = rw_[f].current;
+    if (c.size() < offset + d.size()) c.resize(offset + d.size(), '\0');
+    c.replace(offset, d.size(), d);
+  }
+  void RwSynced(const std::string& f) {
+    std::lock_guard lock(mu_);
+    Rw& r = rw_[f];
+    r.synced = r.current;
+  }
+
+  class RwFile : public rocksdb::FSRandomRWFileOwnerWrapper {
+   public:
+    RwFile(FaultFs* fs, std::string name,
+           std::unique_ptr<rocksdb::FSRandomRWFile> t)
+        : FSRandomRWFileOwnerWrapper(std::move(t)),
+          fs_(fs),
+          name_(std::move(name)) {}
+    rocksdb::IOStatus Write(uint64_t offset, const rocksdb::Slice& d,
+                            const rocksdb::IOOptions& o,
+                            rocksdb::IODebugContext* dbg) override {
+      if (fs_->off()) return rocksdb::IOStatus::OK();
+      rocksdb::IOStatus s = fs_->Charge(d.size());
+      if (!s.ok()) return s;
+      s = target()->Write(offset, d, o, dbg);
+      if (s.ok()) fs_->RwWritten(name_, offset, d.ToStringView());
+      return s;
+    }
+    rocksdb::IOStatus Sync(const rocksdb::IOOptions& o,
+                           rocksdb::IODebugContext* dbg) override {
+      fs_->MaybeHold(name_);
+      if (fs_->off()) return rocksdb::IOStatus::OK();
+      if (fs_->SyncFails(name_)) return InjectedEio();
+      rocksdb::IOStatus s = target()->Sync(o, dbg);
+      if (s.ok()) fs_->RwSynced(name_);
+      return s;
+    }
+    rocksdb::IOStatus Fsync(const rocksdb::IOOptions& o,
+                            rocksdb::IODebugContext* dbg) override {
+      return Sync(o, dbg);
+    }
+    rocksdb::IOStatus Close(const rocksdb::IOOptions& o,
+                            rocksdb::IODebugContext* dbg) override {
+      if (fs_->off()) return rocksdb::IOStatus::OK();
+      return target()->Close(o, dbg);
+    }
 
    private:
     FaultFs* fs_;
@@ -256,16 +450,63 @@ class FaultFs : public rocksdb::FileSystemWrapper {
     }
   };
 
+  static rocksdb::IOStatus InjectedEio() {
+    return rocksdb::IOStatus::IOError("injected: Input/output error");
+  }
+  static bool EndsWith(const std::string& s, const std::string& suffix) {
+    return s.size() >= suffix.size() &&
+           s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  }
+
+  struct Hold {
+    Hold() : id(NextId()) {}
+    static uint64_t NextId() {
+      static std::atomic<uint64_t> n{0};
+      return ++n;
+    }
+    uint64_t id;      // a new hold of the same suffix is another one
+    int arrived = 0;  // syncs that reached it
+  };
+
   std::mutex mu_;
   int64_t budget_ = -1;                 // GUARDED_BY(mu_)
   Fault fault_ = Fault::kNoSpace;       // GUARDED_BY(mu_)
   std::map<std::string, Sizes> files_;  // GUARDED_BY(mu_)
+  std::map<std::string, Rw> rw_;        // GUARDED_BY(mu_)
+  // Mapped files: the bytes their last completed sync covered.
+  std::map<std::string, std::string> mapped_;  // GUARDED_BY(mu_)
+  std::set<std::string> made_after_off_;       // GUARDED_BY(mu_)
+  int boots_ = 0;                              // GUARDED_BY(mu_)
   std::atomic<uint64_t> failures_{0};
   std::atomic<bool> off_{false};
+  std::mutex hold_mu_;
+  std::condition_variable hold_cv_;
+  std::map<std::string, Hold> holds_;  // GUARDED_BY(hold_mu_)
+  std::string fail_syncs_;             // GUARDED_BY(hold_mu_)
 };
 
-// The FaultFs as an Env (what DBOptions::env takes).
+// The FaultFs as an Env (what DBOptions::env takes), covering the filter
+// journal's mapped segments too (the journal's test hooks, while it lives).
 struct FaultEnv {
+  FaultEnv() {
+    persistence::SetJournalFaultForTesting(
+        [fs = fs](std::string_view what, const std::string& path) {
+          fs->MappedEvent(what, path);
+          return Status::OK();
+        });
+    persistence::SetJournalSyncedForTesting(
+        [fs = fs](const std::string& path, std::string_view bytes) {
+          fs->MappedSynced(path, bytes);
+        });
+  }
+  ~FaultEnv() {
+    persistence::SetJournalFaultForTesting(nullptr);
+    persistence::SetJournalSyncedForTesting(nullptr);
+    persistence::SetBootIdForTesting("");
+  }
+  FaultEnv(const FaultEnv&) = delete;
+  FaultEnv& operator=(const FaultEnv&) = delete;
+
   std::shared_ptr<FaultFs> fs = std::make_shared<FaultFs>();
   std::unique_ptr<rocksdb::Env> env = rocksdb::NewCompositeEnv(fs);
 };

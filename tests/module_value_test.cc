@@ -83,6 +83,22 @@ TEST(ModuleValueTest, DamagedBytesAreKeptAsTheyAre) {
   EXPECT_GE(good->MemoryBytes(), f->Stats().total.bytes);
 }
 
+TEST(ModuleValueTest, OtherRdbEncodingVersionsLoadUnavailable) {
+  // Every RDB encoding version's layout is one string (filter_value.h): a
+  // value of another version is kept, bytes unchanged, and reports why.
+  auto f = MakeFilter(FilterType::kBloom);
+  const std::string bytes = EncodeValue(*f);
+  ASSERT_TRUE(ValueFromRdb(kRdbEncodingVersion, bytes)->available());
+  for (int encver : {2, 1023, 0}) {
+    auto v = ValueFromRdb(encver, bytes);
+    EXPECT_FALSE(v->available()) << encver;
+    EXPECT_EQ(v->raw, bytes);
+    EXPECT_NE(v->damage.find("RDB encoding version " + std::to_string(encver)),
+              std::string::npos)
+        << v->damage;
+  }
+}
+
 TEST(ModuleValueTest, SpecRoundTripsExactly) {
   FilterSpec spec;
   spec.type = FilterType::kCuckoo;

@@ -123,5 +123,93 @@ TEST(MultiPartTest, SuggestedPartsKeepEachPartMovable) {
   EXPECT_EQ(SuggestedParts(~0ull), kMaxFilterParts);
 }
 
+// Four parts as a client sees them: all there, same parameters.
+std::vector<PartView> WholeParts() {
+  std::vector<PartView> v(4);
+  for (PartView& p : v) {
+    p.exists = true;
+    p.identity = "type=bloom declared_capacity=250";
+  }
+  return v;
+}
+
+TEST(MultiPartTest, CheckPartsAcceptsOnlyTheWholeFilter) {
+  auto f = MultiPartFilter::Make("urls", 4);
+  ASSERT_TRUE(f.ok());
+  std::vector<PartView> v = WholeParts();
+  EXPECT_TRUE(CheckParts(*f, v, false).ok());
+  // A missing part is damage, never a smaller filter; it is named.
+  v[1].exists = false;
+  Status s = CheckParts(*f, v, false);
+  EXPECT_EQ(s.code(), StatusCode::kCorruption);
+  EXPECT_NE(s.message().find("damaged"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("part 1 ({950c35a270aa27a8.1}urls) is missing"),
+            std::string::npos)
+      << s.ToString();
+  EXPECT_EQ(s.message().find("--parts"), std::string::npos) << s.ToString();
+  // Part 0 gone: the same (the first part is not special).
+  v = WholeParts();
+  v[0].exists = false;
+  EXPECT_EQ(CheckParts(*f, v, false).code(), StatusCode::kCorruption);
+  // The last parts gone: damage, or maybe a --parts too large.
+  v = WholeParts();
+  v[2].exists = v[3].exists = false;
+  s = CheckParts(*f, v, false);
+  EXPECT_EQ(s.code(), StatusCode::kCorruption);
+  EXPECT_NE(s.message().find("2 of 4 parts are missing: part 2"),
+            std::string::npos)
+      << s.ToString();
+  EXPECT_NE(s.message().find("or it has 2 parts"), std::string::npos);
+  // "not found" only when no part exists.
+  for (PartView& p : v) p.exists = false;
+  EXPECT_EQ(CheckParts(*f, v, false).code(), StatusCode::kNotFound);
+  // A part N: --parts is too small, whatever else.
+  EXPECT_EQ(CheckParts(*f, v, true).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckParts(*f, WholeParts(), true).code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST(MultiPartTest, CheckPartsRefusesForeignAndChangedParts) {
+  auto f = MultiPartFilter::Make("urls", 4);
+  ASSERT_TRUE(f.ok());
+  std::vector<PartView> v = WholeParts();
+  v[2].readable = Status(StatusCode::kWrongType, "WRONGTYPE not a filter");
+  Status s = CheckParts(*f, v, false);
+  EXPECT_EQ(s.code(), StatusCode::kWrongType);
+  EXPECT_NE(s.message().find("part 2 ({950c35a270aa27a8.2}urls) cannot be "
+                             "read: WRONGTYPE"),
+            std::string::npos)
+      << s.ToString();
+  v = WholeParts();
+  v[3].identity = "type=bloom declared_capacity=100";
+  s = CheckParts(*f, v, false);
+  EXPECT_EQ(s.code(), StatusCode::kCorruption);
+  EXPECT_NE(s.message().find("part 3 ({950c35a270aa27a8.3}urls) differs from "
+                             "part 0"),
+            std::string::npos)
+      << s.ToString();
+  // Many missing parts: the first few are named, the rest counted.
+  auto big = MultiPartFilter::Make("urls", 64);
+  std::vector<PartView> many(64);
+  many[0].exists = true;
+  s = CheckParts(*big, many, false);
+  EXPECT_NE(s.message().find("63 of 64 parts are missing"), std::string::npos);
+  EXPECT_NE(
+      s.message().find(" and " + std::to_string(63 - kMaxPartsNamed) + " more"),
+      std::string::npos)
+      << s.ToString();
+}
+
+TEST(MultiPartTest, SameDeadlineComparesExistingParts) {
+  std::vector<PartView> v = WholeParts();
+  EXPECT_TRUE(SameDeadline(v));
+  for (PartView& p : v) p.deadline_ms = 1700000000000;
+  EXPECT_TRUE(SameDeadline(v));
+  v[2].deadline_ms = -1;
+  EXPECT_FALSE(SameDeadline(v));
+  v[2].exists = false;  // a missing part has no deadline to compare
+  EXPECT_TRUE(SameDeadline(v));
+}
+
 }  // namespace
 }  // namespace shardfilter

@@ -173,6 +173,30 @@ TEST_F(ServerMemoryTest, GrowthUnloadsOthersFirst) {
   ExpectFilled(0);
 }
 
+// LOADCHUNK staging and SCANDUMP copies (Keyspace::NewStaging) are charged
+// to the Database's budget, the one --maxmemory sets, and make room by
+// unloading unused filters as every other reservation does.
+TEST_F(ServerMemoryTest, StagingUsesTheBudgetAndUnloadsOthersFirst) {
+  Open(8u << 20);
+  CreateFilled(0);  // ~3 MB each, unused from here on
+  CreateFilled(1);
+  const uint64_t default_used = MemoryBudget::Default()->used();
+  auto staged = keyspace_->NewStaging(4u << 20, "a LOADCHUNK restore");
+  ASSERT_TRUE(staged.ok()) << staged.status().ToString();
+  EXPECT_GT(keyspace_->unloads(), 0u);
+  EXPECT_GE(budget_->used(), 4u << 20);
+  EXPECT_LE(budget_->used(), 8u << 20);
+  EXPECT_EQ(MemoryBudget::Default()->used(), default_used);
+  auto too_big = keyspace_->NewStaging(8u << 20, "a SCANDUMP copy");
+  EXPECT_EQ(too_big.status().code(), StatusCode::kResourceExhausted)
+      << too_big.status().ToString();
+  const uint64_t held = budget_->used();
+  staged = Status::NotFound("released");
+  EXPECT_EQ(budget_->used(), held - (4u << 20));
+  ExpectFilled(0);
+  ExpectFilled(1);
+}
+
 // A migration whose target cannot fit is refused when it is asked for
 // (the command answers -OOM), once unloading did not make room. Before: it
 // started, and failed later in its thread.

@@ -2,11 +2,12 @@
 // Redis / shardfilter-server), through the cluster client
 // (tools/cluster/cluster_client.h) and the routing of
 // shardfilter/engine/multi_part.h. Talks RESP only: no store is opened.
-// Longer than 400 lines because its five subcommands share the setup, the
-// parts check and the routing helpers, which live nowhere else.
+// This file: the setup and the parts check every subcommand shares, create,
+// add and exists; tools/cli_cluster_admin.cc: info, drop, expire, persist.
+#include "tools/cli_cluster.h"
+
 #include <cstdlib>
 #include <iostream>
-#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "tools/cli.h"
 #include "tools/cli_commands.h"
 #include "tools/cluster/cluster_client.h"
+#include "tools/cluster/multi_part_client.h"
 #include "tools/key_reader.h"
 
 namespace shardfilter::tools {
@@ -22,6 +24,7 @@ namespace {
 
 using cluster::ClusterClient;
 using cluster::ClusterCommand;
+using cluster::PartRound;
 using resp::Reply;
 
 // Items per SF.MADD / SF.MEXISTS command, and keys read per round trip of
@@ -30,17 +33,79 @@ constexpr size_t kItemsPerCommand = 500;
 constexpr size_t kKeysPerRound = 64 * 1024;
 constexpr uint64_t kMaxReported = 10;
 
-struct Setup {
-  std::unique_ptr<ClusterClient> client;
-  std::optional<MultiPartFilter> filter;
-};
-
 int Fail(CommandContext& ctx, const Status& s) {
   return ReportError(ctx.err, s);
 }
 
-// Connects and builds the filter's routing from --node and --parts.
-int Open(CommandContext& ctx, bool writes, Setup* out) {
+// create: no key of a part's name may exist. A part made beside parts that
+// survived would hide their filter's loss, and SF.CREATE refuses only the
+// parts that exist.
+int RefuseExistingParts(CommandContext& ctx, ClusterSetup& s) {
+  const MultiPartFilter& f = *s.filter;
+  std::vector<ClusterCommand> cmds;
+  for (uint32_t p = 0; p < f.parts(); ++p) {
+    cmds.push_back({{"EXISTS", f.PartKey(p)}});
+  }
+  Result<std::vector<Reply>> r = s.client->Run(cmds);
+  if (!r.ok()) return Fail(ctx, r.status());
+  std::vector<uint32_t> there;
+  for (uint32_t p = 0; p < f.parts(); ++p) {
+    const Reply& x = (*r)[p];
+    if (x.is_error()) {
+      return Fail(ctx,
+                  Status::IOError("EXISTS " + f.PartKey(p) + ": " + x.str));
+    }
+    if (x.integer != 0) there.push_back(p);
+  }
+  if (there.empty()) return kExitOk;
+  std::string which;
+  for (size_t j = 0; j < there.size() && j < kMaxPartsNamed; ++j) {
+    which += (j == 0 ? "" : ", ") + std::to_string(there[j]);
+  }
+  if (there.size() > kMaxPartsNamed) which += ", ...";
+  return Fail(ctx, Status::AlreadyExists(
+                       "'" + f.name() + "' already exists here: " +
+                       std::to_string(there.size()) + " of its " +
+                       std::to_string(f.parts()) + " parts exist (" + which +
+                       "); nothing was created (`shardfilter cluster info` "
+                       "says whether it is whole)"));
+}
+
+// The keys of the command: positional arguments after NAME, else stdin.
+class Keys {
+ public:
+  explicit Keys(CommandContext& ctx)
+      : ctx_(ctx),
+        reader_({}, ctx.in, false),
+        from_args_(ctx.args.positional.size() > 2) {}
+  // The next round's keys into *keys; false when none are left.
+  bool Next(std::vector<std::string>* keys) {
+    keys->clear();
+    if (from_args_) {
+      const auto& p = ctx_.args.positional;
+      while (next_ < p.size() && keys->size() < kKeysPerRound) {
+        keys->push_back(p[next_++]);
+      }
+      return !keys->empty();
+    }
+    std::string k;
+    while (keys->size() < kKeysPerRound && reader_.Next(&k)) {
+      keys->push_back(std::move(k));
+    }
+    return !keys->empty();
+  }
+  const Status& status() const { return reader_.status(); }
+
+ private:
+  CommandContext& ctx_;
+  KeyReader reader_;
+  bool from_args_;
+  size_t next_ = 2;
+};
+
+}  // namespace
+
+int OpenCluster(CommandContext& ctx, bool writes, ClusterSetup* out) {
   const std::string* node = ctx.args.Get("node");
   if (node == nullptr)
     return UsageError(ctx.err, "--node HOST:PORT is required");
@@ -81,7 +146,23 @@ int Open(CommandContext& ctx, bool writes, Setup* out) {
   return kExitOk;
 }
 
-std::string Stats(const ClusterClient& c) {
+int SurveyWhole(CommandContext& ctx, ClusterSetup* s, bool warn_deadlines) {
+  Result<cluster::PartsSurvey> survey =
+      cluster::SurveyParts(*s->client, *s->filter);
+  if (!survey.ok()) return Fail(ctx, survey.status());
+  s->survey = std::move(*survey);
+  Status whole = CheckParts(*s->filter, s->survey.views, s->survey.next_exists);
+  if (!whole.ok()) return Fail(ctx, whole);
+  if (warn_deadlines && !SameDeadline(s->survey.views)) {
+    ctx.err << "shardfilter: warning: the parts of '" << s->filter->name()
+            << "' have different deadlines (`shardfilter cluster info` "
+               "lists them): the first to expire will damage the filter; "
+               "set one with `cluster expire` or `cluster persist`\n";
+  }
+  return kExitOk;
+}
+
+std::string ClusterStatsLine(const ClusterClient& c) {
   const cluster::ClusterStats& s = c.stats();
   return std::to_string(c.masters()) +
          (c.cluster_mode() ? " master(s)" : " standalone server") + ", " +
@@ -91,105 +172,27 @@ std::string Stats(const ClusterClient& c) {
          std::to_string(s.reconnects) + " reconnects";
 }
 
-// Checks that the filter's parts are there: part 0 and part N-1 exist and
-// part N does not (a wrong --parts would route items to the wrong part).
-int CheckParts(CommandContext& ctx, Setup& s) {
-  const MultiPartFilter& f = *s.filter;
-  std::vector<ClusterCommand> cmds = {{{"EXISTS", f.PartKey(0)}},
-                                      {{"EXISTS", f.PartKey(f.parts() - 1)}},
-                                      {{"EXISTS", f.PartKey(f.parts())}}};
-  Result<std::vector<Reply>> r = s.client->Run(cmds);
-  if (!r.ok()) return Fail(ctx, r.status());
-  for (const Reply& x : *r) {
-    if (x.is_error()) return Fail(ctx, Status::IOError("EXISTS: " + x.str));
-  }
-  if ((*r)[0].integer != 1 || (*r)[1].integer != 1) {
-    return Fail(ctx,
-                Status::NotFound(
-                    "'" + f.name() + "' has no " + std::to_string(f.parts()) +
-                    " parts here (create it with `shardfilter cluster "
-                    "create`, or give the --parts it was created with)"));
-  }
-  if ((*r)[2].integer != 0) {
-    return Fail(ctx, Status::InvalidArgument(
-                         "'" + f.name() + "' has more than " +
-                         std::to_string(f.parts()) +
-                         " parts: give the --parts it was created with"));
-  }
-  return kExitOk;
-}
+namespace {
 
-// SF.INFO of every part, in part order.
-Result<std::vector<Reply>> PartInfos(Setup& s) {
-  const MultiPartFilter& f = *s.filter;
-  std::vector<ClusterCommand> cmds;
-  for (uint32_t p = 0; p < f.parts(); ++p) {
-    cmds.push_back({{"SF.INFO", f.PartKey(p)}});
+// Deletes the given parts (ones this command made); how many went.
+uint64_t RemoveParts(ClusterSetup& s, const std::vector<uint32_t>& parts) {
+  std::vector<ClusterCommand> del;
+  for (uint32_t p : parts) {
+    ClusterCommand c;
+    c.write = true;
+    c.args = {"DEL", s.filter->PartKey(p)};
+    del.push_back(std::move(c));
   }
-  return s.client->Run(cmds);
-}
-
-// The keys of the command: positional arguments after NAME, else stdin.
-class Keys {
- public:
-  explicit Keys(CommandContext& ctx)
-      : ctx_(ctx),
-        reader_({}, ctx.in, false),
-        from_args_(ctx.args.positional.size() > 2) {}
-  // The next round's keys into *keys; false when none are left.
-  bool Next(std::vector<std::string>* keys) {
-    keys->clear();
-    if (from_args_) {
-      const auto& p = ctx_.args.positional;
-      while (next_ < p.size() && keys->size() < kKeysPerRound) {
-        keys->push_back(p[next_++]);
-      }
-      return !keys->empty();
-    }
-    std::string k;
-    while (keys->size() < kKeysPerRound && reader_.Next(&k)) {
-      keys->push_back(std::move(k));
-    }
-    return !keys->empty();
-  }
-  const Status& status() const { return reader_.status(); }
-
- private:
-  CommandContext& ctx_;
-  KeyReader reader_;
-  bool from_args_;
-  size_t next_ = 2;
-};
-
-// Splits one round's keys into per-part commands `verb part items...` of at
-// most kItemsPerCommand items; *where[c] lists the key index of each item
-// of command c.
-void Route(const MultiPartFilter& f, std::string_view verb,
-           const std::vector<std::string>& keys,
-           std::vector<ClusterCommand>* cmds,
-           std::vector<std::vector<size_t>>* where) {
-  cmds->clear();
-  where->clear();
-  std::map<uint32_t, std::vector<size_t>> by_part;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    by_part[f.PartOf(keys[i])].push_back(i);
-  }
-  for (auto& [part, idx] : by_part) {
-    for (size_t at = 0; at < idx.size(); at += kItemsPerCommand) {
-      size_t end = std::min(idx.size(), at + kItemsPerCommand);
-      ClusterCommand c;
-      c.write = verb == "SF.MADD";
-      c.args.reserve(2 + end - at);
-      c.args.push_back(std::string(verb));
-      c.args.push_back(f.PartKey(part));
-      where->emplace_back();
-      for (size_t j = at; j < end; ++j) {
-        c.args.push_back(keys[idx[j]]);
-        where->back().push_back(idx[j]);
-      }
-      cmds->push_back(std::move(c));
+  Result<std::vector<Reply>> d = s.client->Run(del);
+  uint64_t removed = 0;
+  if (d.ok()) {
+    for (const Reply& x : *d) {
+      // NOTREPLICATED: deleted on the master, not yet on R replicas.
+      removed +=
+          x.IsErrorCode("NOTREPLICATED") || (!x.is_error() && x.integer == 1);
     }
   }
+  return removed;
 }
 
 int RunClusterCreate(CommandContext& ctx) {
@@ -198,8 +201,8 @@ int RunClusterCreate(CommandContext& ctx) {
       return UsageError(ctx.err, "--" + std::string(need) + " is required");
     }
   }
-  Setup s;
-  if (int rc = Open(ctx, true, &s); rc != kExitOk) return rc;
+  ClusterSetup s;
+  if (int rc = OpenCluster(ctx, true, &s); rc != kExitOk) return rc;
   const MultiPartFilter& f = *s.filter;
   Result<uint64_t> capacity =
       ParseCountInRange(*ctx.args.Get("capacity"), 1, uint64_t{1} << 40);
@@ -235,12 +238,19 @@ int RunClusterCreate(CommandContext& ctx) {
     c.args.insert(c.args.end(), spec.begin(), spec.end());
     return c;
   };
+  if (int rc = RefuseExistingParts(ctx, s); rc != kExitOk) return rc;
   std::vector<ClusterCommand> first = {create(0)};
   Result<std::vector<Reply>> r = s.client->Run(first);
   if (!r.ok()) return Fail(ctx, r.status());
   if ((*r)[0].is_error()) {
     ctx.err << "shardfilter: creating part 0 (" << f.PartKey(0)
             << "): " << (*r)[0].str << "\n";
+    // Made on its master, not acknowledged by the replicas: not kept.
+    if ((*r)[0].IsErrorCode("NOTREPLICATED")) {
+      ctx.err << "shardfilter: '" << f.name() << "' was not created: part 0 "
+              << (RemoveParts(s, {0}) == 1 ? "was" : "could not be")
+              << " removed again\n";
+    }
     return kExitError;
   }
   std::vector<ClusterCommand> info = {{{"SF.INFO", f.PartKey(0)}}};
@@ -267,41 +277,66 @@ int RunClusterCreate(CommandContext& ctx) {
   for (uint32_t p = 1; p < f.parts(); ++p) rest.push_back(create(p));
   r = s.client->Run(rest);
   if (!r.ok()) return Fail(ctx, r.status());
-  int code = kExitOk;
+  // Parts this command made; all of them go again when one failed, so that
+  // no partial filter is left (the missing part would make it damaged).
+  // A part the replicas did not acknowledge (NOTREPLICATED) was made on its
+  // master: it counts as made and as failed.
+  std::vector<uint32_t> made = {0};
+  bool failed = false;
   for (size_t i = 0; i < r->size(); ++i) {
-    if ((*r)[i].is_error()) {
+    const Reply& x = (*r)[i];
+    if (x.is_error()) {
       ctx.err << "shardfilter: creating part " << i + 1 << " ("
-              << rest[i].args[1] << "): " << (*r)[i].str << "\n";
-      code = kExitError;
+              << rest[i].args[1] << "): " << x.str << "\n";
+      failed = true;
     }
+    if (!x.is_error() || x.IsErrorCode("NOTREPLICATED")) {
+      made.push_back(static_cast<uint32_t>(i + 1));
+    }
+  }
+  if (failed) {
+    const uint64_t removed = RemoveParts(s, made);
+    ctx.err << "shardfilter: '" << f.name() << "' was not created: " << removed
+            << " of the " << made.size()
+            << " parts this command made were removed again\n";
+    return kExitError;
   }
   ctx.out << "created '" << f.name() << "': " << f.parts() << " parts of "
           << f.PartCapacity(*capacity) << " items (" << Mib(bytes)
           << " each) on " << s.client->masters()
           << (s.client->cluster_mode() ? " master(s)" : " server") << "\n";
-  return code;
+  return kExitOk;
 }
 
 int RunClusterAdd(CommandContext& ctx) {
-  Setup s;
-  if (int rc = Open(ctx, true, &s); rc != kExitOk) return rc;
-  if (int rc = CheckParts(ctx, s); rc != kExitOk) return rc;
+  ClusterSetup s;
+  if (int rc = OpenCluster(ctx, true, &s); rc != kExitOk) return rc;
+  if (int rc = SurveyWhole(ctx, &s); rc != kExitOk) return rc;
   Keys source(ctx);
   std::vector<std::string> keys;
-  std::vector<ClusterCommand> cmds;
-  std::vector<std::vector<size_t>> where;
+  PartRound round;
   uint64_t seen = 0, added = 0, failed = 0;
   while (source.Next(&keys)) {
-    Route(*s.filter, "SF.MADD", keys, &cmds, &where);
-    Result<std::vector<Reply>> r = s.client->Run(cmds);
+    round.Build(*s.filter, "SF.MADD", true, keys, kItemsPerCommand);
+    Result<std::vector<Reply>> r = s.client->Run(round.commands());
     if (!r.ok()) {
       ctx.err << "shardfilter: after " << seen
               << " keys: " << r.status().message() << "\n";
       return kExitError;
     }
-    for (size_t c = 0; c < cmds.size(); ++c) {
+    // SF.MADD never creates a part: a lost one answered errors, and the
+    // check says why.
+    if (Status v = round.Verify(*s.filter, s.survey, *r); !v.ok()) {
+      return Fail(ctx, Status(v.code(), v.message() + "; stopped after " +
+                                            std::to_string(seen) +
+                                            " keys (this round's keys for "
+                                            "the other parts may be added)"));
+    }
+    for (size_t c = 0; c < round.commands().size(); ++c) {
+      if (round.is_check(c)) continue;
       const Reply& reply = (*r)[c];
-      for (size_t j = 0; j < where[c].size(); ++j) {
+      const std::vector<size_t>& where = round.items_of(c);
+      for (size_t j = 0; j < where.size(); ++j) {
         const Reply* item = nullptr;
         if (!reply.is_error() && j < reply.elements.size()) {
           item = &reply.elements[j];
@@ -311,7 +346,7 @@ int RunClusterAdd(CommandContext& ctx) {
           continue;
         }
         if (++failed <= kMaxReported) {
-          ctx.err << "shardfilter: key " << seen + where[c][j] + 1 << ": "
+          ctx.err << "shardfilter: key " << seen + where[j] + 1 << ": "
                   << (item != nullptr    ? item->str
                       : reply.is_error() ? reply.str
                                          : std::string("no reply"))
@@ -325,7 +360,7 @@ int RunClusterAdd(CommandContext& ctx) {
   if (!ctx.args.Has("quiet") || failed > 0) {
     ctx.err << "added " << seen - failed << " of " << seen << " keys (" << added
             << " new) to '" << s.filter->name() << "' in " << s.filter->parts()
-            << " parts; " << Stats(*s.client) << "\n";
+            << " parts; " << ClusterStatsLine(*s.client) << "\n";
   }
   if (failed > 0) {
     ctx.err << "shardfilter: " << failed << " keys failed"
@@ -340,137 +375,76 @@ int RunClusterAdd(CommandContext& ctx) {
 }
 
 int RunClusterExists(CommandContext& ctx) {
-  Setup s;
-  if (int rc = Open(ctx, false, &s); rc != kExitOk) return rc;
-  if (int rc = CheckParts(ctx, s); rc != kExitOk) return rc;
+  ClusterSetup s;
+  if (int rc = OpenCluster(ctx, false, &s); rc != kExitOk) return rc;
+  if (int rc = SurveyWhole(ctx, &s); rc != kExitOk) return rc;
   Keys source(ctx);
   std::vector<std::string> keys;
-  std::vector<ClusterCommand> cmds;
-  std::vector<std::vector<size_t>> where;
+  PartRound round;
   std::vector<char> found;
   std::string lines;
+  uint64_t seen = 0;
   while (source.Next(&keys)) {
-    Route(*s.filter, "SF.MEXISTS", keys, &cmds, &where);
-    Result<std::vector<Reply>> r = s.client->Run(cmds);
+    round.Build(*s.filter, "SF.MEXISTS", false, keys, kItemsPerCommand);
+    Result<std::vector<Reply>> r = s.client->Run(round.commands());
     if (!r.ok()) return Fail(ctx, r.status());
+    // A missing part answers 0 for every item: no answer of the round
+    // counts until every part it read is known to have been there.
+    if (Status v = round.Verify(*s.filter, s.survey, *r); !v.ok()) {
+      return Fail(
+          ctx, Status(v.code(), v.message() + "; stopped after " +
+                                    std::to_string(seen) + " answered keys"));
+    }
     found.assign(keys.size(), 0);
-    for (size_t c = 0; c < cmds.size(); ++c) {
+    for (size_t c = 0; c < round.commands().size(); ++c) {
+      if (round.is_check(c)) continue;
       const Reply& reply = (*r)[c];
-      if (reply.is_error() || reply.elements.size() != where[c].size()) {
-        return Fail(ctx, Status::IOError(
-                             "SF.MEXISTS " + cmds[c].args[1] + ": " +
-                             (reply.is_error() ? reply.str
-                                               : std::string("bad reply"))));
+      const std::vector<size_t>& where = round.items_of(c);
+      if (reply.is_error() || reply.elements.size() != where.size()) {
+        return Fail(
+            ctx,
+            Status::IOError(
+                "SF.MEXISTS " + round.commands()[c].args[1] + ": " +
+                (reply.is_error() ? reply.str : std::string("bad reply"))));
       }
-      for (size_t j = 0; j < where[c].size(); ++j) {
-        found[where[c][j]] = reply.elements[j].integer != 0;
+      for (size_t j = 0; j < where.size(); ++j) {
+        found[where[j]] = reply.elements[j].integer != 0;
       }
     }
     lines.clear();
     for (char b : found) lines += b ? "1\n" : "0\n";
     ctx.out << lines;
     ctx.out.flush();
+    seen += keys.size();
   }
   if (!source.status().ok()) return ReportError(ctx.err, source.status());
   return kExitOk;
-}
-
-int RunClusterInfo(CommandContext& ctx) {
-  Setup s;
-  if (int rc = Open(ctx, false, &s); rc != kExitOk) return rc;
-  const MultiPartFilter& f = *s.filter;
-  Result<std::vector<Reply>> r = PartInfos(s);
-  if (!r.ok()) return Fail(ctx, r.status());
-  uint64_t items = 0, bytes = 0, largest = 0, capacity = 0;
-  for (uint32_t p = 0; p < f.parts(); ++p) {
-    const Reply& x = (*r)[p];
-    if (x.is_error()) {
-      ctx.err << "shardfilter: part " << p << " (" << f.PartKey(p)
-              << "): " << x.str << "\n";
-      return kExitError;
-    }
-    uint64_t b = 0;
-    for (size_t i = 0; i + 1 < x.elements.size(); i += 2) {
-      const std::string& k = x.elements[i].str;
-      uint64_t v = static_cast<uint64_t>(x.elements[i + 1].integer);
-      if (k == "items") items += v;
-      if (k == "capacity") capacity += v;
-      if (k == "bytes") b = v;
-    }
-    bytes += b;
-    largest = std::max(largest, b);
-  }
-  ctx.out << "name: " << f.name() << "\nparts: " << f.parts() << "\nhash tag: {"
-          << f.tag() << ".<part>}\nitems: " << items
-          << "\ncapacity: " << capacity << "\nbytes: " << bytes << " ("
-          << Mib(bytes) << ")\nlargest part: " << largest << " ("
-          << Mib(largest) << ")\nmasters: " << s.client->masters()
-          << (s.client->cluster_mode() ? "" : " (standalone)") << "\n";
-  return kExitOk;
-}
-
-// Deletes the parts, and only if every one of them is a filter: SF.INFO
-// answers for shardfilter's filters only (on both hosts), so a key of the
-// part's name holding anything else, or a missing part, changes nothing.
-int RunClusterDrop(CommandContext& ctx) {
-  Setup s;
-  if (int rc = Open(ctx, true, &s); rc != kExitOk) return rc;
-  if (int rc = CheckParts(ctx, s); rc != kExitOk) return rc;
-  const MultiPartFilter& f = *s.filter;
-  Result<std::vector<Reply>> r = PartInfos(s);
-  if (!r.ok()) return Fail(ctx, r.status());
-  for (uint32_t p = 0; p < f.parts(); ++p) {
-    if ((*r)[p].is_error()) {
-      ctx.err << "shardfilter: part " << p << " (" << f.PartKey(p)
-              << ") is not a filter: " << (*r)[p].str
-              << "; nothing was deleted\n";
-      return kExitError;
-    }
-  }
-  std::vector<ClusterCommand> cmds;
-  for (uint32_t p = 0; p < f.parts(); ++p) {
-    ClusterCommand c;
-    c.write = true;
-    c.args = {"DEL", f.PartKey(p)};
-    cmds.push_back(std::move(c));
-  }
-  r = s.client->Run(cmds);
-  if (!r.ok()) return Fail(ctx, r.status());
-  uint64_t deleted = 0;
-  for (uint32_t p = 0; p < f.parts(); ++p) {
-    const Reply& x = (*r)[p];
-    if (x.is_error()) {
-      ctx.err << "shardfilter: deleting part " << p << " (" << f.PartKey(p)
-              << "): " << x.str << "\n";
-      continue;
-    }
-    deleted += x.integer == 1;
-  }
-  ctx.out << "dropped '" << f.name() << "': " << deleted << " of " << f.parts()
-          << " parts deleted\n";
-  return deleted == f.parts() ? kExitOk : kExitError;
 }
 
 }  // namespace
 
 int RunCluster(CommandContext& ctx) {
   const std::string& sub = ctx.args.positional[0];
-  if (sub == "create") {
-    if (ctx.args.positional.size() != 2) {
-      return UsageError(ctx.err, "cluster create takes one NAME");
-    }
-    return RunClusterCreate(ctx);
-  }
+  const size_t n = ctx.args.positional.size();
+  auto one_name = [&]() {
+    return UsageError(ctx.err, "cluster " + sub + " takes one NAME");
+  };
+  if (sub == "create") return n != 2 ? one_name() : RunClusterCreate(ctx);
   if (sub == "add") return RunClusterAdd(ctx);
   if (sub == "exists") return RunClusterExists(ctx);
-  if (sub == "info" || sub == "drop") {
-    if (ctx.args.positional.size() != 2) {
-      return UsageError(ctx.err, "cluster " + sub + " takes one NAME");
+  if (sub == "info") return n != 2 ? one_name() : RunClusterInfo(ctx);
+  if (sub == "drop") return n != 2 ? one_name() : RunClusterDrop(ctx);
+  if (sub == "persist") return n != 2 ? one_name() : RunClusterPersist(ctx);
+  if (sub == "expire") {
+    if (n != 3) {
+      return UsageError(ctx.err, "cluster expire takes NAME SECONDS");
     }
-    return sub == "info" ? RunClusterInfo(ctx) : RunClusterDrop(ctx);
+    return RunClusterExpire(ctx);
   }
-  return UsageError(ctx.err, "unknown cluster command '" + sub +
-                                 "' (create, add, exists, info or drop)");
+  return UsageError(ctx.err,
+                    "unknown cluster command '" + sub +
+                        "' (create, add, exists, info, expire, persist or "
+                        "drop)");
 }
 
 }  // namespace shardfilter::tools

@@ -52,6 +52,7 @@ constexpr FlagDef kFlags[] = {
     {"user", true},
     {"wait-replicas", true},
     {"wait-timeout", true},
+    {"damaged", false},
 };
 // Accepted by every command.
 constexpr std::string_view kGlobalFlags[] = {"db", "help", "version",
@@ -81,8 +82,9 @@ Commands:
   migrate NAME [KEYFILE...]  rebuild a filter into another type, size,
                          rate, shard count or seed (progress, resume)
   experiment fill|k|space  FPR and space measurements as CSV (+ PNG plot)
-  cluster create|add|exists|info NAME --node H:P --parts N
-                         a filter split into N parts over a Redis Cluster
+  cluster create|add|exists|info|expire|persist|drop NAME --node H:P
+                         --parts N: a filter split into N parts over a
+                         Redis Cluster
   demo                   in-memory run of every filter type (FPR, speed)
 
 Global flags (before or after the command):
@@ -333,8 +335,13 @@ Example:
        R"(Usage: shardfilter verify
 
 Reads back every stored value (catalog, checkpoint chunks, journal) and
-checks versions, checksums and lengths. Prints the report; exit code 1 when
-it lists problems (3 when the store cannot even be opened). Read-only.
+checks versions, checksums and lengths. A dedup set or filter that lost
+writes acknowledged under durability sync with the write-ahead log (the
+log cut short) is a problem naming the sequences. Prints the report; exit
+code 1 when it lists problems (3 when the store cannot even be opened). A
+write-ahead log that ends inside a record (the torn tail a crash or power
+loss leaves under durability journal or none) is printed as a note, which
+is no problem (exit 0). Read-only.
 
 Example:
   shardfilter --db /var/lib/sf verify
@@ -345,14 +352,16 @@ Example:
        kMany,
        {"node", "parts", "user", "wait-replicas", "wait-timeout", "type",
         "capacity", "fpp", "shards", "nonscaling", "expansion", "bucket-size",
-        "quiet"},
+        "quiet", "damaged"},
        R"(Usage: shardfilter cluster create NAME --node HOST:PORT --parts N
                               --type T --capacity C [--fpp P] [...]
        shardfilter cluster add NAME [KEY...] --node HOST:PORT --parts N
                               [--wait-replicas R] [--wait-timeout MS]
        shardfilter cluster exists NAME [KEY...] --node HOST:PORT --parts N
        shardfilter cluster info NAME --node HOST:PORT --parts N
-       shardfilter cluster drop NAME --node HOST:PORT --parts N
+       shardfilter cluster expire NAME SECONDS --node HOST:PORT --parts N
+       shardfilter cluster persist NAME --node HOST:PORT --parts N
+       shardfilter cluster drop NAME [--damaged] --node HOST:PORT --parts N
 
 One logical filter as N ordinary filter keys ("parts") spread over the
 masters of a Redis Cluster running shardfilter.so (or one Redis with the
@@ -368,28 +377,47 @@ ASK during resharding and retrying through a failover. The password, when
 the servers need one, is read from the environment variable REDISCLI_AUTH
 (as redis-cli does), never from the command line.
 
+Every command but create first checks every part (TYPE, SF.INFO,
+PEXPIRETIME): the parts are the filter only when each exists with the same
+type and parameters, and part N does not. A part missing (deleted, expired
+apart from the others, flushed, not restored after a failover) or made
+again with other parameters makes the filter damaged: an error naming the
+part, exit 3, and nothing read or written; never 0 for the items it held.
+"not found" (exit 3) is a filter none of whose parts exists. add and exists
+also check, in each round, that every part they touched is still there.
+
   create   SF.CREATE of every part, each sized for C / N items. Refused
-           (exit 2, part 0 removed again) when a part would exceed 256 MiB,
-           half of Redis's 512 MB bulk limit, so that resharding can always
-           move a part; the message says how many parts to use.
-  add      keys as arguments or one per line from stdin, SF.MADD per part.
-           Summary on stderr; failed keys are listed (first 10) and give
-           exit 1.
+           (exit 3, nothing created) when any part exists; refused (exit 2,
+           part 0 removed again) when a part would exceed 256 MiB, half of
+           Redis's 512 MB bulk limit, so that resharding can always move a
+           part; the message says how many parts to use. When a part
+           cannot be created, the parts made are removed again.
+  add      keys as arguments or one per line from stdin, SF.MADD per part
+           (which never creates a part). Summary on stderr; failed keys are
+           listed (first 10) and give exit 1.
   exists   prints 1 (may be present) or 0 (absent) per key, in input order.
-  info     parts, items, capacity, bytes, largest part, masters.
-  drop     DEL of every part, once each one answers SF.INFO (is a filter);
-           a missing part or a key holding anything else deletes nothing.
+  info     parts, items, capacity, bytes, largest part, masters, deadline;
+           exit 1 when the parts' deadlines differ.
+  expire   one deadline, now + SECONDS, on every part (PEXPIREAT), so that
+           the parts expire together.
+  persist  removes every part's deadline.
+  drop     DEL of every part, once each one is a filter of the same
+           parameters; with --damaged, of the parts that are left of a
+           damaged filter. A key of a part's name holding anything else
+           deletes nothing.
 
 Flags:
   --node HOST:PORT    a node to start from. Required.
   --parts N           number of parts, 1..16384; the same for every command
-                      on the filter (add and exists check that parts 0 and
-                      N-1 exist and part N does not). Required.
+                      on the filter (part N existing means it is wrong).
+                      Required.
   --user U            ACL user for AUTH (with REDISCLI_AUTH).
-  --wait-replicas R   add: after each node's batch, WAIT for R replicas; a
-                      key is acknowledged only when R replicas have it
-                      (else it is reported as failed, NOTREPLICATED).
+  --wait-replicas R   the commands that write: after each node's batch,
+                      WAIT for R replicas; a write is acknowledged only when
+                      R replicas have it (else add reports the key as
+                      failed, NOTREPLICATED, and the others fail).
   --wait-timeout MS   WAIT's timeout (default 10000).
+  --damaged           drop: delete what is left of a damaged filter.
   --type, --capacity, --fpp, --shards, --nonscaling, --expansion,
   --bucket-size       create: the parts' parameters, as for `create`
                       (--capacity is the whole filter's).
@@ -398,6 +426,7 @@ Example:
   shardfilter cluster create urls --node 127.0.0.1:7000 --parts 16 \
       --type bloom --capacity 1G --fpp 0.01
   zcat urls.gz | shardfilter cluster add urls --node 127.0.0.1:7000 --parts 16
+  shardfilter cluster expire urls 86400 --node 127.0.0.1:7000 --parts 16
 )"},
       {"demo",
        RunDemoCommand,

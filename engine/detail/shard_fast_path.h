@@ -51,7 +51,9 @@ class Filter;
 namespace shardfilter::internal {
 
 // Most links a shard's chain may have; an add that would need one more
-// reports Full. With expansion 2 the last link holds 2^31 x the first.
+// reports Full. With expansion 2 the last link holds 2^31 x the first, with
+// expansion 1 (Bloom, counting: doubling from link 8) 2^24 x. For a cuckoo
+// filter it is RedisBloom's cf-max-expansions (32 sub-filters).
 inline constexpr uint32_t kMaxLinks = 32;
 // Copies of one key a counting chain keeps (MaxOwnCopies below): where its
 // 4-bit counters saturate (a copy past it would not be counted anyway).

@@ -1,5 +1,6 @@
 #include "shardfilter/engine/internal/filter_factory.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <string>
@@ -86,9 +87,15 @@ uint64_t ShardMaxBytes(const FilterSpec& spec) {
 
 uint64_t LinkCapacity(const FilterSpec& spec, uint32_t link) {
   uint64_t c = ShardCapacity(spec);
-  for (uint32_t i = 0; i < link; ++i) {
-    if (c > UINT64_MAX / spec.expansion) return 0;
-    c *= spec.expansion;
+  for (uint32_t i = 1; i <= link; ++i) {
+    // The factor from link i - 1 to link i (the rule in the header).
+    const uint32_t factor = spec.expansion == 1 &&
+                                    spec.type != FilterType::kCuckoo &&
+                                    i >= kSameSizeLinks
+                                ? 2
+                                : spec.expansion;
+    if (c > UINT64_MAX / factor) return 0;
+    c *= factor;
   }
   return c;
 }
@@ -103,6 +110,45 @@ double ChainTargetFpp(const FilterSpec& spec, uint32_t links) {
   double sum = 0;
   for (uint32_t i = 0; i < links; ++i) sum += LinkFpp(spec, i);
   return sum;
+}
+
+double LinkPromisedRate(const Filter& link) {
+  const double stored = link.target_fpr();
+  if (link.type() != FilterType::kCuckoo) return stored;
+  // The type is checked: the cast follows it, as everywhere else.
+  const auto& c = static_cast<const CuckooFilter&>(link);
+  const double slots = static_cast<double>(c.num_buckets()) * c.bucket_size();
+  return std::min(stored, CuckooFpr(c.fingerprint_bits(), c.bucket_size(),
+                                    static_cast<double>(c.capacity()) / slots));
+}
+
+Result<double> NextLinkFpp(const FilterSpec& spec,
+                           std::span<const std::unique_ptr<Filter>> older) {
+  const uint32_t n = static_cast<uint32_t>(older.size());
+  if (n == 0 || !spec.scalable || spec.type != FilterType::kCuckoo) {
+    return LinkFpp(spec, n);
+  }
+  double promised = 0;
+  for (const auto& link : older) promised += LinkPromisedRate(*link);
+  const double left = spec.fpp - promised;
+  // Link 0's bucket size is the chain's (every link is built from one
+  // spec); the widest fingerprint the spec allows at its design load.
+  const uint32_t b = static_cast<const CuckooFilter&>(*older[0]).bucket_size();
+  const uint32_t widest =
+      spec.fingerprint_bits != 0 ? spec.fingerprint_bits : 16;
+  const double floor = CuckooFpr(widest, b, CuckooDesignLoad(b));
+  const double later = static_cast<double>(kMaxLinks - 1 - n);
+  double fpp = std::min(left / 2, left - later * floor);
+  if (!(fpp >= floor)) fpp = left / 2;
+  if (!(fpp >= floor)) {
+    return Status::InvalidArgument(
+        "link " + std::to_string(n) + " would need rate " + FormatRate(fpp) +
+        ", below what " + std::to_string(widest) +
+        "-bit fingerprints give at the design load (" + FormatRate(floor) +
+        "): a cuckoo chain ends where a link would take more memory per "
+        "item");
+  }
+  return fpp;
 }
 
 Result<std::unique_ptr<Filter>> MakeShardFilter(const FilterSpec& spec) {
@@ -137,10 +183,9 @@ Status OverflowingLink(uint32_t link) {
 }  // namespace
 
 Result<uint64_t> LinkTableBytes(const FilterSpec& spec, uint32_t link,
-                                uint64_t max_bytes) {
+                                double fpp, uint64_t max_bytes) {
   const uint64_t capacity = LinkCapacity(spec, link);
   if (capacity == 0) return OverflowingLink(link);
-  const double fpp = LinkFpp(spec, link);
   Result<uint64_t> sized =
       FilterTableBytes(LinkParams(spec, capacity, fpp, max_bytes));
   if (sized.ok() || !sized.status().IsInvalidArgument() ||
@@ -162,13 +207,23 @@ Result<uint64_t> LinkTableBytes(const FilterSpec& spec, uint32_t link,
                           std::to_string(max_bytes) + " bytes");
 }
 
+Result<uint64_t> LinkTableBytes(const FilterSpec& spec, uint32_t link,
+                                uint64_t max_bytes) {
+  return LinkTableBytes(spec, link, LinkFpp(spec, link), max_bytes);
+}
+
 Result<std::unique_ptr<Filter>> MakeLinkFilter(const FilterSpec& spec,
-                                               uint32_t link,
+                                               uint32_t link, double fpp,
                                                uint64_t max_bytes) {
   const uint64_t capacity = LinkCapacity(spec, link);
   if (capacity == 0) return OverflowingLink(link);
-  return CreateFilter(
-      LinkParams(spec, capacity, LinkFpp(spec, link), max_bytes));
+  return CreateFilter(LinkParams(spec, capacity, fpp, max_bytes));
+}
+
+Result<std::unique_ptr<Filter>> MakeLinkFilter(const FilterSpec& spec,
+                                               uint32_t link,
+                                               uint64_t max_bytes) {
+  return MakeLinkFilter(spec, link, LinkFpp(spec, link), max_bytes);
 }
 
 Result<uint64_t> FirstLinkBytes(const FilterSpec& spec) {

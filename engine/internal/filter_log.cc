@@ -112,8 +112,8 @@ void FilterLog::AdoptSegment(uint32_t shard, std::shared_ptr<Segment> s) {
     L.next_number.store(s->header().number + 1);
   }
   std::lock_guard lock(L.mu);
-  L.segments.push_back(std::move(s));
-  L.unsynced_from = L.segments.size();  // loaded ones are not ours to sync
+  L.segments.push_back(Listed{L.next_ordinal++, std::move(s)});
+  L.unsynced_from = L.next_ordinal;  // loaded ones are not ours to sync
 }
 
 void FilterLog::SetRecovered(uint32_t shard, uint64_t last_seq) {
@@ -322,7 +322,7 @@ Status FilterLog::EnsureSpace(uint32_t shard, size_t hashes) {
   }
   {
     std::lock_guard lock(L.mu);
-    L.segments.push_back(seg);
+    L.segments.push_back(Listed{L.next_ordinal++, seg});
   }
   // J2: the first record written here is the segment's base.
   L.active = std::move(seg);
@@ -417,11 +417,15 @@ Status FilterLog::Sync(LogShard& L, uint64_t last_seq) {
     }
     L.syncing = true;
     const uint64_t target = L.copied.load(std::memory_order_acquire);
-    std::vector<std::shared_ptr<Segment>> todo(
-        L.segments.begin() + static_cast<std::ptrdiff_t>(
-                                 std::min(L.unsynced_from, L.segments.size())),
-        L.segments.end());
-    const size_t keep = L.segments.empty() ? 0 : L.segments.size() - 1;
+    // Every record <= target is in a listed segment (its writer listed the
+    // segment before it reserved the slot, and moved `copied` after).
+    std::vector<std::shared_ptr<Segment>> todo;
+    uint64_t newest = L.unsynced_from;
+    for (const Listed& l : L.segments) {
+      if (l.ordinal < L.unsynced_from) continue;
+      todo.push_back(l.seg);
+      newest = l.ordinal;
+    }
     lock.unlock();
     Status s;
     for (const auto& seg : todo) {
@@ -435,10 +439,10 @@ Status FilterLog::Sync(LogShard& L, uint64_t last_seq) {
       L.cv.notify_all();
       return failure();
     }
-    // The newest segment stays to sync (more records land in it); the
-    // older ones are complete. Retire() may have shortened the list: clamp.
-    L.unsynced_from = std::min(std::max(L.unsynced_from, keep),
-                               L.segments.empty() ? 0 : L.segments.size() - 1);
+    // The newest segment synced stays to sync (more records land in it);
+    // the older ones are complete. Segments listed since are not synced:
+    // by ordinal, whatever Retire() removed from the list meanwhile.
+    L.unsynced_from = std::max(L.unsynced_from, newest);
     L.synced = std::max(L.synced, target);
     L.cv.notify_all();
   }
@@ -481,20 +485,18 @@ void FilterLog::Retire(uint32_t shard, uint64_t seq) {
   LogShard& L = shards_[shard];
   std::lock_guard lock(L.mu);
   // The newest segment may be the active one (written under the
-  // reservation, which we do not hold): it stays.
-  size_t removed_before_unsynced = 0;
-  std::vector<std::shared_ptr<Segment>> keep;
+  // reservation, which we do not hold): it stays. A syncer outside the
+  // lock names segments by ordinal (L3), so removing any is safe for it.
+  std::vector<Listed> keep;
   for (size_t i = 0; i < L.segments.size(); ++i) {
-    const auto& seg = L.segments[i];
+    const Listed& l = L.segments[i];
     const bool newest = i + 1 == L.segments.size();
-    if (!newest && seg->max_seq.load(std::memory_order_relaxed) <= seq) {
-      ::unlink(seg->path().c_str());  // dead: the checkpoint covers it
-      if (i < L.unsynced_from) ++removed_before_unsynced;
+    if (!newest && l.seg->max_seq.load(std::memory_order_relaxed) <= seq) {
+      ::unlink(l.seg->path().c_str());  // dead: the checkpoint covers it
       continue;
     }
-    keep.push_back(seg);
+    keep.push_back(l);
   }
-  L.unsynced_from -= std::min(L.unsynced_from, removed_before_unsynced);
   L.segments = std::move(keep);
 }
 

@@ -26,6 +26,10 @@
 //      syncs every segment written since the last sync, then raises
 //      `synced` to the watermark it read before syncing) or waits for the
 //      next sync covering its seq; concurrent writers share one fdatasync.
+//      The syncer names segments by their listing ordinal, never by a
+//      position in the list: a checkpoint's Retire may remove older ones
+//      while the syncer is outside the lock, and segments activated
+//      meanwhile (after the newest it synced) stay for the next sync.
 //  L4. Never undo: an op that changed memory and then failed to become
 //      durable stops the filter: every later mutation fails with IOError
 //      naming the cause, and the writers whose ops were not acknowledged
@@ -216,8 +220,18 @@ class FilterLog {
   void ReleaseIdleSpares(uint64_t covered, std::span<const uint32_t> written);
 
   uint64_t epoch() const { return epoch_.load(std::memory_order_acquire); }
+  // L2: every op of `shard` with seq <= this has its record committed
+  // (tests wait on it to order a writer against a held sync).
+  uint64_t watermark(uint32_t shard) const {
+    return shards_[shard].copied.load(std::memory_order_acquire);
+  }
 
  private:
+  // A shard's segment and its listing ordinal (L3).
+  struct Listed {
+    uint64_t ordinal = 0;
+    std::shared_ptr<persistence::Segment> seg;
+  };
   struct alignas(64) LogShard {
     // The first line holds what every op of the shard writes: two writer
     // threads spread over all shards, so each written line is a transfer
@@ -235,12 +249,16 @@ class FilterLog {
     std::shared_ptr<persistence::Segment> spare;
     bool spare_wanted = false;
     std::mutex mu;  // segments, sync state
-    std::vector<std::shared_ptr<persistence::Segment>>
-        segments;                // GUARDED_BY(mu)
-    std::condition_variable cv;  // L3
-    uint64_t synced = 0;         // GUARDED_BY(mu)
-    bool syncing = false;        // GUARDED_BY(mu)
-    size_t unsynced_from = 0;    // index in segments   // GUARDED_BY(mu)
+    // In activation order, each with its listing ordinal (L3).
+    std::vector<Listed> segments;  // GUARDED_BY(mu)
+    std::condition_variable cv;    // L3
+    uint64_t synced = 0;           // GUARDED_BY(mu)
+    bool syncing = false;          // GUARDED_BY(mu)
+    uint64_t next_ordinal = 0;     // GUARDED_BY(mu)
+    // L3: the listed segments with an ordinal below it hold no record
+    // that is not on disk (the newest one synced stays: records land in it
+    // after its sync).
+    uint64_t unsynced_from = 0;  // GUARDED_BY(mu)
   };
 
   // A writer stripe's thread segment state (L7). Written by the stripe's

@@ -8,6 +8,7 @@
 #include "shardfilter/engine/internal/memory_account.h"
 #include "shardfilter/filters/bloom_filter.h"
 #include "shardfilter/filters/cuckoo_filter.h"
+#include "shardfilter/filters/sizing.h"
 #include "shardfilter/persistence/internal/chain_blob.h"
 
 namespace shardfilter::internal {
@@ -94,7 +95,8 @@ Status Grow(const FilterSpec& spec, Shard& s, uint32_t n, Status full) {
   if (!spec.scalable) return full;
   if (n >= kMaxLinks) {
     return Status::Full("the shard's chain has " + std::to_string(kMaxLinks) +
-                        " links, the most it may have");
+                        " links, the most it may have (for a cuckoo filter, "
+                        "RedisBloom's cf-max-expansions)");
   }
   uint64_t budget = ShardMaxBytes(spec);
   if (spec.max_bytes != 0) {
@@ -112,10 +114,15 @@ Status Grow(const FilterSpec& spec, Shard& s, uint32_t n, Status full) {
     return Status::Full("the shard cannot grow to link " + std::to_string(n) +
                         ": " + why.message());
   };
+  // The link's rate follows from the links before it (NextLinkFpp: a
+  // function of the chain's state, so replay grows the same chain, S6).
+  auto fpp =
+      NextLinkFpp(spec, std::span<const std::unique_ptr<Filter>>(s.links, n));
+  if (!fpp.ok()) return cannot_grow(fpp.status());
   // The memory budget is checked before the link is allocated (invariant
   // 8); over it, the add fails with ResourceExhausted and nothing changes.
   if (s.sized_link != n || s.sized_bytes == 0) {
-    auto bytes = LinkTableBytes(spec, n, budget);
+    auto bytes = LinkTableBytes(spec, n, *fpp, budget);
     if (!bytes.ok()) return cannot_grow(bytes.status());
     s.sized_link = n;
     s.sized_bytes = *bytes;
@@ -125,7 +132,7 @@ Status Grow(const FilterSpec& spec, Shard& s, uint32_t n, Status full) {
     SF_RETURN_IF_ERROR(s.account->Charge(
         bytes, "growing a shard's chain to link " + std::to_string(n)));
   }
-  auto link = MakeLinkFilter(spec, n, budget);
+  auto link = MakeLinkFilter(spec, n, *fpp, budget);
   if (!link.ok()) {
     if (s.account != nullptr) s.account->Refund(bytes);
     return cannot_grow(link.status());
@@ -362,6 +369,7 @@ Result<LoadedChain> DecodeChainLinks(const FilterSpec& spec,
                               " links");
   }
   LoadedChain chain;
+  double promised = 0;
   for (uint32_t i = 0; i < links.size(); ++i) {
     std::string link_what = std::string(what) + " link " + std::to_string(i);
     SF_ASSIGN_OR_RETURN(
@@ -371,8 +379,18 @@ Result<LoadedChain> DecodeChainLinks(const FilterSpec& spec,
           link_what + ": holds " + std::to_string(links[i].fill) +
           " adds, more than its capacity " + std::to_string(f->capacity()));
     }
+    promised += LinkPromisedRate(*f);
     chain.links.push_back(std::move(f));
     chain.fill.push_back(links[i].fill);
+  }
+  // The chain rule's promise (filter_factory.h): the links' rates together
+  // stay under the target, whatever rule sized each one. (A little slack
+  // for the sum's rounding.)
+  if (promised > spec.fpp * (1 + 1e-9)) {
+    return Status::Corruption(
+        std::string(what) + ": its " + std::to_string(links.size()) +
+        " links promise rates summing to " + FormatRate(promised) +
+        ", above the filter's target rate " + FormatRate(spec.fpp));
   }
   return chain;
 }
@@ -403,7 +421,11 @@ FilterStats ChainStatistics(const FilterSpec& spec, const Shard& s, bool scan) {
     t.items = 0;
     for (uint32_t i = 0; i < n; ++i) t.items += s.Fill(i);  // S9
   }
-  t.target_fpr = ChainTargetFpp(spec, n);
+  // The links' promises (filter_factory.h): the halving rule's compound
+  // target for Bloom and counting chains, what a cuckoo chain's links keep.
+  t.target_fpr = 0;
+  for (uint32_t i = 0; i < n; ++i)
+    t.target_fpr += LinkPromisedRate(*s.links[i]);
   t.estimated_fpr = 1 - pass;
   t.fill_ratio = t.slots ? filled / static_cast<double>(t.slots) : 0;
   t.bits_per_item = t.capacity ? static_cast<double>(t.bytes) * 8.0 /

@@ -42,6 +42,8 @@ class WriteBatch;
 
 namespace shardfilter::persistence {
 
+class SyncMarker;
+
 inline constexpr const char* kDedupCf = "dedup";
 inline constexpr const char* kDedupTimeCf = "dedup_time";
 
@@ -103,6 +105,7 @@ class DedupBatch {
   friend class DedupTable;
   const DedupTable& table_;
   std::unique_ptr<rocksdb::WriteBatch> batch_;
+  std::string set_;  // the set its changes name (empty: none yet)
 };
 
 class DedupTable {
@@ -116,6 +119,10 @@ class DedupTable {
   DedupTable& operator=(const DedupTable&) = delete;
 
   bool read_only() const { return read_only_; }
+  // The store's sync marker (persistence/internal/sync_marker.h), set before
+  // the table is shared: a write of a set's changes with mode.sync is
+  // acknowledged through it (W1), and refused once it failed (W5).
+  void SetSyncMarker(SyncMarker* marker) { sync_marker_ = marker; }
 
   Result<std::optional<DedupMeta>> GetMeta(std::string_view set) const;
   // Synced write of the meta value.
@@ -163,6 +170,7 @@ class DedupTable {
   rocksdb::ColumnFamilyHandle* dedup_cf_;
   rocksdb::ColumnFamilyHandle* time_cf_;
   bool read_only_;
+  SyncMarker* sync_marker_ = nullptr;  // the Store's; null: read-only
 };
 
 }  // namespace shardfilter::persistence

@@ -28,6 +28,7 @@
 #include "shardfilter/filters/status.h"
 #include "shardfilter/persistence/internal/dedup_table.h"
 #include "shardfilter/persistence/internal/retained_hashes.h"
+#include "shardfilter/persistence/internal/sync_marker.h"
 #include "shardfilter/persistence/internal/values.h"
 
 namespace rocksdb {
@@ -52,6 +53,7 @@ struct CatalogEntry {
 // Journal entries gathered for one RocksDB write (one WAL record, one sync).
 class JournalBatch {
  public:
+  // REQUIRES: every entry of a batch names the same filter.
   void Add(std::string_view name, uint32_t shard, uint64_t seq, JournalOp op,
            std::span<const uint64_t> hashes);
   // The same ops' retained hashes (persistence/internal/retained_hashes.h): one
@@ -61,9 +63,12 @@ class JournalBatch {
               std::span<const uint64_t> hashes);
   size_t entries() const { return entries_; }
   size_t hashes() const { return hashes_; }
+  // The filter its entries name (empty before the first).
+  const std::string& name() const { return name_; }
 
  private:
   friend class Store;
+  std::string name_;
   std::vector<std::pair<std::string, std::string>> pending_;   // key, value
   std::vector<std::pair<std::string, std::string>> retained_;  // key, delta
   size_t entries_ = 0;
@@ -80,6 +85,8 @@ struct StoreVerifyReport {
   uint64_t bytes = 0;
   uint64_t orphan_values = 0;
   std::vector<std::string> problems;
+  // What is worth knowing but is no damage (a torn tail of the log).
+  std::vector<std::string> notes;
 };
 
 class Store {
@@ -205,7 +212,11 @@ class Store {
   Status DeleteJournalAfter(std::string_view name, uint32_t shard,
                             uint64_t after);
 
-  // Reads back and checks every value in the three column families.
+  // Reads back and checks every value in the three column families, the
+  // loss records and the marker's findings (sync_marker.h W3, W4: each
+  // object that lost writes acknowledged under durability sync is a
+  // problem naming the sequences), and notes a write-ahead log that ends
+  // inside a record (persistence/internal/wal_tail.h).
   Status Verify(StoreVerifyReport* report) const;
 
   // RocksDB's memory now, summed over every column family (RocksDB's
@@ -223,6 +234,17 @@ class Store {
   // memory goes back (a host under memory pressure). IOError otherwise.
   Status FlushMemtables();
 
+  // --- Writes of durability sync through the log (sync_marker.h) ---
+  // W5: OK, or the IOError that stops them. Checked before such a write.
+  Status SyncWritable() const;
+  // W3, W4: the object's writes acknowledged under sync and lost with the
+  // log (its loss record; on a read-only store also what this open found
+  // and did not record); nullopt when none.
+  Result<std::optional<WalLoss>> LostSyncedWrites(SyncedKind kind,
+                                                  std::string_view name) const;
+  // Deletes the object's loss record (synced), for an object created anew.
+  Status ClearLostSyncedWrites(SyncedKind kind, std::string_view name);
+
   // The dedup store's column families (persistence/internal/dedup_table.h).
   // They are opened with the store when present; when missing, `create` on a
   // writable store creates them (so stores that never held a dedup set keep
@@ -237,7 +259,18 @@ class Store {
   friend class TieredTable;
 
   Store() = default;
-  Status Write(rocksdb::WriteBatch* batch, bool sync, std::string_view what);
+  // *last_seq (optional): the last RocksDB sequence the batch took.
+  Status Write(rocksdb::WriteBatch* batch, bool sync, std::string_view what,
+               uint64_t* last_seq = nullptr);
+  // W3, W4 at open, once RocksDB replayed its log: `marker` is what was
+  // read before (nullopt: none). A writable store records the losses and
+  // opens the marker for writing (creating it when missing).
+  Status CheckSyncMarker(std::optional<SyncMarkerState> marker);
+  // Verify's part for sync_marker.h (store_verify.cc).
+  Status VerifySyncedWrites(StoreVerifyReport* report) const;
+  // Every object a slot in `slots` may belong to: (kind, name).
+  Result<std::vector<std::pair<SyncedKind, std::string>>> ObjectsInSlots(
+      const std::set<uint32_t>& slots) const;
   // True when the column family holds a key in [begin, end).
   class DebrisFinder;  // store_garbage.cc
   // Adds to `batch` the deletion of every key under `name` in the shards,
@@ -270,6 +303,13 @@ class Store {
   // A read-only store's read lock on LOCK (-1: none), closed last.
   int read_lock_fd_ = -1;
   std::string path_;
+  // sync_marker.h: the marker (writable stores), the last sequence the
+  // log gave back at open, and the slots found above it (W3), each with
+  // its value. Set in Open, read-only after.
+  std::shared_ptr<rocksdb::FileSystem> fs_;  // RocksDB's (its Env's)
+  std::unique_ptr<SyncMarker> sync_marker_;
+  uint64_t recovered_seq_ = 0;
+  std::vector<std::pair<uint32_t, uint64_t>> lost_slots_;
 };
 
 }  // namespace shardfilter::persistence

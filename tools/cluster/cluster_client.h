@@ -18,9 +18,13 @@
 //   at Options::retry_ms; a command redirected more than max_redirects
 //   times is answered with its last redirection error.
 // - Resending after a lost connection may run a command twice. The CLI only
-//   sends commands for which that is harmless: adds to a Bloom filter
-//   (idempotent) and queries; for a counting or cuckoo part it is one more
-//   copy of the items of that batch, which membership never notices.
+//   sends commands for which that is harmless or shows: adds to a Bloom
+//   filter (idempotent; for a counting or cuckoo part one more copy of the
+//   items of that batch, which membership never notices), queries, TYPE,
+//   PEXPIRETIME, PEXPIREAT of one absolute deadline and PERSIST
+//   (idempotent); a DEL or SF.CREATE run twice answers its second time as
+//   if another client had been first (0, "item exists"), which the CLI
+//   reports as a failure, never as success it did not see.
 // - A refreshed map may be older than a MOVED just received (the node asked
 //   has not heard of the move yet): within one Run, the slots named by
 //   MOVED replies keep the address MOVED gave.

@@ -60,6 +60,7 @@ std::shared_ptr<FilterHandle> OpenForWrite(CommandContext& ctx,
     ctx.out.Error(kWrongTypeError);
     return nullptr;
   }
+  if (ReplyIfUnreadable(ctx, key, found)) return nullptr;
   if (!o.autocreate) {
     ctx.out.Error(kNotFoundError);
     return nullptr;
@@ -70,15 +71,23 @@ std::shared_ptr<FilterHandle> OpenForWrite(CommandContext& ctx,
                             "ERR could not create filter");
 }
 
-// Adds items, writing RedisBloom's reply: one 0/1 (RESP3 boolean) per item,
-// an error element for an item that found a non-scaling filter full (and
-// nothing after it), as an array when `multi`.
-void AddAndReply(CommandContext& ctx, FilterHandle& filter, Args items,
-                 bool multi) {
+// BF.ADD / BF.MADD / BF.INSERT: opens the key for a write (OpenForWrite),
+// adds the items and writes RedisBloom's reply: one 0/1 (RESP3 boolean) per
+// item, an error element for an item that found a non-scaling filter full
+// (and nothing after it), as an array when `multi`. A filter dropped
+// between the lookup and the add is looked up (created) again.
+void AddAndReply(CommandContext& ctx, std::string_view key,
+                 const BloomOptions& o, Args items, bool multi) {
   std::vector<uint8_t> added;
   std::vector<Status> statuses;
-  BloomAddReportingNew(filter, items, &added, &statuses);
-  ReplyBloomAdds(ctx, added, statuses, multi);
+  std::shared_ptr<FilterHandle> filter;
+  for (int attempt = 1;; ++attempt) {
+    filter = OpenForWrite(ctx, key, o);
+    if (filter == nullptr) return;
+    BloomAddReportingNew(*filter, items, &added, &statuses);
+    if (!DroppedDuringWrite(statuses) || attempt == kMaxWriteAttempts) break;
+  }
+  ReplyBloomAdds(ctx, *filter, added, statuses, multi);
 }
 
 void CheckAndReply(CommandContext& ctx, Args args, bool multi) {
@@ -94,7 +103,9 @@ void CheckAndReply(CommandContext& ctx, Args args, bool multi) {
     heap_present.assign(items.size(), 0);
     present = heap_present;
   }
-  // RedisBloom answers 0 for a missing key and for one of another type.
+  if (ReplyIfUnreadable(ctx, args[1], found)) return;
+  // RedisBloom answers 0 for a missing key and for one of another type
+  // (docs/design.md "Errors are never answers").
   if (found.handle != nullptr) {
     if (items.size() == 1) {
       present[0] = found.handle->MayContain(items[0]);
@@ -114,7 +125,8 @@ void CheckAndReply(CommandContext& ctx, Args args, bool multi) {
 
 }  // namespace
 
-void ReplyBloomAdds(CommandContext& ctx, std::span<const uint8_t> added,
+void ReplyBloomAdds(CommandContext& ctx, const FilterHandle& filter,
+                    std::span<const uint8_t> added,
                     std::span<const Status> statuses, bool multi) {
   size_t n = statuses.size();
   for (size_t i = 0; i < statuses.size(); ++i) {
@@ -132,14 +144,16 @@ void ReplyBloomAdds(CommandContext& ctx, std::span<const uint8_t> added,
       } else {
         ctx.out.Integer(added[i] != 0);
       }
-    } else if (s.IsFull()) {
+    } else if (s.IsFull() && !filter.Spec().scalable) {
       ctx.out.Error("ERR non scaling filter is full");
-    } else if (s.code() == StatusCode::kResourceExhausted) {
-      ctx.out.Error(kOomError);
+    } else if (ReplyIfOverMaxmemory(ctx, s)) {
     } else if (s.IsNotFound()) {
-      ctx.out.Error(kNotFoundError);
+      ctx.out.Error(kDroppedDuringWriteError);
     } else {
-      ctx.out.Error("ERR problem inserting into filter");
+      // Also a scaling filter that cannot grow (Full: its chain's last
+      // link, or a link its limits refuse): RedisBloom's answer when
+      // SBChain_Add cannot add a link, with the reason.
+      ctx.out.Error("ERR problem inserting into filter: " + s.message());
     }
   }
 }
@@ -215,6 +229,7 @@ void BfReserve(CommandContext& ctx, Args args) {
   auto found = LookupTyped(ctx, args[1], FilterType::kBloom);
   if (found.handle != nullptr) return ctx.out.Error(kItemExistsError);
   if (found.wrong_type) return ctx.out.Error(kWrongTypeError);
+  if (ReplyIfUnreadable(ctx, args[1], found)) return;
   if (RefuseKeyName(ctx, args[1])) return;
   if (RefuseExpansion(ctx, o.expansion)) return;
   auto created = ctx.keyspace.Create(args[1], ToParams(o));
@@ -228,17 +243,15 @@ void BfReserve(CommandContext& ctx, Args args) {
 // BF.ADD key item
 void BfAdd(CommandContext& ctx, Args args) {
   if (args.size() != 3) return ReplyWrongArity(ctx.out, args[0]);
-  auto filter = OpenForWrite(ctx, args[1], BloomOptions{});
-  if (filter == nullptr) return;
-  AddAndReply(ctx, *filter, args.subspan(2), /*multi=*/false);
+  AddAndReply(ctx, args[1], BloomOptions{}, args.subspan(2),
+              /*multi=*/false);
 }
 
 // BF.MADD key item [item ...]
 void BfMAdd(CommandContext& ctx, Args args) {
   if (args.size() < 3) return ReplyWrongArity(ctx.out, args[0]);
-  auto filter = OpenForWrite(ctx, args[1], BloomOptions{});
-  if (filter == nullptr) return;
-  AddAndReply(ctx, *filter, args.subspan(2), /*multi=*/true);
+  AddAndReply(ctx, args[1], BloomOptions{}, args.subspan(2),
+              /*multi=*/true);
 }
 
 // BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION x] [NOCREATE]
@@ -302,9 +315,7 @@ void BfInsert(CommandContext& ctx, Args args) {
   if (items_at == 0 || items_at == args.size()) {
     return ReplyWrongArity(ctx.out, args[0]);
   }
-  auto filter = OpenForWrite(ctx, args[1], o);
-  if (filter == nullptr) return;
-  AddAndReply(ctx, *filter, args.subspan(items_at), /*multi=*/true);
+  AddAndReply(ctx, args[1], o, args.subspan(items_at), /*multi=*/true);
 }
 
 // BF.EXISTS key item
@@ -326,6 +337,7 @@ void BfInfo(CommandContext& ctx, Args args) {
   }
   auto found = LookupTyped(ctx, args[1], FilterType::kBloom);
   if (found.wrong_type) return ctx.out.Error(kWrongTypeError);
+  if (ReplyIfUnreadable(ctx, args[1], found)) return;
   if (found.handle == nullptr) return ctx.out.Error(kNotFoundError);
   const FilterSummary s = found.handle->Summary();
   struct Field {
@@ -375,6 +387,7 @@ void BfCard(CommandContext& ctx, Args args) {
   if (args.size() != 2) return ReplyWrongArity(ctx.out, args[0]);
   auto found = LookupTyped(ctx, args[1], FilterType::kBloom);
   if (found.wrong_type) return ctx.out.Error(kWrongTypeError);
+  if (ReplyIfUnreadable(ctx, args[1], found)) return;
   if (found.handle == nullptr) return ctx.out.Integer(0);
   ctx.out.Integer(static_cast<int64_t>(found.handle->Summary().items));
 }

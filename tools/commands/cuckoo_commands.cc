@@ -23,6 +23,10 @@ constexpr int64_t kMaxIterations = 65535;
 constexpr int64_t kDefaultExpansion = 1;
 constexpr int64_t kMaxExpansion = 32768;
 constexpr double kCuckooErrorRate = 0.01;
+// cf-max-expansions: the most sub-filters a cuckoo filter has; RedisBloom
+// refuses every add from there. The engine's chains stop at the same count.
+constexpr uint32_t kMaxExpansions = 32;
+static_assert(kMaxExpansions == internal::kMaxLinks);
 
 // shardfilter's bucket layout for RedisBloom's BUCKETSIZE (0: refused).
 uint32_t LayoutBucketSize(int64_t redisbloom_size) {
@@ -45,6 +49,19 @@ CreateParams Params(int64_t capacity, int64_t bucket_size,
   return p;
 }
 
+// RedisBloom's text for an add refused for want of room (Full): "Maximum
+// expansions reached" once a scaling filter has kMaxExpansions
+// sub-filters (RedisBloom checks that before every add); "Filter is full"
+// otherwise: a non-scaling filter without room, or the most copies of one
+// item (which RedisBloom would grow for; this filter does not, DESIGN.md
+// invariant 8).
+const char* FullText(const FilterHandle& filter) {
+  const FilterSummary summary = filter.Summary();
+  return summary.scalable && summary.links >= kMaxExpansions
+             ? "Maximum expansions reached"
+             : "Filter is full";
+}
+
 void ReplyFlag(CommandContext& ctx, bool as_bool, int64_t v) {
   if (as_bool) {
     ctx.out.Boolean(v > 0);
@@ -60,58 +77,77 @@ struct InsertOptions {
   int64_t capacity = kDefaultCapacity;
 };
 
+// The cuckoo filter at `key` for a write, created with `o`'s capacity when
+// absent and allowed; null with the reply written.
+std::shared_ptr<FilterHandle> OpenForWrite(CommandContext& ctx,
+                                           std::string_view key,
+                                           const InsertOptions& o) {
+  auto found = LookupTyped(ctx, key, FilterType::kCuckoo);
+  if (found.handle != nullptr) return found.handle;
+  if (found.wrong_type) {
+    ctx.out.Error(kWrongTypeError);
+    return nullptr;
+  }
+  if (ReplyIfUnreadable(ctx, key, found)) return nullptr;
+  if (!o.autocreate) {
+    ctx.out.Error(kNotFoundError);
+    return nullptr;
+  }
+  if (RefuseKeyName(ctx, key)) return nullptr;
+  return CreateOrReplyError(ctx, key,
+                            Params(o.capacity, kDefaultBucketSize,
+                                   kDefaultMaxIterations, kDefaultExpansion),
+                            "ERR Could not create filter");
+}
+
+// The error reply of a failed cuckoo add (not Full).
+void ReplyAddError(CommandContext& ctx, const Status& s) {
+  if (s.IsNotFound()) return ctx.out.Error(kDroppedDuringWriteError);
+  if (ReplyIfOverMaxmemory(ctx, s)) return;
+  ctx.out.Error("ERR problem inserting into filter: " + s.message());
+}
+
 void InsertCommon(CommandContext& ctx, std::string_view key, Args items,
                   const InsertOptions& o) {
-  auto found = LookupTyped(ctx, key, FilterType::kCuckoo);
-  std::shared_ptr<FilterHandle> filter = found.handle;
-  if (found.wrong_type) return ctx.out.Error(kWrongTypeError);
-  if (filter == nullptr) {
-    if (!o.autocreate) return ctx.out.Error(kNotFoundError);
-    if (RefuseKeyName(ctx, key)) return;
-    filter =
-        CreateOrReplyError(ctx, key,
-                           Params(o.capacity, kDefaultBucketSize,
-                                  kDefaultMaxIterations, kDefaultExpansion),
-                           "ERR Could not create filter");
-    if (filter == nullptr) return;
-  }
   // RedisBloom: booleans under RESP3 except for CF.INSERTNX's integers.
   const bool resp3 = ctx.out.protocol() >= 3;
   const bool bool_added = resp3 && (!o.nx || !o.multi);
   const bool bool_full = resp3 && !o.nx;
   std::vector<Status> statuses(items.size());
   std::vector<uint8_t> existed(items.size(), 0);
-  if (o.nx) {
-    // One at a time: a repeated item must see its own earlier copy.
-    for (size_t i = 0; i < items.size(); ++i) {
-      if (filter->MayContain(items[i])) {
-        existed[i] = 1;
-      } else {
-        statuses[i] = filter->Add(items[i]).status();
+  // A filter dropped between the lookup and the adds is looked up (created)
+  // again, and every item added to it.
+  std::shared_ptr<FilterHandle> filter;
+  for (int attempt = 1;; ++attempt) {
+    filter = OpenForWrite(ctx, key, o);
+    if (filter == nullptr) return;
+    if (o.nx) {
+      // One at a time: a repeated item must see its own earlier copy.
+      for (size_t i = 0; i < items.size(); ++i) {
+        existed[i] = filter->MayContain(items[i]) ? 1 : 0;
+        statuses[i] =
+            existed[i] != 0 ? Status::OK() : filter->Add(items[i]).status();
       }
+    } else {
+      CuckooAddCopies(*filter, items, &statuses);
     }
-  } else {
-    CuckooAddCopies(*filter, items, &statuses);
+    if (!DroppedDuringWrite(statuses) || attempt == kMaxWriteAttempts) break;
   }
   if (!o.multi) {
     const Status& s = statuses[0];
     if (s.ok()) return ReplyFlag(ctx, bool_added, existed[0] ? 0 : 1);
-    if (s.IsFull()) return ctx.out.Error("Filter is full");
-    if (s.code() == StatusCode::kResourceExhausted) {
-      return ctx.out.Error(kOomError);
-    }
-    if (s.IsNotFound()) return ctx.out.Error(kNotFoundError);
-    return ctx.out.Error("ERR problem inserting into filter");
+    if (s.IsFull()) return ctx.out.Error(FullText(*filter));
+    return ReplyAddError(ctx, s);
   }
   ctx.out.Array(items.size());
   for (size_t i = 0; i < items.size(); ++i) {
     const Status& s = statuses[i];
     if (s.ok()) {
       ReplyFlag(ctx, bool_added, existed[i] ? 0 : 1);
-    } else if (s.IsFull() || s.code() == StatusCode::kResourceExhausted) {
+    } else if (s.IsFull()) {
       ReplyFlag(ctx, bool_full, -1);  // RESP3 CF.INSERT: false
     } else {
-      ctx.out.Error("ERR problem inserting into filter");
+      ReplyAddError(ctx, s);
     }
   }
 }
@@ -163,10 +199,13 @@ void CheckCommand(CommandContext& ctx, Args args, bool multi, bool count) {
     return ReplyWrongArity(ctx.out, args[0]);
   }
   auto found = LookupTyped(ctx, args[1], FilterType::kCuckoo);
+  if (ReplyIfUnreadable(ctx, args[1], found)) return;
   const Args items = args.subspan(2);
   const bool as_bool = ctx.out.protocol() >= 3 && !count;
   if (multi) ctx.out.Array(items.size());
-  if (found.handle == nullptr) {  // missing or another type: 0
+  // Missing or of another type: 0, as RedisBloom (docs/design.md "Errors
+  // are never answers").
+  if (found.handle == nullptr) {
     for (size_t i = 0; i < items.size(); ++i) ReplyFlag(ctx, as_bool, 0);
     return;
   }
@@ -218,14 +257,11 @@ void CuckooAddCopies(FilterHandle& filter, Args items,
   filter.AddMany(items, statuses, &added);
 }
 
-void ReplyCuckooAdd(CommandContext& ctx, const Status& s) {
+void ReplyCuckooAdd(CommandContext& ctx, const FilterHandle& filter,
+                    const Status& s) {
   if (s.ok()) return ReplyFlag(ctx, ctx.out.protocol() >= 3, 1);
-  if (s.IsFull()) return ctx.out.Error("Filter is full");
-  if (s.code() == StatusCode::kResourceExhausted) {
-    return ctx.out.Error(kOomError);
-  }
-  if (s.IsNotFound()) return ctx.out.Error(kNotFoundError);
-  ctx.out.Error("ERR problem inserting into filter");
+  if (s.IsFull()) return ctx.out.Error(FullText(filter));
+  ReplyAddError(ctx, s);
 }
 
 namespace handlers {
@@ -253,6 +289,7 @@ void CfReserve(CommandContext& ctx, Args args) {
   auto found = LookupTyped(ctx, args[1], FilterType::kCuckoo);
   if (found.handle != nullptr) return ctx.out.Error(kItemExistsError);
   if (found.wrong_type) return ctx.out.Error(kWrongTypeError);
+  if (ReplyIfUnreadable(ctx, args[1], found)) return;
   if (RefuseKeyName(ctx, args[1])) return;
   if (LayoutBucketSize(bucket_size) == 0) {
     return ctx.out.Error(
@@ -305,10 +342,12 @@ void CfCount(CommandContext& ctx, Args args) {
 void CfDel(CommandContext& ctx, Args args) {
   if (args.size() != 3) return ReplyWrongArity(ctx.out, args[0]);
   auto found = LookupTyped(ctx, args[1], FilterType::kCuckoo);
+  if (ReplyIfUnreadable(ctx, args[1], found)) return;
+  // Missing or of another type: RedisBloom's "Not found".
   if (found.handle == nullptr) return ctx.out.Error("Not found");
   const Status s = found.handle->Remove(args[2]);
   if (!s.ok() && !s.IsNotFound()) {
-    return ctx.out.Error("ERR problem deleting from filter");
+    return ctx.out.Error("ERR problem deleting from filter: " + s.message());
   }
   ReplyFlag(ctx, ctx.out.protocol() >= 3, s.ok() ? 1 : 0);
 }
@@ -317,6 +356,7 @@ void CfInfo(CommandContext& ctx, Args args) {
   if (args.size() != 2) return ReplyWrongArity(ctx.out, args[0]);
   auto found = LookupTyped(ctx, args[1], FilterType::kCuckoo);
   if (found.wrong_type) return ctx.out.Error(kWrongTypeError);
+  if (ReplyIfUnreadable(ctx, args[1], found)) return;
   if (found.handle == nullptr) return ctx.out.Error(kNotFoundError);
   const FilterSummary s = found.handle->Summary();
   const std::pair<const char*, int64_t> fields[] = {

@@ -66,7 +66,7 @@ void ExpireGeneric(CommandContext& ctx, Args args, int64_t unit_ms,
   }
   auto current = ctx.keyspace.GetExpiry(args[1]);
   if (current.status().IsNotFound()) return ctx.out.Integer(0);
-  if (!current.ok()) return ctx.out.Error("ERR " + current.status().message());
+  if (!current.ok()) return ReplyUnreadable(ctx, args[1], current.status());
   const bool has = current->has_value();
   // Redis: a key without a deadline has an infinite TTL for GT / LT.
   if ((nx && has) || (xx && !has) || (gt && (!has || deadline <= **current)) ||
@@ -83,7 +83,7 @@ void ExpireGeneric(CommandContext& ctx, Args args, int64_t unit_ms,
 void TtlGeneric(CommandContext& ctx, Args args, bool ms, bool absolute) {
   auto current = ctx.keyspace.GetExpiry(args[1]);
   if (current.status().IsNotFound()) return ctx.out.Integer(-2);
-  if (!current.ok()) return ctx.out.Error("ERR " + current.status().message());
+  if (!current.ok()) return ReplyUnreadable(ctx, args[1], current.status());
   if (!current->has_value()) return ctx.out.Integer(-1);
   const int64_t deadline = **current;
   if (absolute) return ctx.out.Integer(ms ? deadline : deadline / 1000);
@@ -123,7 +123,9 @@ void PExpireTimeCmd(CommandContext& ctx, Args args) {
 
 void PersistCmd(CommandContext& ctx, Args args) {
   auto current = ctx.keyspace.GetExpiry(args[1]);
-  if (!current.ok() || !current->has_value()) return ctx.out.Integer(0);
+  if (current.status().IsNotFound()) return ctx.out.Integer(0);
+  if (!current.ok()) return ReplyUnreadable(ctx, args[1], current.status());
+  if (!current->has_value()) return ctx.out.Integer(0);
   const Status s = ctx.keyspace.SetExpiry(args[1], std::nullopt);
   if (s.IsNotFound()) return ctx.out.Integer(0);
   if (!s.ok()) return ctx.out.Error("ERR " + s.message());

@@ -16,6 +16,19 @@ bool Holdable(CommandContext& ctx, std::string_view key) {
   return !key.empty() && key.size() <= ctx.keyspace.MaxKeyBytes();
 }
 
+// The TYPE name of what `key` holds ("none": nothing). A filter that exists
+// but cannot be read is an error (its type is in what failed to load),
+// never "none"; the other kinds' names are known without loading them.
+Result<std::string> TypeOfKey(CommandContext& ctx, std::string_view key) {
+  if (!Holdable(ctx, key)) return std::string("none");
+  auto found = ctx.keyspace.Lookup(key);
+  if (found.ok()) return std::string(TypeName((*found)->type()));
+  const Status& s = found.status();
+  if (s.code() == StatusCode::kWrongType) return ctx.keyspace.TypeOf(key);
+  if (IsAbsent(s)) return std::string("none");
+  return s;
+}
+
 // SCAN's cursor: keys are visited in the order of a 62-bit hash of their
 // name, and the cursor is the next hash to visit (+1, so 0 means both
 // "start" and "done"). A key present for the whole iteration is returned
@@ -47,14 +60,17 @@ void Del(CommandContext& ctx, Args args) {
 void Exists(CommandContext& ctx, Args args) {
   int64_t n = 0;
   for (size_t i = 1; i < args.size(); ++i) {
-    if (Holdable(ctx, args[i]) && ctx.keyspace.TypeOf(args[i]) != "none") ++n;
+    auto type = TypeOfKey(ctx, args[i]);
+    if (!type.ok()) return ReplyUnreadable(ctx, args[i], type.status());
+    if (*type != "none") ++n;
   }
   ctx.out.Integer(n);
 }
 
 void Type(CommandContext& ctx, Args args) {
-  if (!Holdable(ctx, args[1])) return ctx.out.SimpleString("none");
-  ctx.out.SimpleString(ctx.keyspace.TypeOf(args[1]));
+  auto type = TypeOfKey(ctx, args[1]);
+  if (!type.ok()) return ReplyUnreadable(ctx, args[1], type.status());
+  ctx.out.SimpleString(*type);
 }
 
 void Keys(CommandContext& ctx, Args args) {
@@ -115,7 +131,11 @@ void Scan(CommandContext& ctx, Args args) {
     const std::string& k = order[i].second;
     if (has_pattern && !GlobMatch(pattern, k)) continue;
     if (has_type) {
-      if (!EqualsIgnoreCase(type, ctx.keyspace.TypeOf(k))) continue;
+      // A key whose type cannot be read fails the call: skipping it would
+      // answer "not of that type" for a key that may be.
+      auto t = TypeOfKey(ctx, k);
+      if (!t.ok()) return ReplyUnreadable(ctx, k, t.status());
+      if (!EqualsIgnoreCase(type, *t)) continue;
     }
     out.push_back(k);
   }

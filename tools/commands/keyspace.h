@@ -26,6 +26,7 @@
 #include "shardfilter/engine/tiered_filter.h"
 #include "shardfilter/filters/filter.h"
 #include "shardfilter/filters/status.h"
+#include "tools/commands/staging.h"
 
 namespace shardfilter::commands {
 
@@ -203,6 +204,26 @@ class Keyspace {
   virtual Status Restore(std::string_view key, std::string_view bytes) = 0;
   // Largest key the host holds (Database: 1..1024 bytes).
   virtual size_t MaxKeyBytes() const = 0;
+  // LOADCHUNK staging and SCANDUMP copies (staging.h): `bytes` allocated
+  // by the host and charged to its memory budget until the buffer is
+  // destroyed. ResourceExhausted (nothing taken) when they do not fit: the
+  // commands answer Redis's OOM error. The default charges
+  // MemoryBudget::Default().
+  virtual Result<std::unique_ptr<StagingBuffer>> NewStaging(
+      uint64_t bytes, std::string_view what);
+  // The largest dump one LOADCHUNK sequence may announce.
+  virtual uint64_t MaxRestoreBytes() const { return uint64_t{64} << 30; }
+  // True while the running command must be applied whatever this host's
+  // limits for clients say (the module: the master's replication stream,
+  // an AOF being loaded); the bound on pending restores does not apply.
+  virtual bool MustObey() const { return false; }
+  // True when the memory budget that refuses this host's creates and
+  // growth (ResourceExhausted) is the process's limit under Redis's name
+  // maxmemory (shardfilter-server's --maxmemory): those refusals answer
+  // Redis's -OOM. False (the default; the module, whose MEMORY-BUDGET is its
+  // own, below Redis's maxmemory, which Redis checks itself): they keep
+  // RedisBloom's texts.
+  virtual bool BudgetIsMaxmemory() const { return false; }
   // EXPIRE / TTL / PERSIST: the key's deadline, unix time in ms (nullopt:
   // none). A key past its deadline is absent to every call. NotFound when
   // there is no such key; NotSupported where the host keeps no deadlines

@@ -141,15 +141,22 @@ uint64_t NanosSince(std::chrono::steady_clock::time_point start) {
           .count());
 }
 
+// What a run did. Unless kRan nothing was answered, and the caller
+// dispatches the first command alone (then tries the rest as a run) or
+// every command of the run alone.
+enum class RunResult { kRan, kDispatchFirst, kDispatchEach };
+
 // Runs requests[begin, end), queries of one family of requests[begin][1],
-// as one batch query. Always succeeds: a missing key, or one of another
-// type, answers 0 for every item, as BF.EXISTS and CF.EXISTS do.
-void RunQueryGroup(CommandContext& ctx, std::span<const Args> requests,
-                   size_t begin, size_t end, bool bloom) {
+// as one batch query. A missing key, or one of another type, answers 0 for
+// every item, as BF.EXISTS and CF.EXISTS do. A key that cannot be read:
+// kDispatchEach (every command answers the error).
+RunResult RunQueryGroup(CommandContext& ctx, std::span<const Args> requests,
+                        size_t begin, size_t end, bool bloom) {
   const auto start = std::chrono::steady_clock::now();
   TypedLookup found =
       LookupTyped(ctx, requests[begin][1],
                   bloom ? FilterType::kBloom : FilterType::kCuckoo);
+  if (!found.error.ok()) return RunResult::kDispatchEach;
   RunScratch& scratch = Scratch();
   std::vector<std::string_view>& items = scratch.items;
   GatherItems(requests, begin, end, &items);
@@ -178,19 +185,22 @@ void RunQueryGroup(CommandContext& ctx, std::span<const Args> requests,
                  {});
   }
   TrimScratch(scratch);
+  return RunResult::kRan;
 }
 
 // Runs requests[begin, end), all adds of one family to requests[begin][1],
-// as one batch. False (nothing run, nothing written) when the key is not an
-// existing filter of the family: the caller then dispatches one by one
-// (which creates it, or answers the error).
-bool RunGroup(CommandContext& ctx, std::span<const Args> requests, size_t begin,
-              size_t end, bool bloom) {
+// as one batch. When the key is not an existing filter of the family, or
+// the filter was dropped during the batch (its writes went with it):
+// kDispatchFirst (the first command creates the key, or answers WRONGTYPE);
+// when the key cannot be read: kDispatchEach (each answers the error).
+RunResult RunGroup(CommandContext& ctx, std::span<const Args> requests,
+                   size_t begin, size_t end, bool bloom) {
   const auto start = std::chrono::steady_clock::now();
   const std::string_view key = requests[begin][1];
   TypedLookup found =
       LookupTyped(ctx, key, bloom ? FilterType::kBloom : FilterType::kCuckoo);
-  if (found.handle == nullptr) return false;
+  if (!found.error.ok()) return RunResult::kDispatchEach;
+  if (found.handle == nullptr) return RunResult::kDispatchFirst;
   RunScratch& scratch = Scratch();
   std::vector<std::string_view>& items = scratch.items;
   GatherItems(requests, begin, end, &items);
@@ -201,6 +211,10 @@ bool RunGroup(CommandContext& ctx, std::span<const Args> requests, size_t begin,
     BloomAddReportingNew(*found.handle, items, &added, &statuses);
   } else {
     CuckooAddCopies(*found.handle, items, &statuses);
+  }
+  if (DroppedDuringWrite(statuses)) {
+    TrimScratch(scratch);
+    return RunResult::kDispatchFirst;
   }
   // INFO commandstats: each command of the run is one call of an equal
   // share of the batch's time.
@@ -217,18 +231,19 @@ bool RunGroup(CommandContext& ctx, std::span<const Args> requests, size_t begin,
     ++ctx.session.commands;
     const uint64_t errors_before = counting ? counting->errors() : 0;
     if (bloom) {
-      ReplyBloomAdds(rctx, std::span<const uint8_t>(added).subspan(at, n),
+      ReplyBloomAdds(rctx, *found.handle,
+                     std::span<const uint8_t>(added).subspan(at, n),
                      std::span<const Status>(statuses).subspan(at, n),
                      KindOf(requests[r]) == Kind::kBfMAdd);
     } else {
-      ReplyCuckooAdd(rctx, statuses[at]);
+      ReplyCuckooAdd(rctx, *found.handle, statuses[at]);
     }
     if (counting) failed.push_back(counting->errors() > errors_before);
     at += n;
   }
   if (counting) RecordShares(stats, requests, begin, end, share, failed);
   TrimScratch(scratch);
-  return true;
+  return RunResult::kRan;
 }
 
 }  // namespace
@@ -250,13 +265,18 @@ size_t DispatchPipeline(CommandContext& ctx, std::span<const Args> requests) {
       }
     }
     if (j - i > 1) {
-      if (family == Family::kBloomQuery || family == Family::kCuckooQuery) {
-        RunQueryGroup(ctx, requests, i, j, family == Family::kBloomQuery);
+      const RunResult run =
+          family == Family::kBloomQuery || family == Family::kCuckooQuery
+              ? RunQueryGroup(ctx, requests, i, j,
+                              family == Family::kBloomQuery)
+              : RunGroup(ctx, requests, i, j, family == Family::kBloomAdd);
+      if (run == RunResult::kRan) {
         i = j;
         continue;
       }
-      if (RunGroup(ctx, requests, i, j, family == Family::kBloomAdd)) {
-        i = j;
+      if (run == RunResult::kDispatchEach) {
+        // None of these commands closes the connection.
+        for (; i < j; ++i) Dispatch(ctx, requests[i]);
         continue;
       }
     }

@@ -7,6 +7,7 @@
 #define SHARDFILTER_TOOLS_COMMANDS_SESSION_H_
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "tools/commands/keyspace.h"
+#include "tools/commands/staging.h"
 #include "tools/resp/reply_writer.h"
 
 namespace shardfilter::commands {
@@ -22,6 +24,30 @@ class CommandStats;
 class StatsWriter;
 
 using Args = std::span<const std::string_view>;
+
+// Most BF/CF.LOADCHUNK sequences pending at once in the process (each
+// holds its whole announced dump, Keyspace::NewStaging).
+inline constexpr int kMaxPendingRestores = 32;
+
+// A BF/CF.LOADCHUNK sequence in progress on one connection: one of the
+// process's kMaxPendingRestores until it is destroyed (completed, abandoned
+// for a newer header on the connection, or the connection closed).
+class PendingRestore {
+ public:
+  // Null when kMaxPendingRestores are pending, unless `obey` (a command the
+  // host must apply: Keyspace::MustObey).
+  static std::unique_ptr<PendingRestore> Start(std::string key, bool obey);
+  ~PendingRestore();
+  PendingRestore(const PendingRestore&) = delete;
+  PendingRestore& operator=(const PendingRestore&) = delete;
+
+  std::string key;
+  std::unique_ptr<StagingBuffer> bytes;  // size(): the announced dump
+  uint64_t filled = 0;                   // bytes received, in order
+
+ private:
+  explicit PendingRestore(std::string k) : key(std::move(k)) {}
+};
 
 struct Session {
   uint64_t id = 0;
@@ -37,13 +63,12 @@ struct Session {
   bool close_after_reply = false;
   uint64_t commands = 0;
   // BF/CF.SCANDUMP: the snapshot being handed out in chunks (one per
-  // connection, so a dump is one consistent instant).
+  // connection, so a dump is one consistent instant), charged to the
+  // host's budget until its last chunk is served.
   std::string dump_key;
-  std::string dump_bytes;
+  std::unique_ptr<StagingBuffer> dump;
   // BF/CF.LOADCHUNK: the dump being received (restored when complete).
-  std::string load_key;
-  uint64_t load_total = 0;
-  std::string load_bytes;
+  std::unique_ptr<PendingRestore> load;
   // Dispatch's counting writer while a command runs (so EXEC's queued
   // commands are counted once, under their own names); else nullptr.
   StatsWriter* stats_writer = nullptr;

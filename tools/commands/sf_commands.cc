@@ -15,6 +15,7 @@
 
 #include "shardfilter/filters/cuckoo_filter.h"
 #include "tools/commands/command_table.h"
+#include "tools/commands/filter_access.h"
 #include "tools/commands/sf_common.h"
 #include "tools/commands/util.h"
 
@@ -27,7 +28,8 @@ void ReplyStatus(CommandContext& ctx, const Status& s) {
     case StatusCode::kFull:
       return ctx.out.Error("ERR filter is full");
     case StatusCode::kResourceExhausted:
-      return ctx.out.Error(kOomError);
+      if (ReplyIfOverMaxmemory(ctx, s)) return;
+      [[fallthrough]];
     case StatusCode::kTooLarge:
       return ctx.out.Error("ERR Insufficient memory: " + s.message());
     case StatusCode::kNotFound:
@@ -133,26 +135,43 @@ bool ParseSpec(CommandContext& ctx, Args args, size_t at, CreateParams* p) {
 
 namespace {
 
-// The filter at args[1], or null with the reply written ("ERR not found";
-// WRONGTYPE for a dedup set or tiered filter).
-std::shared_ptr<FilterHandle> Existing(CommandContext& ctx, Args args) {
-  auto f = ctx.keyspace.Lookup(args[1]);
-  if (!f.ok()) {
-    ctx.out.Error(f.status().code() == StatusCode::kWrongType ? kWrongTypeError
-                                                              : kNotFoundError);
-    return nullptr;
+// Replies for a failed lookup of a key that is there: WRONGTYPE for a
+// dedup set or tiered filter, else the key cannot be read.
+void ReplyLookupError(CommandContext& ctx, std::string_view key,
+                      const Status& s) {
+  if (s.code() == StatusCode::kWrongType) return ctx.out.Error(kWrongTypeError);
+  ReplyUnreadable(ctx, key, s);
+}
+
+// The filter at `key`, or null with the reply written ("ERR not found";
+// WRONGTYPE; the key cannot be read).
+std::shared_ptr<FilterHandle> Existing(CommandContext& ctx,
+                                       std::string_view key) {
+  auto f = ctx.keyspace.Lookup(key);
+  if (f.ok()) return *std::move(f);
+  if (IsAbsent(f.status())) {
+    ctx.out.Error(kNotFoundError);
+  } else {
+    ReplyLookupError(ctx, key, f.status());
   }
-  return *std::move(f);
+  return nullptr;
+}
+std::shared_ptr<FilterHandle> Existing(CommandContext& ctx, Args args) {
+  return Existing(ctx, args[1]);
 }
 
 // For queries: a missing key answers as an empty filter (null, no error).
-// Another kind of key: null with WRONGTYPE written (*wrong set).
+// Another kind of key or one that cannot be read: null with the error
+// written (*failed set).
 std::shared_ptr<FilterHandle> Maybe(CommandContext& ctx, std::string_view key,
-                                    bool* wrong) {
+                                    bool* failed) {
   auto f = ctx.keyspace.Lookup(key);
-  *wrong = f.status().code() == StatusCode::kWrongType;
-  if (*wrong) ctx.out.Error(kWrongTypeError);
-  return f.ok() ? *std::move(f) : nullptr;
+  *failed = false;
+  if (f.ok()) return *std::move(f);
+  if (IsAbsent(f.status())) return nullptr;
+  *failed = true;
+  ReplyLookupError(ctx, key, f.status());
+  return nullptr;
 }
 
 }  // namespace
@@ -232,6 +251,14 @@ void SfRemove(CommandContext& ctx, Args args) {
 // SF.UNION dest src [src ...]: OK once every source's bits are in dest.
 void SfUnion(CommandContext& ctx, Args args) {
   if (args.size() < 3) return ReplyWrongArity(ctx.out, args[0]);
+  // A key that cannot be read answers its own error (Union's names no key).
+  for (size_t i = 1; i < args.size(); ++i) {
+    auto f = ctx.keyspace.Lookup(args[i]);
+    if (!f.ok() && !IsAbsent(f.status()) &&
+        f.status().code() != StatusCode::kWrongType) {
+      return ReplyUnreadable(ctx, args[i], f.status());
+    }
+  }
   const Status s = ctx.keyspace.Union(args[1], args.subspan(2));
   if (s.ok()) return ctx.out.SimpleString("OK");
   ReplyStatus(ctx, s);
@@ -240,17 +267,17 @@ void SfUnion(CommandContext& ctx, Args args) {
 // SF.EXISTS key item: 1 may be present, 0 definitely absent (or no key).
 void SfExists(CommandContext& ctx, Args args) {
   if (args.size() != 3) return ReplyWrongArity(ctx.out, args[0]);
-  bool wrong = false;
-  auto f = Maybe(ctx, args[1], &wrong);
-  if (wrong) return;
+  bool failed = false;
+  auto f = Maybe(ctx, args[1], &failed);
+  if (failed) return;
   ctx.out.Integer(f != nullptr && f->MayContain(args[2]) ? 1 : 0);
 }
 
 void SfMExists(CommandContext& ctx, Args args) {
   if (args.size() < 3) return ReplyWrongArity(ctx.out, args[0]);
-  bool wrong = false;
-  auto f = Maybe(ctx, args[1], &wrong);
-  if (wrong) return;
+  bool failed = false;
+  auto f = Maybe(ctx, args[1], &failed);
+  if (failed) return;
   const Args items = args.subspan(2);
   std::vector<uint8_t> found(items.size(), 0);
   if (f != nullptr) f->MayContainMany(items, found);
@@ -261,9 +288,9 @@ void SfMExists(CommandContext& ctx, Args args) {
 // SF.COUNT key item: copies held (counting / cuckoo; Bloom: 0 or 1).
 void SfCount(CommandContext& ctx, Args args) {
   if (args.size() != 3) return ReplyWrongArity(ctx.out, args[0]);
-  bool wrong = false;
-  auto f = Maybe(ctx, args[1], &wrong);
-  if (wrong) return;
+  bool failed = false;
+  auto f = Maybe(ctx, args[1], &failed);
+  if (failed) return;
   ctx.out.Integer(f != nullptr ? f->Count(args[2]) : 0);
 }
 
@@ -335,9 +362,7 @@ void SfMigrate(CommandContext& ctx, Args args) {
   if (args.size() < 4) return ReplyWrongArity(ctx.out, args[0]);
   CreateParams p;
   if (!ParseSpec(ctx, args, 2, &p)) return;
-  if (ctx.keyspace.Lookup(args[1]).status().IsNotFound()) {
-    return ctx.out.Error(kNotFoundError);
-  }
+  if (Existing(ctx, args) == nullptr) return;
   const Status s = ctx.keyspace.StartMigration(args[1], p);
   if (s.ok()) return ctx.out.SimpleString("OK");
   if (s.code() == StatusCode::kBusy) {

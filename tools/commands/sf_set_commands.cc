@@ -89,44 +89,86 @@ bool ParseDedupOptions(CommandContext& ctx, Args args, size_t at,
   return true;
 }
 
+// Replies for a failed lookup of a key that is there: WRONGTYPE for
+// another kind, else the key cannot be read.
+void ReplyLookupError(CommandContext& ctx, std::string_view key,
+                      const Status& s) {
+  if (s.code() == StatusCode::kWrongType) return ReplyStatus(ctx, s);
+  ReplyUnreadable(ctx, key, s);
+}
+
 // The dedup set at `key` for a write, created with the defaults when
 // missing; null with the reply written.
 std::shared_ptr<DedupHandle> DedupForWrite(CommandContext& ctx,
                                            std::string_view key) {
-  auto found = ctx.keyspace.LookupDedup(key);
-  if (found.ok()) return *std::move(found);
-  if (!found.status().IsNotFound()) {
-    ReplyStatus(ctx, found.status());
-    return nullptr;
-  }
-  if (RefuseKeyName(ctx, key)) return nullptr;
-  auto created = ctx.keyspace.CreateDedup(key, DedupParams{});
-  if (created.ok()) return *std::move(created);
-  if (created.status().code() == StatusCode::kAlreadyExists) {
-    found = ctx.keyspace.LookupDedup(key);  // another connection's create
+  // Another connection may create the key between our lookup and create,
+  // and a third drop it again before we look once more: bounded.
+  for (int attempt = 1; attempt <= kMaxWriteAttempts; ++attempt) {
+    auto found = ctx.keyspace.LookupDedup(key);
     if (found.ok()) return *std::move(found);
-    ReplyStatus(ctx, found.status());
-    return nullptr;
+    if (found.status().IsInvalidArgument()) {  // a name no key can have
+      ReplyStatus(ctx, found.status());
+      return nullptr;
+    }
+    if (!found.status().IsNotFound()) {
+      ReplyLookupError(ctx, key, found.status());
+      return nullptr;
+    }
+    if (RefuseKeyName(ctx, key)) return nullptr;
+    auto created = ctx.keyspace.CreateDedup(key, DedupParams{});
+    if (created.ok()) return *std::move(created);
+    if (created.status().code() != StatusCode::kAlreadyExists) {
+      ReplyStatus(ctx, created.status());
+      return nullptr;
+    }
   }
-  ReplyStatus(ctx, created.status());
+  ctx.out.Error(kDroppedDuringWriteError);
   return nullptr;
 }
 
 // For queries: null and no reply when the key is missing; null with the
-// reply written (*failed) for another kind or an error.
+// reply written (*failed) for another kind or a key that cannot be read.
 template <typename Handle, typename LookupFn>
-std::shared_ptr<Handle> ForQuery(CommandContext& ctx, LookupFn&& lookup,
-                                 bool* failed) {
+std::shared_ptr<Handle> ForQuery(CommandContext& ctx, std::string_view key,
+                                 LookupFn&& lookup, bool* failed) {
   auto found = lookup();
   *failed = false;
   if (found.ok()) return *std::move(found);
-  if (found.status().IsNotFound() ||
-      found.status().code() == StatusCode::kInvalidArgument) {
-    return nullptr;  // absent (or a name no key can have)
-  }
+  if (IsAbsent(found.status())) return nullptr;
   *failed = true;
-  ReplyStatus(ctx, found.status());
+  ReplyLookupError(ctx, key, found.status());
   return nullptr;
+}
+
+// For the other commands: null with "ERR not found" written when the key
+// is missing, or the lookup's error.
+template <typename Handle, typename LookupFn>
+std::shared_ptr<Handle> ForUse(CommandContext& ctx, std::string_view key,
+                               LookupFn&& lookup) {
+  auto found = lookup();
+  if (found.ok()) return *std::move(found);
+  if (IsAbsent(found.status())) {
+    ctx.out.Error(kNotFoundError);
+  } else {
+    ReplyLookupError(ctx, key, found.status());
+  }
+  return nullptr;
+}
+
+// A dedup set refuses items over kMaxDedupKeyBytes (the engine's check and
+// text, DedupStore): checked before DedupForWrite, so that a refused write
+// creates no set. True when refused (reply written).
+bool RefuseDedupItems(CommandContext& ctx, Args items, bool many) {
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (items[i].size() <= kMaxDedupKeyBytes) continue;
+    Status s = Status::InvalidArgument(
+        "dedup key of " + std::to_string(items[i].size()) +
+        " bytes exceeds the limit of " + std::to_string(kMaxDedupKeyBytes));
+    if (many) s = s.WithContext("key #" + std::to_string(i + 1));
+    ReplyStatus(ctx, s);
+    return true;
+  }
+  return false;
 }
 
 void ReplyBits(CommandContext& ctx, const std::vector<uint8_t>& bits,
@@ -136,25 +178,42 @@ void ReplyBits(CommandContext& ctx, const std::vector<uint8_t>& bits,
   for (uint8_t b : bits) ctx.out.Integer(b);
 }
 
-// SF.DEDUPADD / SF.DEDUPMADD: 1 new, 0 seen (per item).
+// SF.DEDUPADD / SF.DEDUPMADD: 1 new, 0 seen (per item). A set dropped
+// between the lookup and the insert (its handle answers NotFound) is looked
+// up (created) again.
 void DedupInsert(CommandContext& ctx, Args args, bool many) {
-  auto d = DedupForWrite(ctx, args[1]);
-  if (d == nullptr) return;
+  if (RefuseDedupItems(ctx, args.subspan(2), many)) return;
   std::vector<uint8_t> out;
-  const Status s = d->Insert(args.subspan(2), &out);
+  Status s;
+  for (int attempt = 1;; ++attempt) {
+    auto d = DedupForWrite(ctx, args[1]);
+    if (d == nullptr) return;
+    s = d->Insert(args.subspan(2), &out);
+    if (!s.IsNotFound()) break;
+    if (attempt == kMaxWriteAttempts) {
+      return ctx.out.Error(kDroppedDuringWriteError);
+    }
+  }
   if (!s.ok()) return ReplyStatus(ctx, s);
   ReplyBits(ctx, out, many);
 }
 
+// A set dropped between the lookup and the query is looked up again (and
+// then answers as a missing key).
 void DedupQuery(CommandContext& ctx, Args args, bool many) {
-  bool failed = false;
-  auto d = ForQuery<DedupHandle>(
-      ctx, [&] { return ctx.keyspace.LookupDedup(args[1]); }, &failed);
-  if (failed) return;
   std::vector<uint8_t> out(args.size() - 2, 0);
-  if (d != nullptr) {
+  for (int attempt = 1;; ++attempt) {
+    bool failed = false;
+    auto d = ForQuery<DedupHandle>(
+        ctx, args[1], [&] { return ctx.keyspace.LookupDedup(args[1]); },
+        &failed);
+    if (failed) return;
+    if (d == nullptr) break;
     const Status s = d->Contains(args.subspan(2), &out);
-    if (!s.ok()) return ReplyStatus(ctx, s);
+    if (s.ok()) break;
+    if (!s.IsNotFound() || attempt == kMaxWriteAttempts) {
+      return ReplyStatus(ctx, s);
+    }
   }
   ReplyBits(ctx, out, many);
 }
@@ -203,21 +262,18 @@ bool ParseTiered(CommandContext& ctx, Args args, TieredParams* p) {
   return true;
 }
 
-// The tiered filter at args[1] for a write; null with the reply written.
+// The tiered filter at `key` for a write; null with the reply written.
 std::shared_ptr<TieredHandle> TieredForWrite(CommandContext& ctx,
                                              std::string_view key) {
-  auto found = ctx.keyspace.LookupTiered(key);
-  if (found.ok()) return *std::move(found);
-  ReplyStatus(ctx, found.status().code() == StatusCode::kInvalidArgument
-                       ? Status::NotFound("")
-                       : found.status());
-  return nullptr;
+  return ForUse<TieredHandle>(
+      ctx, key, [&] { return ctx.keyspace.LookupTiered(key); });
 }
 
 void TieredQuery(CommandContext& ctx, Args args, bool many) {
   bool failed = false;
   auto t = ForQuery<TieredHandle>(
-      ctx, [&] { return ctx.keyspace.LookupTiered(args[1]); }, &failed);
+      ctx, args[1], [&] { return ctx.keyspace.LookupTiered(args[1]); },
+      &failed);
   if (failed) return;
   std::vector<uint8_t> out(args.size() - 2, 0);
   if (t != nullptr) {
@@ -286,27 +342,21 @@ void SfDedupMExists(CommandContext& ctx, Args args) {
 // integer for one item).
 void SfDedupDel(CommandContext& ctx, Args args) {
   if (args.size() < 3) return ReplyWrongArity(ctx.out, args[0]);
-  auto found = ctx.keyspace.LookupDedup(args[1]);
-  if (!found.ok()) {
-    return ReplyStatus(ctx, found.status().code() == StatusCode::kWrongType
-                                ? found.status()
-                                : Status::NotFound(""));
-  }
+  auto d = ForUse<DedupHandle>(
+      ctx, args[1], [&] { return ctx.keyspace.LookupDedup(args[1]); });
+  if (d == nullptr) return;
   std::vector<uint8_t> out;
-  const Status s = (*found)->Remove(args.subspan(2), &out);
+  const Status s = d->Remove(args.subspan(2), &out);
   if (!s.ok()) return ReplyStatus(ctx, s);
   ReplyBits(ctx, out, args.size() > 3);
 }
 
 void SfDedupInfo(CommandContext& ctx, Args args) {
   if (args.size() != 2) return ReplyWrongArity(ctx.out, args[0]);
-  auto found = ctx.keyspace.LookupDedup(args[1]);
-  if (!found.ok()) {
-    return ReplyStatus(ctx, found.status().code() == StatusCode::kWrongType
-                                ? found.status()
-                                : Status::NotFound(""));
-  }
-  DedupHandle& d = **found;
+  auto found = ForUse<DedupHandle>(
+      ctx, args[1], [&] { return ctx.keyspace.LookupDedup(args[1]); });
+  if (found == nullptr) return;
+  DedupHandle& d = *found;
   const DedupStats st = d.Stats();
   uint64_t items = 0, bytes = 0;
   for (const DedupPartitionStats& p : st.partitions) {

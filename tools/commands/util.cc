@@ -144,6 +144,16 @@ bool RefuseKeyName(CommandContext& ctx, std::string_view key) {
   return true;
 }
 
+bool IsAbsent(const Status& s) {
+  return s.IsNotFound() || s.IsInvalidArgument();
+}
+
+void ReplyUnreadable(CommandContext& ctx, std::string_view key,
+                     const Status& s) {
+  ctx.out.Error("ERR key '" + std::string(key) +
+                "' cannot be loaded: " + s.message());
+}
+
 const char* TypeName(FilterType type) {
   switch (type) {
     case FilterType::kBloom:

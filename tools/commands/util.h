@@ -21,6 +21,15 @@ inline constexpr std::string_view kSyntaxError = "ERR syntax error";
 inline constexpr std::string_view kOomError =
     "OOM command not allowed when used memory > 'maxmemory'.";
 
+// A write whose key is dropped (DEL, FLUSHALL, expiry) between its lookup
+// and its write finds the handle gone (NotFound) and starts again from the
+// lookup, creating the key where the command may: it then runs as if it came
+// after the drop. Bounded: after kMaxWriteAttempts such attempts in a row
+// the command answers kDroppedDuringWriteError.
+inline constexpr int kMaxWriteAttempts = 16;
+inline constexpr std::string_view kDroppedDuringWriteError =
+    "ERR the key was deleted during the write, 16 times in a row; retry";
+
 bool EqualsIgnoreCase(std::string_view a, std::string_view b);
 std::string ToLower(std::string_view s);
 
@@ -40,6 +49,18 @@ void ReplyWrongArity(resp::ReplyWriter& out, std::string_view name);
 // "ERR key length must be 1..N bytes (shardfilter-server)" when a command
 // would create a key the host cannot hold; false when the key is fine.
 bool RefuseKeyName(CommandContext& ctx, std::string_view key);
+
+// How a command reads a failed lookup (Keyspace::Lookup, LookupDedup,
+// LookupTiered): absent when NotFound, or InvalidArgument (a name the host
+// cannot hold); WrongType is a key of another kind; any other error is a
+// key that exists but cannot be read (its load failed: damage, the memory
+// budget, I/O), which is never answered as absent.
+bool IsAbsent(const Status& s);
+
+// The one reply for a key that exists but cannot be read:
+// "ERR key '<key>' cannot be loaded: <reason>".
+void ReplyUnreadable(CommandContext& ctx, std::string_view key,
+                     const Status& s);
 
 }  // namespace shardfilter::commands
 

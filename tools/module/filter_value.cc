@@ -44,7 +44,10 @@ uint64_t FilterValue::MemoryBytes() const {
 }
 
 std::string EncodeValue(ShardedFilter& filter) {
-  const std::string payload = ExportShardedFilter(filter);
+  return EncodeEnvelope(ExportShardedFilter(filter));
+}
+
+std::string EncodeEnvelope(std::string_view payload) {
   std::string out(kValueMagic, sizeof kValueMagic);
   out.reserve(kValueHeaderSize + payload.size() + kValueTrailerSize);
   PutLE(&out, kValueVersion, 2);
@@ -55,7 +58,8 @@ std::string EncodeValue(ShardedFilter& filter) {
   return out;
 }
 
-Result<std::unique_ptr<ShardedFilter>> DecodeValue(std::string_view b) {
+Result<std::unique_ptr<ShardedFilter>> DecodeValue(
+    std::string_view b, std::shared_ptr<MemoryBudget> budget) {
   // Magic, then version (a future version may lay out the rest
   // differently), then lengths, then the checksum, then the payload.
   if (b.size() < sizeof kValueMagic ||
@@ -85,18 +89,37 @@ Result<std::unique_ptr<ShardedFilter>> DecodeValue(std::string_view b) {
     return Bad("checksum mismatch (the value is damaged)");
   }
   if (GetLE(b, 6, 2) != 0) return Bad("unknown flags");
-  return LoadExportedFilter(b.substr(kValueHeaderSize, len));
+  return LoadExportedFilter(b.substr(kValueHeaderSize, len), std::move(budget));
 }
 
-std::unique_ptr<FilterValue> ValueFromBytes(std::string bytes) {
+std::unique_ptr<FilterValue> ValueFromBytes(
+    std::string bytes, std::shared_ptr<MemoryBudget> budget) {
   auto v = std::make_unique<FilterValue>();
-  auto decoded = DecodeValue(bytes);
+  auto decoded = DecodeValue(bytes, std::move(budget));
   if (decoded.ok()) {
     v->filter = std::move(decoded).value();
   } else {
     v->damage = decoded.status().ToString();
     v->raw = std::move(bytes);
   }
+  return v;
+}
+
+std::unique_ptr<FilterValue> ValueFromRdb(int encver, std::string bytes,
+                                          std::shared_ptr<MemoryBudget> budget) {
+  if (encver == kRdbEncodingVersion) {
+    return ValueFromBytes(std::move(bytes), std::move(budget));
+  }
+  auto v = std::make_unique<FilterValue>();
+  const std::string what = "shardfilter value of RDB encoding version " +
+                           std::to_string(encver);
+  v->damage = (encver > kRdbEncodingVersion
+                   ? Status::NotSupported(what + ", newer than this module's (" +
+                                          std::to_string(kRdbEncodingVersion) +
+                                          ")")
+                   : Status::Corruption(what + ", which no module wrote"))
+                  .ToString();
+  v->raw = std::move(bytes);
   return v;
 }
 

@@ -3,10 +3,8 @@
 // Every BF.* / CF.* command of the host-independent command layer
 // (tools/commands/) is registered with its flags and key spec; a command
 // runs its handler against a ModuleKeyspace (Redis's keyspace) and a
-// ModuleWriter (RedisModule_ReplyWith*). Two module commands serve
-// persistence and replication (docs/redis-module.md):
-//   SFM.CREATE key spec        creates a filter with a fully resolved spec
-//   SFM.CHUNK key i n bytes    part i of n of a value's envelope (AOF)
+// ModuleWriter (RedisModule_ReplyWith*). The module's own SFM.* commands,
+// which serve persistence and replication, are in module_internal.h.
 //
 // Replication (deterministic: filters are seeded, so a replica applying
 // the same operations holds identical bits). A command that created a
@@ -14,10 +12,13 @@
 // seed included), never its own arguments, so a replica loaded with other
 // options cannot diverge; a command that added or removed items is then
 // replicated verbatim (on the replica the key exists, so nothing is
-// created again). Redis wraps the two in MULTI/EXEC.
+// created again). Redis wraps the two in MULTI/EXEC. A LOADCHUNK sequence
+// replicates nothing until its last chunk, which replicates the whole
+// restore as SFM.LOADCHUNK (module_internal.h).
 //
-// A little over 400 lines: the registration table and the two module
-// commands share the load arguments and the replication helpers above.
+// The command layer's per-connection state (Session) is kept per Redis
+// client id, except for LOADCHUNK sequences from the master or the AOF,
+// which all arrive through one client and are kept per key.
 
 #include <array>
 #include <cstring>
@@ -31,30 +32,43 @@
 #include "tools/commands/command_table.h"
 #include "tools/commands/util.h"
 #include "tools/module/module_command_info.h"
+#include "tools/module/module_internal.h"
 #include "tools/module/module_keyspace.h"
+#include "tools/module/module_memory.h"
 #include "tools/module/module_type.h"
 #include "tools/module/module_writer.h"
 #include "tools/module/redismodule_api.h"
 
 namespace shardfilter::module {
-namespace {
 
 ModuleOptions g_options;
-std::string g_create_command;  // SFM.CREATE
+
+namespace {
+
 // The BF/CF commands registered, by trampoline index.
 std::vector<const commands::CommandSpec*> g_specs;
-// Whether each registered command is replicated even when it changed no
-// filter: LOADCHUNK keeps its progress in the connection's Session until
-// the last chunk, so the replica (and the AOF) must see every chunk.
-std::vector<bool> g_always_replicate;
+// Whether each registered command is a BF/CF.LOADCHUNK.
+std::vector<bool> g_is_loadchunk;
 // The command layer's per-connection state (SCANDUMP / LOADCHUNK
 // progress), by Redis client id; dropped when the client disconnects.
 std::unordered_map<unsigned long long, commands::Session> g_sessions;
+// BF/CF.LOADCHUNK sequences from the master or an AOF (written verbatim by
+// modules that replicated them so), by database and key ("<db>:<key>"):
+// those all arrive through one client, on which two clients' sequences
+// interleave. Dropped once complete, and when a load starts or ends.
+std::unordered_map<std::string, commands::Session> g_key_sessions;
 
 void OnClientChange(RedisModuleCtx*, RedisModuleEvent, uint64_t subevent,
                     void* data) {
   if (subevent != REDISMODULE_SUBEVENT_CLIENT_CHANGE_DISCONNECTED) return;
   g_sessions.erase(static_cast<RedisModuleClientInfoV1*>(data)->id);
+}
+
+// A load (RDB, AOF, a replica's full sync) starts or ends: no obeyed
+// restore spans it.
+void OnLoading(RedisModuleCtx*, RedisModuleEvent, uint64_t, void*) {
+  g_key_sessions.clear();
+  DropReplicatedRestores();
 }
 // The command layer's host services, as far as BF/CF commands reach them
 // (the generic commands are Redis's own).
@@ -81,14 +95,20 @@ std::string_view View(RedisModuleString* s) {
   return {p, len};
 }
 
-// Replies for a key the command cannot use; true when it did.
-bool RefuseKey(RedisModuleCtx* ctx, ModuleKeyspace& ks, std::string_view key) {
+// Replies for a key the command cannot use; true when it did. A read of a
+// key of another Redis type goes on to the command layer, which answers as
+// RedisBloom does (BF/CF.EXISTS, MEXISTS and CF.COUNT: 0; the rest
+// WRONGTYPE; docs/design.md "Errors are never answers"); a write is
+// refused here, before anything could touch the other type's value.
+bool RefuseKey(RedisModuleCtx* ctx, ModuleKeyspace& ks, std::string_view key,
+               bool write) {
   FilterValue* v = nullptr;
   switch (ks.Probe(key, &v)) {
     case KeyState::kEmpty:
     case KeyState::kFilter:
       return false;
     case KeyState::kOtherType:
+      if (!write) return false;
       RedisModule_ReplyWithError(
           ctx, std::string(commands::kWrongTypeError).c_str());
       return true;
@@ -112,8 +132,8 @@ void ReplicateEffects(RedisModuleCtx* ctx, const ModuleKeyspace& ks,
                       std::string_view key) {
   if (ks.created().has_value()) {
     const std::string spec = EncodeSpec(*ks.created());
-    RedisModule_Replicate(ctx, g_create_command.c_str(), "bb", key.data(),
-                          key.size(), spec.data(), spec.size());
+    RedisModule_Replicate(ctx, kCreateCommand, "bb", key.data(), key.size(),
+                          spec.data(), spec.size());
   }
   if (ks.mutated()) RedisModule_ReplicateVerbatim(ctx);
 }
@@ -137,23 +157,36 @@ int RunCommand(size_t index, RedisModuleCtx* ctx, RedisModuleString** argv,
     return RedisModule_WrongArity(ctx);
   }
   const bool write = (spec.flags & commands::kWrite) != 0;
-  ModuleKeyspace ks(ctx, g_options, write);
+  const int flags = RedisModule_GetContextFlags(ctx);
+  // The master's and the AOF's writes are applied whatever this server's
+  // own limits say (module_memory.h).
+  const bool obeyed = MustObey(flags);
+  const ObeyScope obey(obeyed);
+  ModuleKeyspace ks(ctx, g_options, write, obeyed);
   const std::string_view key = args[1];  // every BF/CF command has one
   ks.SetCommandKey(argv[1]);
-  if (RefuseKey(ctx, ks, key)) return REDISMODULE_OK;
-  ModuleWriter writer(ctx);
+  if (RefuseKey(ctx, ks, key, write)) return REDISMODULE_OK;
+  ModuleWriter writer(ctx, flags);
   ModuleHost host;
-  const unsigned long long client = RedisModule_GetClientId(ctx);
-  commands::Session& session = g_sessions[client];
-  session.id = client;
-  commands::CommandContext cctx{session, ks, host, writer};
-  spec.handler(cctx, args);
-  if (write) {
-    ReplicateEffects(ctx, ks, key);
-    if (g_always_replicate[index] && !ks.mutated()) {
-      RedisModule_ReplicateVerbatim(ctx);
-    }
+  std::string by_key;  // an obeyed LOADCHUNK: its sequence is the key's
+  commands::Session* session = nullptr;
+  if (obeyed && g_is_loadchunk[index]) {
+    by_key = std::to_string(RedisModule_GetSelectedDb(ctx)) + ":" +
+             std::string(key);
+    session = &g_key_sessions[by_key];
+  } else {
+    const unsigned long long client = RedisModule_GetClientId(ctx);
+    session = &g_sessions[client];
+    session->id = client;
   }
+  commands::CommandContext cctx{*session, ks, host, writer};
+  spec.handler(cctx, args);
+  if (!by_key.empty() && session->load == nullptr) {
+    g_key_sessions.erase(by_key);
+  }
+  // A completed LOADCHUNK restore replicated itself (ModuleKeyspace::
+  // Restore); the other chunks change nothing anywhere.
+  if (write) ReplicateEffects(ctx, ks, key);
   return REDISMODULE_OK;
 }
 
@@ -171,88 +204,6 @@ constexpr std::array<RedisModuleCmdFunc, sizeof...(I)> MakeTrampolines(
 constexpr auto kTrampolines =
     MakeTrampolines(std::make_index_sequence<kMaxCommands>());
 
-// SFM.CREATE key spec: creates a filter with exactly `spec`. From the
-// master or the AOF the spec is applied as it is (the master enforced its
-// budget); from a client, this server's budget applies.
-int SfmCreate(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
-  if (argc != 3) return RedisModule_WrongArity(ctx);
-  auto spec = DecodeSpec(View(argv[2]));
-  if (!spec.ok()) {
-    return RedisModule_ReplyWithError(
-        ctx, ("ERR " + spec.status().message()).c_str());
-  }
-  const int flags = RedisModule_GetContextFlags(ctx);
-  if ((flags & (REDISMODULE_CTX_FLAGS_REPLICATED |
-                REDISMODULE_CTX_FLAGS_LOADING)) == 0 &&
-      (spec->max_bytes == 0 || spec->max_bytes > g_options.max_filter_bytes)) {
-    spec->max_bytes = g_options.max_filter_bytes;
-  }
-  ModuleKeyspace ks(ctx, g_options, /*write=*/true);
-  const std::string_view key = View(argv[1]);
-  if (ks.Probe(key, nullptr) != KeyState::kEmpty) {
-    return RedisModule_ReplyWithError(ctx, "ERR item exists");
-  }
-  auto f = ShardedFilter::Create(*spec);
-  if (!f.ok()) {
-    return RedisModule_ReplyWithError(ctx,
-                                      ("ERR " + f.status().message()).c_str());
-  }
-  auto value = std::make_unique<FilterValue>();
-  value->filter = std::move(f).value();
-  if (!ks.Install(key, std::move(value))) {
-    return RedisModule_ReplyWithError(ctx, "ERR cannot set the key");
-  }
-  ++g_counters.filters_created;
-  RedisModule_ReplicateVerbatim(ctx);
-  return RedisModule_ReplyWithSimpleString(ctx, "OK");
-}
-
-// SFM.CHUNK key i n bytes: part i (0-based) of the n parts of a value's
-// envelope; part 0 replaces the key with a pending value, part n-1
-// decodes it (a damaged envelope leaves an unavailable value, as RDB
-// loading does).
-int SfmChunk(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
-  if (argc != 5) return RedisModule_WrongArity(ctx);
-  int64_t i = 0, n = 0;
-  if (!commands::ParseLongLong(View(argv[2]), &i) ||
-      !commands::ParseLongLong(View(argv[3]), &n) || n < 1 || i < 0 || i >= n) {
-    return RedisModule_ReplyWithError(ctx, "ERR invalid chunk index");
-  }
-  ModuleKeyspace ks(ctx, g_options, /*write=*/true);
-  const std::string_view key = View(argv[1]);
-  FilterValue* v = nullptr;
-  const KeyState state = ks.Probe(key, &v);
-  if (i == 0) {
-    if (state == KeyState::kOtherType) {
-      return RedisModule_ReplyWithError(
-          ctx, std::string(commands::kWrongTypeError).c_str());
-    }
-    auto fresh = std::make_unique<FilterValue>();
-    fresh->pending = true;
-    v = fresh.get();
-    if (!ks.Install(key, std::move(fresh))) {
-      return RedisModule_ReplyWithError(ctx, "ERR cannot set the key");
-    }
-  } else if (state != KeyState::kPending ||
-             v->damage != std::to_string(i) + "/" + std::to_string(n)) {
-    return RedisModule_ReplyWithError(ctx, "ERR chunk out of sequence");
-  }
-  v->raw.append(View(argv[4]));
-  if (i + 1 < n) {
-    // The next expected part, kept in `damage` while pending.
-    v->damage = std::to_string(i + 1) + "/" + std::to_string(n);
-  } else {
-    std::unique_ptr<FilterValue> done = ValueFromBytes(std::move(v->raw));
-    ++(done->available() ? g_counters.values_loaded
-                         : g_counters.unavailable_loaded);
-    if (!ks.Install(key, std::move(done))) {
-      return RedisModule_ReplyWithError(ctx, "ERR cannot set the key");
-    }
-  }
-  RedisModule_ReplicateVerbatim(ctx);
-  return RedisModule_ReplyWithSimpleString(ctx, "OK");
-}
-
 // INFO shardfilter (and INFO everything / modules).
 void Info(RedisModuleInfoCtx* ctx, int) {
   RedisModule_InfoAddSection(ctx, "");
@@ -260,6 +211,9 @@ void Info(RedisModuleInfoCtx* ctx, int) {
   RedisModule_InfoAddFieldULongLong(ctx, "shards", g_options.shards);
   RedisModule_InfoAddFieldULongLong(ctx, "max_filter_bytes",
                                     g_options.max_filter_bytes);
+  RedisModule_InfoAddFieldULongLong(ctx, "memory_budget", g_budget->limit());
+  RedisModule_InfoAddFieldULongLong(ctx, "memory_budget_used",
+                                    g_budget->used());
   RedisModule_InfoAddFieldCString(ctx, "huge_pages",
                                   g_options.huge_pages ? "yes" : "no");
   RedisModule_InfoAddFieldULongLong(ctx, "filters_created",
@@ -279,7 +233,8 @@ bool ParseU64(std::string_view s, uint64_t* out) {
   return true;
 }
 
-// PREFIX p | SHARDS n | MAX-FILTER-BYTES n | HUGE-PAGES yes|no
+// PREFIX p | SHARDS n | MAX-FILTER-BYTES n | MEMORY-BUDGET size |
+// HUGE-PAGES yes|no
 bool ParseOptions(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   for (int i = 0; i < argc; i += 2) {
     const std::string name = commands::ToLower(View(argv[i]));
@@ -301,6 +256,10 @@ bool ParseOptions(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     } else if (name == "max-filter-bytes") {
       ok = ParseU64(value, &n) && n > 0;
       g_options.max_filter_bytes = n;
+    } else if (name == "memory-budget") {
+      auto bytes = ParseByteSize(value);
+      ok = bytes.ok() && *bytes > 0;
+      if (ok) g_options.memory_budget = *bytes;
     } else if (name == "huge-pages") {
       ok = value == "yes" || value == "no";
       g_options.huge_pages = value == "yes";
@@ -324,7 +283,7 @@ std::string Prefixed(const char* name) {
 
 bool RegisterCommands(RedisModuleCtx* ctx) {
   g_specs.clear();
-  g_always_replicate.clear();
+  g_is_loadchunk.clear();
   for (const commands::CommandSpec& spec : commands::AllCommands()) {
     const std::string_view group = spec.group;
     if (group != "bf" && group != "cf" && group != "sf") continue;
@@ -333,8 +292,8 @@ bool RegisterCommands(RedisModuleCtx* ctx) {
     const size_t index = g_specs.size();
     g_specs.push_back(&spec);
     const std::string_view base(spec.name);
-    g_always_replicate.push_back(base.size() >= 10 &&
-                                 base.substr(base.size() - 10) == ".loadchunk");
+    g_is_loadchunk.push_back(base.size() >= 10 &&
+                             base.substr(base.size() - 10) == ".loadchunk");
     const std::string name = Prefixed(spec.name);
     const bool write = (spec.flags & commands::kWrite) != 0;
     std::string flags = write ? "write" : "readonly";
@@ -354,16 +313,23 @@ bool RegisterCommands(RedisModuleCtx* ctx) {
                                                          : KeyAccess::kInsert)
               : KeyAccess::kRead);
   }
-  const std::pair<std::string, RedisModuleCmdFunc> internal[] = {
-      {g_create_command, SfmCreate}, {"sfm.chunk", SfmChunk}};
-  for (const auto& [name, fn] : internal) {
-    if (RedisModule_CreateCommand(ctx, name.c_str(), fn, "write deny-oom", 1, 1,
+  // Never prefixed (RedisBloom has no SFM.*): an AOF or a replication
+  // stream stays loadable whatever PREFIX the reading server uses.
+  const struct {
+    const char* name;
+    RedisModuleCmdFunc fn;
+    int arity;
+  } internal[] = {{kCreateCommand, SfmCreate, 3},
+                  {kChunkCommand, SfmChunk, 5},
+                  {kLoadChunkCommand, SfmLoadChunk, 6}};
+  for (const auto& c : internal) {
+    if (RedisModule_CreateCommand(ctx, c.name, c.fn, "write deny-oom", 1, 1,
                                   1) != REDISMODULE_OK) {
       return false;
     }
-    SetKeySpecInfo(ctx, name,
+    SetKeySpecInfo(ctx, c.name,
                    "shardfilter persistence and replication (internal).",
-                   name == g_create_command ? 3 : 5, KeyAccess::kOverwrite);
+                   c.arity, KeyAccess::kOverwrite);
   }
   return true;
 }
@@ -377,6 +343,9 @@ extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(
   if (!ResolveApi(ctx, "shardfilter", 1)) return REDISMODULE_ERR;
   g_options = ModuleOptions{};
   if (!ParseOptions(ctx, argv, argc)) return REDISMODULE_ERR;
+  g_budget = std::make_shared<shardfilter::MemoryBudget>(
+      g_options.memory_budget != 0 ? g_options.memory_budget
+                                   : shardfilter::MemoryBudget::DefaultLimit());
   shardfilter::SetHugePageAdvice(g_options.huge_pages);
   // Filter tables come from Redis's allocator: maxmemory, INFO memory and
   // the deny-oom flag of the write commands count them. (No table exists
@@ -385,10 +354,7 @@ extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(
   // rdb_load checks RedisModule_IsIOError instead of Redis exiting on a
   // short read (module_type.h).
   RedisModule_SetModuleOptions(ctx, REDISMODULE_OPTIONS_HANDLE_IO_ERRORS);
-  // Never prefixed (RedisBloom has no SFM.*): an AOF or a replication
-  // stream stays loadable whatever PREFIX the reading server uses.
-  g_create_command = "sfm.create";
-  if (!RegisterFilterType(ctx, "sfm.chunk")) {
+  if (!RegisterFilterType(ctx, kChunkCommand)) {
     RedisModule_Log(ctx, REDISMODULE_LOGLEVEL_WARNING,
                     "shardfilter: cannot create the data type %s", kTypeName);
     return REDISMODULE_ERR;
@@ -403,11 +369,14 @@ extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(
   (void)RedisModule_SubscribeToServerEvent(
       ctx, RedisModuleEvent{REDISMODULE_EVENT_CLIENT_CHANGE, 1},
       OnClientChange);
+  (void)RedisModule_SubscribeToServerEvent(
+      ctx, RedisModuleEvent{REDISMODULE_EVENT_LOADING, 1}, OnLoading);
   RedisModule_Log(ctx, REDISMODULE_LOGLEVEL_NOTICE,
                   "shardfilter: loaded (prefix '%s', shards %u, max filter "
-                  "bytes %llu, huge pages %s)",
+                  "bytes %llu, memory budget %llu, huge pages %s)",
                   g_options.prefix.c_str(), g_options.shards,
                   static_cast<unsigned long long>(g_options.max_filter_bytes),
+                  static_cast<unsigned long long>(g_budget->limit()),
                   g_options.huge_pages ? "yes" : "no");
   return REDISMODULE_OK;
 }

@@ -6,6 +6,9 @@
 #include "shardfilter/engine/export.h"
 #include "tools/commands/sharded_handle.h"
 #include "tools/commands/util.h"
+#include "tools/module/module_internal.h"
+#include "tools/module/module_memory.h"
+#include "tools/module/module_staging.h"
 
 namespace shardfilter::module {
 
@@ -38,10 +41,12 @@ FilterSpec ToFilterSpec(const commands::CreateParams& p,
 }
 
 ModuleKeyspace::ModuleKeyspace(RedisModuleCtx* ctx,
-                               const ModuleOptions& options, bool write)
+                               const ModuleOptions& options, bool write,
+                               bool obey)
     : ctx_(ctx),
       options_(options),
-      mode_(write ? REDISMODULE_READ | REDISMODULE_WRITE : REDISMODULE_READ) {}
+      mode_(write ? REDISMODULE_READ | REDISMODULE_WRITE : REDISMODULE_READ),
+      obey_(obey) {}
 
 void ModuleFilter::BeforeMutation() { ks_->MarkMutated(); }
 
@@ -105,10 +110,17 @@ bool ModuleKeyspace::Install(std::string_view key,
 Result<std::shared_ptr<commands::FilterHandle>> ModuleKeyspace::Lookup(
     std::string_view key) {
   FilterValue* v = nullptr;
-  // The module checks the key before the handler runs (module.cc): other
-  // types answer WRONGTYPE, unavailable values their damage.
-  if (Probe(key, &v) != KeyState::kFilter) {
-    return Status::NotFound("no filter at this key");
+  // The module checks the key before the handler runs (module.cc):
+  // unavailable and pending values answer their state, and a write to a key
+  // of another Redis type WRONGTYPE; a read of such a key reaches here and
+  // gets WrongType, which the command layer answers as RedisBloom does.
+  switch (Probe(key, &v)) {
+    case KeyState::kFilter:
+      break;
+    case KeyState::kOtherType:
+      return Status::WrongType("not a filter");
+    default:
+      return Status::NotFound("no filter at this key");
   }
   if (!handle_.has_value()) handle_.emplace(v->filter.get(), this);
   if (handle_->filter() == v->filter.get()) {
@@ -176,7 +188,7 @@ Result<std::shared_ptr<commands::FilterHandle>> ModuleKeyspace::Create(
         "RETAIN is not available in the module (retained hashes need "
         "shardfilter-server's store)");
   }
-  auto f = ShardedFilter::Create(ToFilterSpec(params, options_));
+  auto f = ShardedFilter::Create(ToFilterSpec(params, options_), g_budget);
   if (!f.ok()) return f.status();
   auto value = std::make_unique<FilterValue>();
   value->filter = std::move(f).value();
@@ -204,7 +216,7 @@ Status ModuleKeyspace::Restore(std::string_view key, std::string_view bytes) {
   if (Probe(key, nullptr) != KeyState::kEmpty) {
     return Status::AlreadyExists("key exists");
   }
-  auto f = LoadExportedFilter(bytes);
+  auto f = LoadExportedFilter(bytes, g_budget);
   if (!f.ok()) return f.status();
   auto value = std::make_unique<FilterValue>();
   value->filter = std::move(f).value();
@@ -212,10 +224,17 @@ Status ModuleKeyspace::Restore(std::string_view key, std::string_view bytes) {
     return Status::IOError("cannot set the key");
   }
   ++g_counters.values_loaded;
-  // Replicated as the command itself (the replica restores the same
-  // bytes): module.cc replicates every LOADCHUNK verbatim.
-  mutated_ = true;
+  ReplicateRestore(ctx_, key, bytes);
   return Status::OK();
+}
+
+Result<std::unique_ptr<commands::StagingBuffer>> ModuleKeyspace::NewStaging(
+    uint64_t bytes, std::string_view what) {
+  return NewRedisStaging(ctx_, bytes, what, obey_);
+}
+
+uint64_t ModuleKeyspace::MaxRestoreBytes() const {
+  return module::MaxRestoreBytes(options_.max_filter_bytes);
 }
 
 Result<bool> ModuleKeyspace::Delete(std::string_view key) {

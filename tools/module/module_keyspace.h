@@ -35,13 +35,17 @@ struct ModuleOptions {
   uint32_t shards = 0;
   // Memory budget of one filter, its growth included (FilterSpec::max_bytes).
   uint64_t max_filter_bytes = uint64_t{1} << 30;
+  // Limit of the module's memory budget (module_memory.h); 0: the engine's
+  // default (MemoryBudget::DefaultLimit()).
+  uint64_t memory_budget = 0;
   // Advise large tables as transparent huge pages (off inside Redis: THP
   // inflates copy-on-write during BGSAVE).
   bool huge_pages = false;
 };
 
-// The module's data type (set in RedisModule_OnLoad).
+// The module's data type and load arguments (set in RedisModule_OnLoad).
 extern RedisModuleType* g_filter_type;
+extern ModuleOptions g_options;
 
 // Counters for INFO shardfilter (main thread only; a fork child's changes
 // are its own).
@@ -78,8 +82,10 @@ class ModuleFilter final : public commands::ShardedFilterHandle {
 
 class ModuleKeyspace final : public commands::Keyspace {
  public:
-  // `write`: keys are opened for writing (write commands).
-  ModuleKeyspace(RedisModuleCtx* ctx, const ModuleOptions& options, bool write);
+  // `write`: keys are opened for writing (write commands). `obey`: the
+  // command comes from the master or the AOF (module_memory.h).
+  ModuleKeyspace(RedisModuleCtx* ctx, const ModuleOptions& options, bool write,
+                 bool obey);
   ~ModuleKeyspace() override;
 
   // The command's own key (argv[1]): opened from this string, without a
@@ -103,10 +109,19 @@ class ModuleKeyspace final : public commands::Keyspace {
   Status Checkpoint() override;
   int64_t LastCheckpointUnix() override { return 0; }
   size_t MaxKeyBytes() const override { return size_t{512} << 20; }
+  // LOADCHUNK staging and SCANDUMP copies in Redis's memory, refused past
+  // maxmemory and the module's budget unless obeyed (module_staging.h).
+  Result<std::unique_ptr<commands::StagingBuffer>> NewStaging(
+      uint64_t bytes, std::string_view what) override;
+  // The dump of a filter of MAX-FILTER-BYTES (module_staging.h).
+  uint64_t MaxRestoreBytes() const override;
+  // The command comes from the master or the AOF (module_memory.h).
+  bool MustObey() const override { return obey_; }
 
   // The filter in shardfilter's dump format (the export: engine/export.h),
   // and a filter created from one; the command layer's SCANDUMP/LOADCHUNK
-  // (Keyspace::Dump/Restore).
+  // (Keyspace::Dump/Restore). A restore replicates itself as SFM.LOADCHUNK
+  // commands (module_internal.h).
   // NotFound; AlreadyExists, and the export's errors (nothing created).
   Result<std::string> Dump(std::string_view key) override;
   // SF.UNION over the keys' values (replicated verbatim: deterministic).
@@ -140,6 +155,7 @@ class ModuleKeyspace final : public commands::Keyspace {
   std::optional<ModuleFilter> handle_;
   std::optional<FilterSpec> created_;
   bool mutated_ = false;
+  const bool obey_;
 };
 
 }  // namespace shardfilter::module

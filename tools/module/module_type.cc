@@ -7,6 +7,7 @@
 #include "shardfilter/engine/export.h"
 #include "tools/module/filter_value.h"
 #include "tools/module/module_keyspace.h"
+#include "tools/module/module_memory.h"
 
 namespace shardfilter::module {
 namespace {
@@ -19,38 +20,58 @@ std::string SavedBytes(const FilterValue& v) {
   return v.raw;
 }
 
+// The name of the key being loaded, for the log ("?" when Redis gives none).
+std::string KeyName(RedisModuleIO* io) {
+  const RedisModuleString* key = RedisModule_GetKeyNameFromIO(io);
+  if (key == nullptr) return "?";
+  size_t len = 0;
+  const char* p = RedisModule_StringPtrLen(key, &len);
+  return std::string(p, len);
+}
+
 void* RdbLoad(RedisModuleIO* io, int encver) {
-  if (encver != kTypeEncodingVersion) {
-    // Not a layout this module can read past.
-    RedisModule_LogIOError(io, REDISMODULE_LOGLEVEL_WARNING,
-                           "shardfilter: unknown type encoding %d", encver);
-    return nullptr;
-  }
+  // Whatever the encoding version, the value is one string
+  // (filter_value.h): read it, so that Redis can go on past it.
   size_t len = 0;
   char* buf = RedisModule_LoadStringBuffer(io, &len);
   if (RedisModule_IsIOError(io) || buf == nullptr) {
     if (buf != nullptr) RedisModule_Free(buf);
+    RedisModule_LogIOError(io, REDISMODULE_LOGLEVEL_WARNING,
+                           "shardfilter: cannot read the value of key '%s' "
+                           "(RDB encoding version %d): not one string",
+                           KeyName(io).c_str(), encver);
     return nullptr;
   }
   std::string bytes(buf, len);
   RedisModule_Free(buf);
-  std::unique_ptr<FilterValue> v = ValueFromBytes(std::move(bytes));
+  RedisModuleCtx* ctx = RedisModule_GetContextFromIO(io);
+  std::unique_ptr<FilterValue> v;
+  {
+    // A replica's full sync or RESTORE from its master, and a restart's
+    // load, hold what the master (or this server) held (module_memory.h).
+    const ObeyScope obey(ValueMustObey(ctx));
+    v = ValueFromRdb(encver, std::move(bytes), g_budget);
+  }
   if (!v->available()) {
-    RedisModuleCtx* ctx = RedisModule_GetContextFromIO(io);
-    const bool loading = ctx != nullptr && (RedisModule_GetContextFlags(ctx) &
-                                            REDISMODULE_CTX_FLAGS_LOADING) != 0;
+    const bool loading =
+        (RedisModule_GetContextFlags(ctx) &
+         (REDISMODULE_CTX_FLAGS_LOADING |
+          REDISMODULE_CTX_FLAGS_ASYNC_LOADING)) != 0;
     if (!loading) {
+      // Redis replies its own "Bad data format"; the reason is here.
       ++g_counters.restores_refused;
       RedisModule_LogIOError(io, REDISMODULE_LOGLEVEL_WARNING,
-                             "shardfilter: refused a value: %s",
-                             v->damage.c_str());
+                             "shardfilter: refused the value for key '%s' "
+                             "(RESTORE or MIGRATE; nothing created): %s",
+                             KeyName(io).c_str(), v->damage.c_str());
       return nullptr;
     }
     ++g_counters.unavailable_loaded;
     RedisModule_LogIOError(io, REDISMODULE_LOGLEVEL_WARNING,
-                           "shardfilter: a filter is unavailable (%s); its "
-                           "bytes are kept and saved back as they are",
-                           v->damage.c_str());
+                           "shardfilter: the filter at key '%s' is "
+                           "unavailable (%s); its bytes are kept and saved "
+                           "back as they are",
+                           KeyName(io).c_str(), v->damage.c_str());
   }
   if (v->available()) ++g_counters.values_loaded;
   return v.release();
@@ -96,12 +117,27 @@ size_t FreeEffort(RedisModuleString*, const void* value) {
   return shards + static_cast<size_t>(v->MemoryBytes() >> 20);
 }
 
-void* Copy(RedisModuleString*, RedisModuleString*, const void* value) {
+void* Copy(RedisModuleString* from, RedisModuleString* to,
+           const void* value) {
   const auto* v = static_cast<const FilterValue*>(value);
   auto out = std::make_unique<FilterValue>();
   if (v->available()) {
-    auto copy = LoadExportedFilter(ExportShardedFilter(*v->filter));
-    if (!copy.ok()) return nullptr;  // Redis then fails the COPY
+    // COPY replicated to a replica is obeyed (module_memory.h); Redis gives
+    // this callback no context.
+    const ObeyScope obey(ValueMustObey(nullptr));
+    auto copy = LoadExportedFilter(ExportShardedFilter(*v->filter), g_budget);
+    if (!copy.ok()) {
+      // Redis replies its own "module key failed to copy".
+      size_t from_len = 0, to_len = 0;
+      const char* f = RedisModule_StringPtrLen(from, &from_len);
+      const char* t = RedisModule_StringPtrLen(to, &to_len);
+      RedisModule_Log(nullptr, REDISMODULE_LOGLEVEL_WARNING,
+                      "shardfilter: cannot copy the filter at key '%.*s' to "
+                      "'%.*s': %s",
+                      static_cast<int>(from_len), f, static_cast<int>(to_len),
+                      t, copy.status().ToString().c_str());
+      return nullptr;
+    }
     out->filter = std::move(copy).value();
   } else {
     out->raw = v->raw;

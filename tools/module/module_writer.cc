@@ -17,11 +17,11 @@ std::string OneLine(std::string_view s) {
 }  // namespace
 
 ModuleWriter::ModuleWriter(RedisModuleCtx* ctx)
+    : ModuleWriter(ctx, RedisModule_GetContextFlags(ctx)) {}
+
+ModuleWriter::ModuleWriter(RedisModuleCtx* ctx, int context_flags)
     : ctx_(ctx),
-      protocol_(
-          (RedisModule_GetContextFlags(ctx) & REDISMODULE_CTX_FLAGS_RESP3) != 0
-              ? 3
-              : 2) {}
+      protocol_((context_flags & REDISMODULE_CTX_FLAGS_RESP3) != 0 ? 3 : 2) {}
 
 void ModuleWriter::SimpleString(std::string_view s) {
   RedisModule_ReplyWithSimpleString(ctx_, OneLine(s).c_str());

@@ -17,6 +17,8 @@ namespace shardfilter::module {
 class ModuleWriter final : public resp::ReplyWriter {
  public:
   explicit ModuleWriter(RedisModuleCtx* ctx);
+  // `context_flags`: RedisModule_GetContextFlags(ctx), already read.
+  ModuleWriter(RedisModuleCtx* ctx, int context_flags);
 
   int protocol() const override { return protocol_; }
   // The protocol is the client's (HELLO is Redis's own command).

@@ -29,6 +29,7 @@ typedef struct RedisModuleType RedisModuleType;
 typedef struct RedisModuleDigest RedisModuleDigest;
 typedef struct RedisModuleCommand RedisModuleCommand;
 typedef struct RedisModuleInfoCtx RedisModuleInfoCtx;
+typedef struct RedisModuleServerInfoData RedisModuleServerInfoData;
 
 // --- Constants ---
 inline constexpr int REDISMODULE_OK = 0;
@@ -46,9 +47,11 @@ inline constexpr int REDISMODULE_KEYTYPE_MODULE = 6;
 // RedisModule_GetContextFlags bits (7.0).
 inline constexpr int REDISMODULE_CTX_FLAGS_MULTI = 1 << 1;
 inline constexpr int REDISMODULE_CTX_FLAGS_MASTER = 1 << 2;
+inline constexpr int REDISMODULE_CTX_FLAGS_SLAVE = 1 << 3;
 inline constexpr int REDISMODULE_CTX_FLAGS_REPLICATED = 1 << 12;
 inline constexpr int REDISMODULE_CTX_FLAGS_LOADING = 1 << 13;
 inline constexpr int REDISMODULE_CTX_FLAGS_RESP3 = 1 << 22;
+inline constexpr int REDISMODULE_CTX_FLAGS_ASYNC_LOADING = 1 << 23;
 
 // RedisModule_SetModuleOptions: rdb_load checks RedisModule_IsIOError
 // instead of Redis exiting on a short read.
@@ -204,6 +207,7 @@ struct RedisModuleEvent {
   uint64_t id;
   uint64_t dataver;
 };
+inline constexpr uint64_t REDISMODULE_EVENT_LOADING = 3;
 inline constexpr uint64_t REDISMODULE_EVENT_CLIENT_CHANGE = 4;
 inline constexpr uint64_t REDISMODULE_SUBEVENT_CLIENT_CHANGE_DISCONNECTED = 1;
 // The ClientChange event's data, version 1 (only `id` is read).
@@ -225,6 +229,7 @@ typedef void (*RedisModuleEventCallback)(RedisModuleCtx* ctx,
   X(SetModuleAttribs, void, (RedisModuleCtx*, const char*, int, int))          \
   X(IsModuleNameBusy, int, (const char*))                                      \
   X(Alloc, void*, (size_t))                                                    \
+  X(TryAlloc, void*, (size_t))                                                 \
   X(Free, void, (void*))                                                       \
   X(Log, void, (RedisModuleCtx*, const char*, const char*, ...))               \
   X(LogIOError, void, (RedisModuleIO*, const char*, const char*, ...))         \
@@ -236,6 +241,7 @@ typedef void (*RedisModuleEventCallback)(RedisModuleCtx* ctx,
   X(SetModuleOptions, void, (RedisModuleCtx*, int))                            \
   X(GetContextFlags, int, (RedisModuleCtx*))                                   \
   X(GetContextFromIO, RedisModuleCtx*, (RedisModuleIO*))                       \
+  X(GetKeyNameFromIO, const RedisModuleString*, (RedisModuleIO*))              \
   X(WrongArity, int, (RedisModuleCtx*))                                        \
   X(StringPtrLen, const char*, (const RedisModuleString*, size_t*))            \
   X(CreateString, RedisModuleString*, (RedisModuleCtx*, const char*, size_t))  \
@@ -275,10 +281,16 @@ typedef void (*RedisModuleEventCallback)(RedisModuleCtx* ctx,
   X(InfoAddSection, int, (RedisModuleInfoCtx*, const char*))                   \
   X(InfoAddFieldCString, int, (RedisModuleInfoCtx*, const char*, const char*)) \
   X(GetClientId, unsigned long long, (RedisModuleCtx*))                        \
+  X(GetSelectedDb, int, (RedisModuleCtx*))                                     \
   X(SubscribeToServerEvent, int,                                               \
     (RedisModuleCtx*, RedisModuleEvent, RedisModuleEventCallback))             \
   X(InfoAddFieldULongLong, int,                                                \
-    (RedisModuleInfoCtx*, const char*, unsigned long long))
+    (RedisModuleInfoCtx*, const char*, unsigned long long))                    \
+  X(GetServerInfo, RedisModuleServerInfoData*, (RedisModuleCtx*, const char*)) \
+  X(FreeServerInfo, void, (RedisModuleCtx*, RedisModuleServerInfoData*))       \
+  X(ServerInfoGetFieldUnsigned, unsigned long long,                            \
+    (RedisModuleServerInfoData*, const char*, int*))                           \
+  X(GetUsedMemoryRatio, float, ())
 
 #define SF_DECLARE_API(name, ret, params) \
   extern ret(*RedisModule_##name) params;

@@ -32,57 +32,6 @@ bool OverBudget(const Status& s) {
   return s.code() == StatusCode::kResourceExhausted;
 }
 
-// One Database filter as the command layer sees it; holds the handle so the
-// filter outlives the command. An add whose growth the memory budget
-// refused is tried again after the keyspace unloaded another filter
-// (ReclaimMemory), as long as one can be: only the refused items, which
-// changed nothing.
-class DbFilter final : public commands::ShardedFilterHandle {
- public:
-  DbFilter(std::shared_ptr<ShardedFilter> f, DbKeyspace* keyspace)
-      : ShardedFilterHandle(f.get()), f_(std::move(f)), keyspace_(keyspace) {}
-
-  Result<bool> Add(std::string_view item) override {
-    Result<bool> r = ShardedFilterHandle::Add(item);
-    if (r.ok() || !OverBudget(r.status())) return r;
-    for (size_t tries = keyspace_->ReclaimAttempts();
-         tries > 0 && keyspace_->ReclaimMemory(); --tries) {
-      r = ShardedFilterHandle::Add(item);
-      if (r.ok() || !OverBudget(r.status())) break;
-    }
-    return r;
-  }
-  void AddMany(std::span<const std::string_view> items,
-               std::vector<Status>* per_item,
-               std::vector<uint8_t>* added) override {
-    ShardedFilterHandle::AddMany(items, per_item, added);
-    std::vector<size_t> refused;
-    size_t tries = 0;
-    for (bool first = true;; first = false) {
-      refused.clear();
-      for (size_t i = 0; i < items.size(); ++i) {
-        if (OverBudget((*per_item)[i])) refused.push_back(i);
-      }
-      if (refused.empty()) return;
-      if (first) tries = keyspace_->ReclaimAttempts();
-      if (tries-- == 0 || !keyspace_->ReclaimMemory()) return;
-      std::vector<std::string_view> again;
-      for (size_t i : refused) again.push_back(items[i]);
-      std::vector<Status> st;
-      std::vector<uint8_t> ad;
-      ShardedFilterHandle::AddMany(again, &st, &ad);
-      for (size_t j = 0; j < refused.size(); ++j) {
-        (*per_item)[refused[j]] = std::move(st[j]);
-        (*added)[refused[j]] = ad[j];
-      }
-    }
-  }
-
- private:
-  std::shared_ptr<ShardedFilter> f_;
-  DbKeyspace* keyspace_;
-};
-
 // A tiered filter's level (or a name posing as one).
 bool IsReserved(std::string_view key) {
   return key.find(TieredFilter::kLevelMark) != std::string_view::npos;
@@ -92,6 +41,23 @@ Status ReservedName() {
   return Status::InvalidArgument(
       "key names containing the bytes \\0level/ are reserved (tiered "
       "filters' levels)");
+}
+
+// Keyspace::Lookup's InvalidArgument means a name the host cannot hold,
+// which the commands answer as absent. A key of a name the host holds whose
+// open fails with InvalidArgument (stored parameters this server refuses,
+// e.g. filters over --max-filter-bytes) exists and cannot be read: it is
+// answered as NotSupported, with the engine's message.
+Status OpenFailure(const Status& s) {
+  if (!s.IsInvalidArgument()) return s;
+  return Status::NotSupported(s.message());
+}
+
+// True when the Database has a filter of this name, loadable or not (a load
+// that fails is not "no filter").
+bool HoldsFilter(const Database& db, std::string_view key) {
+  if (key.empty() || key.size() > kMaxFilterNameBytes) return false;
+  return !db.Get(key).status().IsNotFound();
 }
 
 class DbTiered final : public commands::TieredHandle {
@@ -290,6 +256,88 @@ void PurgeHandleCaches(uint64_t instance, std::set<std::string>* hot) {
   }
 }
 
+HandleCache& ThreadCache() {
+  thread_local HandleCache cache;
+  return cache;
+}
+
+// Empties the calling thread's handle cache (of every keyspace).
+void ForgetThreadHandles() {
+  HandleCache& cache = ThreadCache();
+  std::lock_guard lock(cache.mu);
+  cache.handles.clear();
+}
+
+// One Database filter as the command layer sees it; holds the handle so the
+// filter outlives the command.
+// - An add whose growth the memory budget refused is tried again after the
+//   keyspace unloaded another filter (ReclaimMemory), as long as one can
+//   be: only the refused items, which changed nothing.
+// - An add that finds the filter dropped (NotFound: a DEL, FLUSHALL or
+//   expiry on another thread, whose generation bump may not have happened
+//   yet) empties this thread's handle cache, so that the command's next
+//   lookup (its retry, util.h kMaxWriteAttempts) asks the Database, which
+//   no longer has it.
+class DbFilter final : public commands::ShardedFilterHandle {
+ public:
+  DbFilter(std::shared_ptr<ShardedFilter> f, DbKeyspace* keyspace)
+      : ShardedFilterHandle(f.get()), f_(std::move(f)), keyspace_(keyspace) {}
+
+  Result<bool> Add(std::string_view item) override {
+    Result<bool> r = ShardedFilterHandle::Add(item);
+    if (!r.ok() && OverBudget(r.status())) {
+      for (size_t tries = keyspace_->ReclaimAttempts();
+           tries > 0 && keyspace_->ReclaimMemory(); --tries) {
+        r = ShardedFilterHandle::Add(item);
+        if (r.ok() || !OverBudget(r.status())) break;
+      }
+    }
+    if (!r.ok() && r.status().IsNotFound()) ForgetThreadHandles();
+    return r;
+  }
+  void AddMany(std::span<const std::string_view> items,
+               std::vector<Status>* per_item,
+               std::vector<uint8_t>* added) override {
+    ShardedFilterHandle::AddMany(items, per_item, added);
+    RetryRefused(items, per_item, added);
+    for (const Status& s : *per_item) {
+      if (s.IsNotFound()) {
+        ForgetThreadHandles();
+        break;
+      }
+    }
+  }
+
+ private:
+  void RetryRefused(std::span<const std::string_view> items,
+                    std::vector<Status>* per_item,
+                    std::vector<uint8_t>* added) {
+    std::vector<size_t> refused;
+    size_t tries = 0;
+    for (bool first = true;; first = false) {
+      refused.clear();
+      for (size_t i = 0; i < items.size(); ++i) {
+        if (OverBudget((*per_item)[i])) refused.push_back(i);
+      }
+      if (refused.empty()) return;
+      if (first) tries = keyspace_->ReclaimAttempts();
+      if (tries-- == 0 || !keyspace_->ReclaimMemory()) return;
+      std::vector<std::string_view> again;
+      for (size_t i : refused) again.push_back(items[i]);
+      std::vector<Status> st;
+      std::vector<uint8_t> ad;
+      ShardedFilterHandle::AddMany(again, &st, &ad);
+      for (size_t j = 0; j < refused.size(); ++j) {
+        (*per_item)[refused[j]] = std::move(st[j]);
+        (*added)[refused[j]] = ad[j];
+      }
+    }
+  }
+
+  std::shared_ptr<ShardedFilter> f_;
+  DbKeyspace* keyspace_;
+};
+
 Status StatusOf(const Status& s) { return s; }
 template <typename T>
 Status StatusOf(const Result<T>& r) {
@@ -331,8 +379,14 @@ DbKeyspace::DbKeyspace(Database* db, const DbKeyspaceOptions& options)
     if (at == std::string::npos || at == 0) continue;
     const std::string_view base = std::string_view(name).substr(0, at);
     if (tiered_.find(base) != tiered_.end()) continue;
-    if (auto t = TieredFilter::Open(db_, base); t.ok()) {
+    auto t = TieredFilter::Open(db_, base);
+    if (t.ok()) {
       tiered_.emplace(std::string(base), *std::move(t));
+    } else if (!t.status().IsNotFound()) {
+      // It exists and cannot be opened now (a level over the memory
+      // budget, damaged): a key whose use answers the error (LookupTiered
+      // opens it again), never a free name.
+      tiered_.emplace(std::string(base), nullptr);
     }
   }
 }
@@ -341,11 +395,6 @@ void DbKeyspace::Invalidate() {
   generation_.fetch_add(1, std::memory_order_release);
   TrimThreadCache();
   if (drop_listener_) drop_listener_();
-}
-
-static HandleCache& ThreadCache() {
-  thread_local HandleCache cache;
-  return cache;
 }
 
 void DbKeyspace::TrimThreadCache() {
@@ -460,8 +509,10 @@ Result<std::shared_ptr<commands::FilterHandle>> DbKeyspace::Lookup(
       if (OtherKindLocked(key) != commands::KeyKind::kNone) {
         return Status::WrongType("the key holds a dedup set or tiered filter");
       }
+      return f.status();
     }
-    return f.status();
+    if (key.empty() || key.size() > kMaxFilterNameBytes) return f.status();
+    return OpenFailure(f.status());
   }
   std::shared_ptr<commands::FilterHandle> h =
       std::make_shared<DbFilter>(std::move(f).value(), this);
@@ -591,7 +642,7 @@ Result<std::shared_ptr<commands::DedupHandle>> DbKeyspace::LookupDedup(
   auto it = dedups_.find(key);
   if (it == dedups_.end()) {
     if (OtherKindLocked(key) != commands::KeyKind::kNone ||
-        db_->Get(key).ok()) {
+        HoldsFilter(*db_, key)) {
       return Status::WrongType("the key holds another kind of value");
     }
     return Status::NotFound("no such dedup set");
@@ -600,10 +651,9 @@ Result<std::shared_ptr<commands::DedupHandle>> DbKeyspace::LookupDedup(
     DedupOptions o;
     o.create_if_missing = false;
     o.max_filter_bytes = options_.max_filter_bytes;
-    SF_ASSIGN_OR_RETURN(auto d, WithReclaim(*this, [&] {
-                          return DedupStore::Open(*db_, key, o);
-                        }));
-    it->second = std::make_shared<DbDedup>(std::move(d));
+    auto d = WithReclaim(*this, [&] { return DedupStore::Open(*db_, key, o); });
+    if (!d.ok()) return OpenFailure(d.status());
+    it->second = std::make_shared<DbDedup>(std::move(d).value());
   }
   return std::shared_ptr<commands::DedupHandle>(it->second);
 }
@@ -638,15 +688,16 @@ Result<std::shared_ptr<commands::TieredHandle>> DbKeyspace::LookupTiered(
     auto it = tiered_.find(key);
     if (it == tiered_.end()) {
       if (OtherKindLocked(key) != commands::KeyKind::kNone ||
-          db_->Get(key).ok()) {
+          HoldsFilter(*db_, key)) {
         return Status::WrongType("the key holds another kind of value");
       }
       return Status::NotFound("no such tiered filter");
     }
     if (it->second == nullptr) {
-      SF_ASSIGN_OR_RETURN(it->second, WithReclaim(*this, [&] {
-                            return TieredFilter::Open(db_, key);
-                          }));
+      auto opened =
+          WithReclaim(*this, [&] { return TieredFilter::Open(db_, key); });
+      if (!opened.ok()) return OpenFailure(opened.status());
+      it->second = *std::move(opened);
     }
     t = it->second;
   }
@@ -821,6 +872,16 @@ uint64_t DbKeyspace::FilterBytes() {
     if (f.ok()) total += (*f)->Counts().total.bytes;  // no table scan
   }
   return total;
+}
+
+Result<std::unique_ptr<commands::StagingBuffer>> DbKeyspace::NewStaging(
+    uint64_t bytes, std::string_view what) {
+  // The Database's budget: --maxmemory's (server_main.cc). Unused filters
+  // are unloaded to make room first, as for every other reservation.
+  return WithReclaim(*this, [&] {
+    return commands::NewBudgetedStaging(db_->options().memory_budget, bytes,
+                                        what);
+  });
 }
 
 }  // namespace shardfilter::server

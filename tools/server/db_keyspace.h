@@ -62,6 +62,12 @@ class DbKeyspace final : public commands::Keyspace {
   Result<std::string> Dump(std::string_view key) override;
   Status Restore(std::string_view key, std::string_view bytes) override;
   size_t MaxKeyBytes() const override { return kMaxFilterNameBytes; }
+  // LOADCHUNK staging and SCANDUMP copies, charged to the Database's memory
+  // budget (the one its filters are charged to).
+  // The Database's budget is the one --maxmemory sets.
+  bool BudgetIsMaxmemory() const override { return true; }
+  Result<std::unique_ptr<commands::StagingBuffer>> NewStaging(
+      uint64_t bytes, std::string_view what) override;
   Status SetExpiry(std::string_view key,
                    std::optional<int64_t> unix_ms) override;
   Result<std::optional<int64_t>> GetExpiry(std::string_view key) override;
