@@ -241,7 +241,8 @@ Result<uint64_t> FirstLinkBytes(const FilterSpec& spec) {
   std::string m = "capacity " + std::to_string(spec.capacity) + " at rate " +
                   FormatRate(spec.fpp) + " needs " + std::to_string(need) +
                   " bytes in " + std::to_string(spec.shards) +
-                  " shards, over the filter's memory limit of " +
+                  (spec.shards == 1 ? " shard" : " shards") +
+                  ", over the filter's memory limit of " +
                   std::to_string(limit) + " bytes";
   if (spec.scalable) {
     m += " (a scalable filter's first link is sized for half the rate, " +
