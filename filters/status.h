@@ -43,7 +43,7 @@ const char* StatusCodeName(StatusCode code);
 // One pointer: OK is null, an error owns its code and message. The OK
 // status every per-call path returns is so one store, its test one compare
 // and its destruction one predicted branch (a {code, std::string} status
-// was ~10 instructions on each of an add's several returns: issue 15).
+// costs ~10 instructions on each of an add's several returns).
 class [[nodiscard]] Status {
  public:
   Status() = default;  // OK

@@ -1,8 +1,8 @@
 // The host-independent command layer's view of filters and keys.
 //
 // Each host implements these interfaces: shardfilter-server over a Database
-// directory (tools/server/db_keyspace.h), the Redis module (issue 17) over
-// Redis's own keyspace. The command layer (tools/commands/) includes no
+// directory (tools/server/db_keyspace.h), the Redis module (tools/module/)
+// over Redis's own keyspace. The command layer (tools/commands/) includes no
 // RocksDB or oneTBB header (engine/sharded_filter.h, whose specs and
 // statistics SF.* reports, includes none), so the module can reuse it
 // inside redis-server.

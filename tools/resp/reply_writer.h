@@ -1,8 +1,9 @@
 // ReplyWriter: how the command layer (tools/commands/) answers, whatever the
 // host. The server writes RESP bytes into the connection's output buffer
-// (RespWriter below); the Redis module (issue 17) will map each call onto
-// RedisModule_ReplyWith*. Aggregates are announced with their element count
-// first, then their elements are written, as RESP does.
+// (RespWriter below); the Redis module maps each call onto
+// RedisModule_ReplyWith* (ModuleWriter, tools/module/module_writer.h).
+// Aggregates are announced with their element count first, then their
+// elements are written, as RESP does.
 //
 // RESP3 types fall back under RESP2 as Redis does: a map of n pairs is an
 // array of 2n, a set is an array, a boolean is the integer 0/1, a double is
