@@ -1,5 +1,5 @@
 // Instructions per one-at-a-time call, counted by callgrind, so that a
-// regression in the per-call paths shows without timing noise (issue 15).
+// regression in the per-call paths shows without timing noise.
 // bench/instructions.sh runs each scenario below under
 //   valgrind --tool=callgrind --toggle-collect=sf_ic_<scenario>
 // and divides the instructions counted inside the scenario's loop by its

@@ -17,9 +17,9 @@
 //    1e6 absent keys): 0.995% at 1%, 0.1025% at 0.1% (sigma 0.003%): the
 //    model is exact, not a bound, so the rate sits at the target. Measured
 //    on a 2-core Zen VM at 5e7 items (bench/bloom_bench.cc, hashing
-//    included): add 77 ns one at a time (was 97; each locked OR is a full
-//    barrier, so one add's DRAM miss cannot overlap the next one's), 18.6
-//    ns batched (was 33.6); absent query 54 ns (was 90), 13.9 batched (17.5).
+//    included): add 77 ns one at a time (each locked OR is a full barrier,
+//    so one add's DRAM miss cannot overlap the next one's), 18.6 ns
+//    batched; absent query 54 ns, 13.9 batched.
 //  * kClassic: k positions over the whole array (k cache misses per probe on
 //    a large filter), m = max(ClassicBloomBits, bits for the chosen k).
 // Bit kernels live in filters/internal/bloom_kernels.h.

@@ -268,8 +268,8 @@ class CountingBloomFilter final : public Filter {
   };
   static constexpr uint64_t kMaxStripes = 1024;
   // At most one stripe (a line) per this many bytes of table, so that a
-  // small table's stripes stay under 7% of it (one per 64-byte block made
-  // them as large as the table). Writers of a table that small meet on its
+  // small table's stripes stay under 7% of it (one per 64-byte block would
+  // make them as large as the table). Writers of a table that small meet on its
   // lines anyway; the sharded engine serializes a link's writers on its
   // shard's order lock (S3) before they reach these.
   static constexpr uint64_t kTableBytesPerStripe = 1024;

@@ -131,8 +131,9 @@ TEST(FilterObjectBytesTest, LargeBloomFilterKeepsItsStripes) {
 }
 
 // A small cuckoo table takes few lock stripes: a stripe is a line and a
-// move version (72 B), and 64 of them (4.6 KB) for a 1 KiB table were most
-// of a CF.RESERVE k 500 key. A large one keeps the most (1,024).
+// move version (72 B), and one per 8-bucket group, 64 (4.6 KB), would be
+// most of a CF.RESERVE k 500 key's bytes. A large table keeps the most
+// (1,024).
 TEST(FilterObjectBytesTest, SmallCuckooFilterHoldsFewStripes) {
   CuckooOptions o;
   o.capacity = 500;  // CF.RESERVE k 500
@@ -150,7 +151,7 @@ TEST(FilterObjectBytesTest, SmallCuckooFilterHoldsFewStripes) {
 }
 
 // The same for a counting filter, whose stripes (a lock and two counts,
-// one line each) were one per 64-byte block: as large as the table.
+// one line each) would be as large as the table at one per 64-byte block.
 TEST(FilterObjectBytesTest, SmallCountingFilterHoldsFewStripes) {
   CountingBloomOptions o;
   o.capacity = 500;

@@ -1,8 +1,7 @@
 // DecodeLinkFilter checks a stored link against bounds of the descriptor's
-// promise, not against today's sizing formulas (issue 19: "derived values
-// re-checked with exact equality"): a link sized by another headroom rule
-// still loads; one with another seed, less than the promised capacity or a
-// looser rate is Corruption.
+// promise, not against today's sizing formulas by exact equality: a link
+// sized by another headroom rule still loads; one with another seed, less
+// than the promised capacity or a looser rate is Corruption.
 #include <gtest/gtest.h>
 
 #include <cstring>

@@ -75,7 +75,7 @@ TEST(BlockedSizing, OnePercentFigures) {
   ASSERT_TRUE(s.ok());
   const double bits_per_item = s->blocks * 512.0 / 50'000'000;
   EXPECT_GT(bits_per_item, 9.59);
-  EXPECT_LT(bits_per_item, 10.7);  // the space target
+  EXPECT_LT(bits_per_item, 10.7);  // the space target at 1%
   EXPECT_GE(s->k, 5u);
   EXPECT_LE(s->k, 8u);
 }

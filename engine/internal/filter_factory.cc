@@ -186,7 +186,25 @@ Result<uint64_t> LinkTableBytes(const FilterSpec& spec, uint32_t link,
                                 double fpp, uint64_t max_bytes) {
   const uint64_t capacity = LinkCapacity(spec, link);
   if (capacity == 0) return OverflowingLink(link);
-  return FilterTableBytes(LinkParams(spec, capacity, fpp, max_bytes));
+  Result<uint64_t> sized =
+      FilterTableBytes(LinkParams(spec, capacity, fpp, max_bytes));
+  if (sized.ok() || !sized.status().IsInvalidArgument() ||
+      max_bytes == UINT64_MAX) {
+    return sized;
+  }
+  // The filters refuse a table over their max_bytes as InvalidArgument
+  // (to them it is a parameter). Here max_bytes is the host's memory limit:
+  // if the table exists without it, the limit is what refused (TooLarge,
+  // with the bytes it needs); if not, the request is invalid whatever the
+  // limit (a rate out of range, past the structure's 2^32 blocks).
+  Result<uint64_t> unbounded =
+      FilterTableBytes(LinkParams(spec, capacity, fpp, UINT64_MAX));
+  if (!unbounded.ok()) return unbounded.status();
+  return Status::TooLarge("capacity " + std::to_string(capacity) +
+                          " at rate " + FormatRate(fpp) + " needs " +
+                          std::to_string(*unbounded) +
+                          " bytes, over the memory limit of " +
+                          std::to_string(max_bytes) + " bytes");
 }
 
 Result<uint64_t> LinkTableBytes(const FilterSpec& spec, uint32_t link,
@@ -208,12 +226,40 @@ Result<std::unique_ptr<Filter>> MakeLinkFilter(const FilterSpec& spec,
   return MakeLinkFilter(spec, link, LinkFpp(spec, link), max_bytes);
 }
 
+Result<uint64_t> FirstLinkBytes(const FilterSpec& spec) {
+  Result<uint64_t> sized = LinkTableBytes(spec, 0, ShardMaxBytes(spec));
+  if (sized.status().code() != StatusCode::kTooLarge) return sized;
+  // TooLarge means the link exists without the limit (LinkTableBytes).
+  Result<uint64_t> shard = LinkTableBytes(spec, 0, UINT64_MAX);
+  if (!shard.ok()) return shard.status();
+  const uint64_t need = *shard > UINT64_MAX / spec.shards
+                            ? UINT64_MAX
+                            : *shard * spec.shards;
+  const uint64_t limit = spec.max_bytes != 0
+                             ? spec.max_bytes
+                             : kDefaultMaxFilterBytes * uint64_t{spec.shards};
+  std::string m = "capacity " + std::to_string(spec.capacity) + " at rate " +
+                  FormatRate(spec.fpp) + " needs " + std::to_string(need) +
+                  " bytes in " + std::to_string(spec.shards) +
+                  (spec.shards == 1 ? " shard" : " shards") +
+                  ", over the filter's memory limit of " +
+                  std::to_string(limit) + " bytes";
+  if (spec.scalable) {
+    m += " (a scalable filter's first link is sized for half the rate, " +
+         FormatRate(LinkFpp(spec, 0)) +
+         ", so that the compound rate of its links stays under " +
+         FormatRate(spec.fpp) + ")";
+  }
+  return Status::TooLarge(std::move(m));
+}
+
 Result<std::vector<std::unique_ptr<Filter>>> MakeShardFilters(
     const FilterSpec& spec, MemoryAccount& account, std::string_view what) {
   // Every shard's first link is the same size: the whole is checked
   // against the budget before anything is allocated.
-  auto sized = LinkTableBytes(spec, 0, ShardMaxBytes(spec));
-  if (!sized.ok() && spec.scalable) {
+  auto sized = FirstLinkBytes(spec);
+  if (!sized.ok() && spec.scalable &&
+      sized.status().code() != StatusCode::kTooLarge) {
     // The rate in the message is link 0's: say why it is not the target.
     return Status(sized.status().code(),
                   sized.status().message() +

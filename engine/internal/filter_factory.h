@@ -97,14 +97,23 @@ Result<std::unique_ptr<Filter>> MakeLinkFilter(const FilterSpec& spec,
                                                uint64_t max_bytes);
 // Link 0 with the whole shard budget.
 Result<std::unique_ptr<Filter>> MakeShardFilter(const FilterSpec& spec);
-// The table bytes MakeLinkFilter would allocate (no allocation), or its
-// error.
+// The table bytes MakeLinkFilter would allocate (no allocation), or why
+// not: TooLarge (with the bytes needed) when only `max_bytes` refuses it,
+// InvalidArgument when no limit would make it valid. Call it before
+// MakeLinkFilter, which reports a table past max_bytes as the filters do.
 Result<uint64_t> LinkTableBytes(const FilterSpec& spec, uint32_t link,
                                 double fpp, uint64_t max_bytes);
 Result<uint64_t> LinkTableBytes(const FilterSpec& spec, uint32_t link,
                                 uint64_t max_bytes);
+// The bytes of one shard's link 0 of a resolved spec within the shard's
+// share of max_bytes (LinkTableBytes(spec, 0, ShardMaxBytes(spec))), or
+// why not. Over max_bytes it is TooLarge in the filter's terms (its
+// capacity, rate, the bytes all its shards need and its limit), never in
+// one shard's share of them.
+Result<uint64_t> FirstLinkBytes(const FilterSpec& spec);
 // Link 0 of every shard, charged to `account` as a whole before anything
-// is allocated (ResourceExhausted naming `what` when over the budget).
+// is allocated (ResourceExhausted naming `what` when over the budget,
+// FirstLinkBytes's TooLarge when over spec.max_bytes).
 Result<std::vector<std::unique_ptr<Filter>>> MakeShardFilters(
     const FilterSpec& spec, MemoryAccount& account, std::string_view what);
 

@@ -18,9 +18,9 @@
 //      every lower seq of its shard is durable. A kill therefore leaves
 //      unacknowledged ops only above the first missing seq, and replay,
 //      which applies a shard's records in seq order and stops at the first
-//      gap, restores every acknowledged op and no op out of order (case 7
-//      of issue 13). Writers commit all their records before waiting, and a
-//      batch waits shard by shard in ascending order, so waits never cycle.
+//      gap, restores every acknowledged op and no op out of order. Writers
+//      commit all their records before waiting, and a batch waits shard by
+//      shard in ascending order, so waits never cycle.
 //  L3. Group commit (sync): `synced` = s means records <= s are on disk. A
 //      writer whose seq is above it either becomes the one syncing (it
 //      syncs every segment written since the last sync, then raises
@@ -69,7 +69,7 @@
 //      journals a single-key add of a thread that owns a counter stripe
 //      (filters/internal/thread_stripe.h) in that stripe's own segment, not
 //      its shard's: no seq, no reservation lock, no watermark, so two
-//      writers share no line per op (docs/performance.md, session 28).
+//      writers share no line per op (docs/performance.md, "Two threads").
 //      Space before the apply (ThreadSlot, L1's rule), the record after it,
 //      then the ack. Every other add (a thread without a stripe, a batch,
 //      counting and cuckoo ops, durability sync, whose group commit is per

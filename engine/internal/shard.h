@@ -52,7 +52,7 @@
 //      (holding `mu` exclusive) therefore never sees a half-built chain.
 //  S7. fill[i] counts the adds link i holds (minus removes from it for
 //      counting and cuckoo filters; for a Bloom link 0, with its
-//      unflushed adds, S9: ShardHead::Fill). An add reserves a unit of the
+//      unflushed adds, S9: Shard::Fill). An add reserves a unit of the
 //      newest link's fill with a CAS that never exceeds the link's
 //      capacity, so a link never holds more adds than it was sized for,
 //      even when Bloom adds (which skip `order_mu`) race; except that a
@@ -81,7 +81,7 @@
 //      holds: exact under `mu` exclusive (no add runs), a figure otherwise,
 //      too high (never too low) for the instant between a flush's two
 //      stores. Every reader of link 0's fill reads that sum
-//      (ShardHead::Fill), and ChainAdd reserves against the capacity less
+//      (Shard::Fill), and ChainAdd reserves against the capacity less
 //      the unflushed adds. An add that read fill[0] far from full and was
 //      delayed past other adds that filled the link lands anyway: at most
 //      one per stripe (each owner has one add in flight), the S7 excess.

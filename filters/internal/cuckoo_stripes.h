@@ -43,7 +43,8 @@ class CuckooStripes {
 
   // A stripe per kTableBytesPerStripe of table at most: a stripe costs a
   // line and a move version (72 B), so a small table's stripes stay under
-  // 7% of it (a 1 KiB table has one, not 64: 4.6 KB). Writers of a table
+  // 7% of it (a 1 KiB table has one; one per group would be 64, 4.6 KB).
+  // Writers of a table
   // that small meet on its lines anyway, and the sharded engine serializes
   // a link's writers on its shard's order lock before they reach these.
   static constexpr uint64_t kTableBytesPerStripe = 1024;

@@ -2,9 +2,10 @@
 // bumps (a Bloom filter's `items`; the Database's journal counts and a
 // dedup store's per-op counts), so that a bump is a plain load and store
 // on a line only its thread writes, not a locked add, and two threads
-// never pass one counter line back and forth (a perf profile of two
-// threads adding to a journalled Bloom filter once put 22% of all samples
-// on the journal counters' locked adds, docs/performance.md, session 14).
+// never pass one counter line back and forth (with locked adds, a perf
+// profile of two threads adding to a journalled Bloom filter puts 22% of
+// all samples on the journal counters; docs/performance.md, "Two
+// threads").
 //
 // Ownership (the invariant the plain store needs): stripes 0 ..
 // kOwnedStripes - 1 each belong to at most one live thread at a time,
@@ -25,11 +26,11 @@
 // the next owner's first load returns the last value. A reader's sum is a
 // statistic: relaxed loads, concurrent bumps may or may not be in it.
 //
-// Measured (docs/performance.md, session 24): the raw split-block
-// BloomFilter::Add counted `items` with a locked add on one of 16 stripes
-// chosen by the key's hash, so two adding threads shared every stripe:
-// bloom_bench BM_Add at 1e6 items, two threads, 33.6 -> 77.5M adds/s
-// (one thread 42.9 -> 49.9); at 5e7, 27.4 -> 44.7 (one 20.3 -> 22.0).
+// Measured (bloom_bench BM_Add, the raw split-block BloomFilter::Add),
+// against a locked add on one of 16 stripes chosen by the key's hash, which
+// two adding threads share: at 1e6 items two threads add 2.3x as fast (one
+// thread 1.16x), at 5e7 1.6x (one thread 1.08x); docs/performance.md, "Two
+// threads".
 #ifndef SHARDFILTER_FILTERS_INTERNAL_THREAD_STRIPE_H_
 #define SHARDFILTER_FILTERS_INTERNAL_THREAD_STRIPE_H_
 

@@ -146,6 +146,7 @@ void ReplyBloomAdds(CommandContext& ctx, const FilterHandle& filter,
       }
     } else if (s.IsFull() && !filter.Spec().scalable) {
       ctx.out.Error("ERR non scaling filter is full");
+    } else if (ReplyIfOverMaxmemory(ctx, s)) {
     } else if (s.IsNotFound()) {
       ctx.out.Error(kDroppedDuringWriteError);
     } else {

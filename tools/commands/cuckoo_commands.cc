@@ -103,6 +103,7 @@ std::shared_ptr<FilterHandle> OpenForWrite(CommandContext& ctx,
 // The error reply of a failed cuckoo add (not Full).
 void ReplyAddError(CommandContext& ctx, const Status& s) {
   if (s.IsNotFound()) return ctx.out.Error(kDroppedDuringWriteError);
+  if (ReplyIfOverMaxmemory(ctx, s)) return;
   ctx.out.Error("ERR problem inserting into filter: " + s.message());
 }
 
@@ -143,7 +144,7 @@ void InsertCommon(CommandContext& ctx, std::string_view key, Args items,
     const Status& s = statuses[i];
     if (s.ok()) {
       ReplyFlag(ctx, bool_added, existed[i] ? 0 : 1);
-    } else if (s.IsFull() || s.code() == StatusCode::kResourceExhausted) {
+    } else if (s.IsFull()) {
       ReplyFlag(ctx, bool_full, -1);  // RESP3 CF.INSERT: false
     } else {
       ReplyAddError(ctx, s);

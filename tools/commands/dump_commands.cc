@@ -39,10 +39,6 @@ constexpr size_t kHeaderBytes = 16;
 constexpr size_t kChunkBytes = 16u << 20;
 // Largest dump length a header may state at all.
 constexpr uint64_t kMaxDumpBytes = 64ull << 30;
-// Redis's reply when a command would take used memory past maxmemory.
-constexpr std::string_view kOomError =
-    "OOM command not allowed when used memory > 'maxmemory'.";
-
 // LOADCHUNK sequences pending in the process (PendingRestore).
 std::atomic<int> g_pending_restores{0};
 

@@ -34,9 +34,15 @@ bool ReplyIfUnreadable(CommandContext& ctx, std::string_view key,
 // NotFound): the command starts again from its lookup (kMaxWriteAttempts).
 bool DroppedDuringWrite(std::span<const Status> statuses);
 
-// Replies to a failed Keyspace::Create: ResourceExhausted -> "ERR
-// Insufficient memory to create filter", AlreadyExists -> "ERR item
-// exists", else `generic` followed by the reason.
+// Writes kOomError and returns true when `s` is the host's maxmemory
+// refusing an allocation (ResourceExhausted where
+// Keyspace::BudgetIsMaxmemory).
+bool ReplyIfOverMaxmemory(CommandContext& ctx, const Status& s);
+
+// Replies to a failed Keyspace::Create: over the host's maxmemory ->
+// kOomError; TooLarge or another budget's ResourceExhausted -> "ERR
+// Insufficient memory to create filter"; AlreadyExists -> "ERR item
+// exists"; else `generic` followed by the reason.
 void ReplyCreateError(CommandContext& ctx, const Status& status,
                       std::string_view generic);
 
