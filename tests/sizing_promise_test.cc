@@ -80,7 +80,7 @@ TEST(SmallFilterRateTest, SplitBlockHoldsItsTargetForNearlyEveryKeySet) {
   for (auto [n, p] :
        {std::pair<uint64_t, double>{100, 0.005}, {100, 0.01}, {1000, 0.0025}}) {
     EXPECT_LE(KeySetsOverTarget("split block", n, p,
-                                [&](uint64_t seed) {
+                                [n = n, p = p](uint64_t seed) {
                                   return Bloom(n, p, BloomLayout::kSplitBlock,
                                                seed);
                                 }),
@@ -92,7 +92,7 @@ TEST(SmallFilterRateTest, SplitBlockHoldsItsTargetForNearlyEveryKeySet) {
 TEST(SmallFilterRateTest, WordBlockedHoldsItsTargetForNearlyEveryKeySet) {
   for (auto [n, p] : {std::pair<uint64_t, double>{100, 0.01}, {400, 0.001}}) {
     EXPECT_LE(KeySetsOverTarget("word blocked", n, p,
-                                [&](uint64_t seed) {
+                                [n = n, p = p](uint64_t seed) {
                                   return Bloom(n, p, BloomLayout::kBlocked,
                                                seed);
                                 }),
@@ -104,7 +104,7 @@ TEST(SmallFilterRateTest, WordBlockedHoldsItsTargetForNearlyEveryKeySet) {
 TEST(SmallFilterRateTest, CountingHoldsItsTargetForNearlyEveryKeySet) {
   for (auto [n, p] : {std::pair<uint64_t, double>{100, 0.01}, {400, 0.002}}) {
     EXPECT_LE(KeySetsOverTarget("counting", n, p,
-                                [&](uint64_t seed) -> std::unique_ptr<Filter> {
+                                [n = n, p = p](uint64_t seed) -> std::unique_ptr<Filter> {
                                   CountingBloomOptions o;
                                   o.capacity = n;
                                   o.fpp = p;
