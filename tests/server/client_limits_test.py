@@ -20,12 +20,11 @@
 import argparse
 import os
 import resource
-import shutil
 import socket
-import subprocess
 import sys
-import tempfile
 import time
+
+import sf_server
 
 try:
     import redis
@@ -36,56 +35,12 @@ except ImportError:
 MB = 1024 * 1024
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-class Server:
-    def __init__(self, binary, args, nofile=None):
-        self.dir = tempfile.mkdtemp(prefix="sf_client_limits_")
-        self.port = free_port()
-
-        def limit_descriptors():
-            if nofile is not None:
-                resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
-
-        self.proc = subprocess.Popen(
-            [binary, "--db", os.path.join(self.dir, "db"), "--port",
-             str(self.port), "--bind", "127.0.0.1", "--threads", "2"] + args,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            preexec_fn=limit_descriptors)
-        line = self.proc.stdout.readline()
-        if "ready" not in line:
-            err = self.proc.stderr.read() if self.proc.poll() is not None else ""
-            self.stop()
-            raise AssertionError("server did not start: %r %r" % (line, err))
+class Server(sf_server.Server):
+    def __init__(self, binary, args, **kw):
+        super().__init__(binary, args, prefix="sf_client_limits_", **kw)
 
     def client(self):
         return redis.Redis(port=self.port, socket_timeout=60)
-
-    def status(self, field):
-        """A /proc/PID/status figure in bytes (VmHWM, VmRSS)."""
-        with open("/proc/%d/status" % self.proc.pid) as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1]) * 1024
-        raise AssertionError("no %s" % field)
-
-    def cpu_seconds(self):
-        with open("/proc/%d/stat" % self.proc.pid) as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        ticks = os.sysconf("SC_CLK_TCK")
-        return (int(fields[11]) + int(fields[12])) / ticks  # utime + stime
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(timeout=120)
-        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def resp(*args):

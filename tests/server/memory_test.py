@@ -18,12 +18,10 @@ A server with --maxmemory 64mb:
 """
 import argparse
 import os
-import shutil
-import socket
-import subprocess
 import sys
-import tempfile
 import time
+
+import sf_server
 
 try:
     import redis
@@ -35,35 +33,12 @@ OOM = "OOM command not allowed when used memory > 'maxmemory'."
 LIMIT = 64 * 1024 * 1024
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-class Server:
-    def __init__(self, binary, args):
-        self.dir = tempfile.mkdtemp(prefix="sf_memory_test_")
-        self.port = free_port()
-        self.proc = subprocess.Popen(
-            [binary, "--db", os.path.join(self.dir, "db"), "--port",
-             str(self.port), "--bind", "127.0.0.1", "--threads", "2"] + args,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        line = self.proc.stdout.readline()
-        if "ready" not in line:
-            self.stop()
-            raise AssertionError("server did not start: %r" % line)
+class Server(sf_server.Server):
+    def __init__(self, binary, args, **kw):
+        super().__init__(binary, args, prefix="sf_memory_test_", **kw)
 
     def client(self):
         return redis.Redis(port=self.port, socket_timeout=120)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(timeout=120)
-        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def expect_oom(fn, what):
