@@ -20,8 +20,7 @@ TEST_F(CliErrorCodesTest, ForeignImportFileCreatesNoStore) {
   WriteFile(Path("foreign"), "hello, world\n");
   CliRun r = Run({"--db", Path("db"), "import-filter", Path("foreign"), "x"});
   EXPECT_EQ(r.code, 3) << r.err;
-  EXPECT_NE(r.err.find("not a shardfilter export"), std::string::npos)
-      << r.err;
+  EXPECT_NE(r.err.find("not a shardfilter export"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(Path("db")));
 }
 
@@ -33,7 +32,8 @@ TEST_F(CliErrorCodesTest, ImportUnderAnInvalidNameIsAUsageError) {
             0);
   ASSERT_EQ(Run({"--db", Path("a"), "export", "f", Path("f.sfex")}).code, 0);
   const std::string too_long(2000, 'n');
-  CliRun r = Run({"--db", Path("b"), "import-filter", Path("f.sfex"), too_long});
+  CliRun r =
+      Run({"--db", Path("b"), "import-filter", Path("f.sfex"), too_long});
   EXPECT_EQ(r.code, 2) << r.err;
 }
 

@@ -122,8 +122,7 @@ TEST(MemoryLimitTest, MigrationTargetOverMaxBytesNamesTheTarget) {
   ASSERT_EQ(s.code(), StatusCode::kTooLarge) << s.ToString();
   EXPECT_NE(s.message().find("capacity 100000000 "), std::string::npos)
       << s.message();
-  EXPECT_NE(s.message().find("in 16 shards"), std::string::npos)
-      << s.message();
+  EXPECT_NE(s.message().find("in 16 shards"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("limit of 1048576 bytes"), std::string::npos)
       << s.message();
   EXPECT_FALSE(db->GetMigration("f").ok());

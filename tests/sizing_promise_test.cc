@@ -103,16 +103,17 @@ TEST(SmallFilterRateTest, WordBlockedHoldsItsTargetForNearlyEveryKeySet) {
 
 TEST(SmallFilterRateTest, CountingHoldsItsTargetForNearlyEveryKeySet) {
   for (auto [n, p] : {std::pair<uint64_t, double>{100, 0.01}, {400, 0.002}}) {
-    EXPECT_LE(KeySetsOverTarget("counting", n, p,
-                                [n = n, p = p](uint64_t seed) -> std::unique_ptr<Filter> {
-                                  CountingBloomOptions o;
-                                  o.capacity = n;
-                                  o.fpp = p;
-                                  o.seed = seed;
-                                  auto f = CountingBloomFilter::Create(o);
-                                  EXPECT_TRUE(f.ok());
-                                  return std::move(f).value();
-                                }),
+    EXPECT_LE(KeySetsOverTarget(
+                  "counting", n, p,
+                  [n = n, p = p](uint64_t seed) -> std::unique_ptr<Filter> {
+                    CountingBloomOptions o;
+                    o.capacity = n;
+                    o.fpp = p;
+                    o.seed = seed;
+                    auto f = CountingBloomFilter::Create(o);
+                    EXPECT_TRUE(f.ok());
+                    return std::move(f).value();
+                  }),
               kKeySets / 50)
         << n << " " << p;
   }

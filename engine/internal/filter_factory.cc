@@ -200,8 +200,8 @@ Result<uint64_t> LinkTableBytes(const FilterSpec& spec, uint32_t link,
   Result<uint64_t> unbounded =
       FilterTableBytes(LinkParams(spec, capacity, fpp, UINT64_MAX));
   if (!unbounded.ok()) return unbounded.status();
-  return Status::TooLarge("capacity " + std::to_string(capacity) +
-                          " at rate " + FormatRate(fpp) + " needs " +
+  return Status::TooLarge("capacity " + std::to_string(capacity) + " at rate " +
+                          FormatRate(fpp) + " needs " +
                           std::to_string(*unbounded) +
                           " bytes, over the memory limit of " +
                           std::to_string(max_bytes) + " bytes");
@@ -232,18 +232,16 @@ Result<uint64_t> FirstLinkBytes(const FilterSpec& spec) {
   // TooLarge means the link exists without the limit (LinkTableBytes).
   Result<uint64_t> shard = LinkTableBytes(spec, 0, UINT64_MAX);
   if (!shard.ok()) return shard.status();
-  const uint64_t need = *shard > UINT64_MAX / spec.shards
-                            ? UINT64_MAX
-                            : *shard * spec.shards;
+  const uint64_t need =
+      *shard > UINT64_MAX / spec.shards ? UINT64_MAX : *shard * spec.shards;
   const uint64_t limit = spec.max_bytes != 0
                              ? spec.max_bytes
                              : kDefaultMaxFilterBytes * uint64_t{spec.shards};
-  std::string m = "capacity " + std::to_string(spec.capacity) + " at rate " +
-                  FormatRate(spec.fpp) + " needs " + std::to_string(need) +
-                  " bytes in " + std::to_string(spec.shards) +
-                  (spec.shards == 1 ? " shard" : " shards") +
-                  ", over the filter's memory limit of " +
-                  std::to_string(limit) + " bytes";
+  std::string m =
+      "capacity " + std::to_string(spec.capacity) + " at rate " +
+      FormatRate(spec.fpp) + " needs " + std::to_string(need) + " bytes in " +
+      std::to_string(spec.shards) + (spec.shards == 1 ? " shard" : " shards") +
+      ", over the filter's memory limit of " + std::to_string(limit) + " bytes";
   if (spec.scalable) {
     m += " (a scalable filter's first link is sized for half the rate, " +
          FormatRate(LinkFpp(spec, 0)) +

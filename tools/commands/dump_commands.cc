@@ -134,8 +134,8 @@ void LoadChunk(CommandContext& ctx, Args args, FilterType type) {
     // A new load abandons the connection's older one, whose bytes and slot
     // go back before new ones are taken.
     s.load.reset();
-    auto pending = PendingRestore::Start(std::string(key),
-                                         ctx.keyspace.MustObey());
+    auto pending =
+        PendingRestore::Start(std::string(key), ctx.keyspace.MustObey());
     if (pending == nullptr) {
       return ctx.out.Error("ERR too many restores in progress (at most " +
                            std::to_string(kMaxPendingRestores) +
