@@ -115,8 +115,7 @@ Result<std::unique_ptr<Database>> Database::Open(
   {
     // D4: filters load on first use; Open recovers none of them.
     internal::MutexLock lock(impl->mu);  // not shared yet: for the analysis
-    for (auto& [name, ms] : expiries) impl->expiry.emplace(name, ms);
-    impl->expiry_count.store(impl->expiry.size(), std::memory_order_relaxed);
+    for (const auto& [name, ms] : expiries) impl->PutExpiry(name, ms);
     for (auto& entry : catalog) {
       impl->unloaded.emplace(std::move(entry.name),
                              std::move(entry.descriptor));

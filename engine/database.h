@@ -239,8 +239,13 @@ class Database {
   // nullopt removes the deadline. Expiry: nullopt when none (or no filter).
   Status SetExpiry(std::string_view name, std::optional<int64_t> unix_ms);
   std::optional<int64_t> Expiry(std::string_view name) const;
-  // Every (name, deadline), in name order.
-  std::vector<std::pair<std::string, int64_t>> Expiries() const;
+  // The names whose deadline is at or before `now_unix_ms`, earliest
+  // first, at most `max` of them: O(log n + max) (deadlines are indexed by
+  // time), so a host's active expiry costs what expires.
+  std::vector<std::string> DueExpiries(int64_t now_unix_ms, size_t max) const;
+  // The mean of the deadlines (nullopt when none): a host's average TTL is
+  // this less now. O(1).
+  std::optional<int64_t> MeanExpiry() const;
   // How many filters have a deadline (cheap: a relaxed read).
   uint64_t ExpiryCount() const;
   // Deletes the filter, its checkpoints and journal in one atomic write.
