@@ -238,6 +238,11 @@ std::vector<std::string> Database::List() const {
   return out;
 }
 
+size_t Database::LoadedCount() const {
+  internal::MutexLock lock(impl_->mu);
+  return impl_->filters.size();
+}
+
 std::vector<std::string> Database::Loaded() const {
   internal::MutexLock lock(impl_->mu);
   std::vector<std::string> out;

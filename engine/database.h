@@ -223,8 +223,9 @@ class Database {
   // Names in byte order: loaded, not yet loaded and damaged (unavailable)
   // filters. Loads nothing.
   std::vector<std::string> List() const;
-  // The filters in memory (loaded by a use since Open).
+  // The filters in memory (loaded by a use since Open), and how many.
   std::vector<std::string> Loaded() const;
+  size_t LoadedCount() const;
   // The filters whose stored data fails its checks, each with its error
   // (Corruption or NotSupported naming the filter and what is bad): loads
   // every filter not loaded yet to find them. They are unavailable, not

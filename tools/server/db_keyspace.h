@@ -131,7 +131,7 @@ class DbKeyspace final : public commands::Keyspace {
   bool ReclaimMemory();
   // How many ReclaimMemory calls one refused request may make: each loaded
   // filter once, and the memtables' flush.
-  size_t ReclaimAttempts() const { return db_->Loaded().size() + 1; }
+  size_t ReclaimAttempts() const { return db_->LoadedCount() + 1; }
   // Filters unloaded by ReclaimMemory (INFO).
   uint64_t unloads() const { return unloads_.load(std::memory_order_relaxed); }
   // Called after ReclaimMemory gave memory back, before the caller tries
