@@ -201,7 +201,15 @@ Result<std::shared_ptr<ShardedFilter>> Database::CreateNamed(
       auto shards, internal::MakeShardFilters(
                        resolved, *account, "creating " + DescribeName(name)));
   persistence::FilterDescriptor desc = internal::DescriptorFromSpec(resolved);
-  SF_RETURN_IF_ERROR(d.store->CreateFilter(name, desc));
+  // Synced only under durability sync: the others promise nothing past a
+  // process crash that RocksDB's log, written in order, does not keep. No
+  // later write of this filter needs it synced first: its journal entries
+  // (RocksDB's journal family) follow it in the same log, and its mapped
+  // journal's epoch key is a synced write, which syncs the log up to it.
+  const Durability durability =
+      d.options.durability_override.value_or(*resolved.durability);
+  SF_RETURN_IF_ERROR(d.store->CreateFilter(name, desc,
+                                           durability == Durability::kSync));
   auto state = std::make_shared<FilterState>(std::move(desc));
   std::shared_ptr<ShardedFilter> f = ShardedFilterAccess::Make(
       std::string(name), resolved, std::move(shards), std::move(account));

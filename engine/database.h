@@ -211,8 +211,10 @@ class Database {
 
   // Creates a filter. AlreadyExists, InvalidArgument (name length, a name
   // holding the bytes "\0level/", reserved for tiered filters' levels; spec),
-  // NotSupported (read-only). The descriptor is durable (synced) when this
-  // returns, whatever the durability mode.
+  // NotSupported (read-only). The descriptor is as durable as the filter's
+  // durability mode promises when this returns: synced under sync; under
+  // journal and none, in RocksDB's log (it survives a process crash, and a
+  // power loss takes it only with every later write).
   Result<std::shared_ptr<ShardedFilter>> Create(std::string_view name,
                                                 const FilterSpec& spec);
   // The open filter of that name, or NotFound.

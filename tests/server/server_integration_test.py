@@ -649,11 +649,19 @@ def main():
         for item in acked:
             p.execute_command("BF.ADD", "k9", item)
             p.execute_command("CF.ADD", "k9c", item)
+        # Creates of journal filters are acknowledged once in RocksDB's log
+        # (no fsync each): they survive kill -9 too.
+        created = ["r9-%d" % i for i in range(500)]
+        for name in created:
+            p.execute_command("BF.RESERVE", name, "0.01", "100")
         p.execute()
         r.close()
         srv.stop(signal.SIGKILL)
         srv = Server(args.server, db).start()
         r = redis.Redis(port=srv.port)
+        check(r.exists(*created) == len(created),
+              "acknowledged BF.RESERVE after kill -9: %d of %d"
+              % (r.exists(*created), len(created)))
         check(all(r.bf().mexists("k9", *acked)), "journalled BF.ADD after kill -9")
         check(all(r.execute_command("CF.MEXISTS", "k9c", *acked)),
               "journalled CF.ADD after kill -9")

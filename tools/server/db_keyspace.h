@@ -155,7 +155,8 @@ class DbKeyspace final : public commands::Keyspace {
 
   // True when a write to `key` may wait for an fsync: the key holds a
   // filter, dedup set or tiered filter with durability sync, or nothing (a
-  // write that creates it syncs the new descriptor, whatever the mode).
+  // write that creates it may sync: a filter of durability sync, any dedup
+  // set or tiered filter).
   // The server runs such writes off its event loops (server.h). Looks the
   // key up as a command would (a filter's first use loads it).
   bool WriteMayWaitForSync(std::string_view key);
