@@ -208,8 +208,8 @@ Result<std::shared_ptr<ShardedFilter>> Database::CreateNamed(
   // journal's epoch key is a synced write, which syncs the log up to it.
   const Durability durability =
       d.options.durability_override.value_or(*resolved.durability);
-  SF_RETURN_IF_ERROR(d.store->CreateFilter(name, desc,
-                                           durability == Durability::kSync));
+  SF_RETURN_IF_ERROR(
+      d.store->CreateFilter(name, desc, durability == Durability::kSync));
   auto state = std::make_shared<FilterState>(std::move(desc));
   std::shared_ptr<ShardedFilter> f = ShardedFilterAccess::Make(
       std::string(name), resolved, std::move(shards), std::move(account));

@@ -42,13 +42,13 @@ TEST(CreateDurabilityTest, JournalAndNoneCreatesDoNotSyncTheLog) {
     ASSERT_TRUE(f.ok()) << i << ": " << f.status().ToString();
     SF_ASSERT_OK((*f)->Add(Key(i, 0)));
   }
-  auto none = db->Create("n", Spec(FilterType::kCuckoo, 500, 1,
-                                   Durability::kNone));
+  auto none =
+      db->Create("n", Spec(FilterType::kCuckoo, 500, 1, Durability::kNone));
   ASSERT_TRUE(none.ok()) << none.status().ToString();
   // A filter of durability sync still syncs its descriptor: refused here,
   // and nothing of it exists.
-  auto sync = db->Create("s", Spec(FilterType::kBloom, 500, 1,
-                                   Durability::kSync));
+  auto sync =
+      db->Create("s", Spec(FilterType::kBloom, 500, 1, Durability::kSync));
   EXPECT_EQ(sync.status().code(), StatusCode::kIOError)
       << sync.status().ToString();
   fe.fs->FailSyncs("");
@@ -69,19 +69,19 @@ TEST(CreateDurabilityTest, APowerLossKeepsEveryCreateBeforeALaterSync) {
     auto db = MustOpen(testing::Options(dir.db()));
     ASSERT_NE(db, nullptr);
     for (int i = 0; i < 10; ++i) {
-      ASSERT_TRUE(db->Create("before" + std::to_string(i),
-                             Spec(FilterType::kBloom, 500, 1,
-                                  Durability::kJournal))
-                      .ok());
+      ASSERT_TRUE(
+          db->Create("before" + std::to_string(i),
+                     Spec(FilterType::kBloom, 500, 1, Durability::kJournal))
+              .ok());
     }
-    ASSERT_TRUE(db->Create("synced", Spec(FilterType::kBloom, 500, 1,
-                                          Durability::kSync))
+    ASSERT_TRUE(db->Create("synced",
+                           Spec(FilterType::kBloom, 500, 1, Durability::kSync))
                     .ok());
     for (int i = 0; i < 10; ++i) {
-      ASSERT_TRUE(db->Create("after" + std::to_string(i),
-                             Spec(FilterType::kBloom, 500, 1,
-                                  Durability::kJournal))
-                      .ok());
+      ASSERT_TRUE(
+          db->Create("after" + std::to_string(i),
+                     Spec(FilterType::kBloom, 500, 1, Durability::kJournal))
+              .ok());
     }
     fe.fs->PowerOff();
     (void)db->Close();

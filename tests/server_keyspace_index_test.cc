@@ -38,7 +38,8 @@ class KeyspaceIndexTest : public CommandsFixture {
     if (reply.rfind("*2\r\n$", 0) != 0) return {"0", {}};
     size_t p = reply.find('$');
     size_t nl = reply.find("\r\n", p);
-    std::string next = reply.substr(nl + 2, reply.find("\r\n", nl + 2) - nl - 2);
+    std::string next =
+        reply.substr(nl + 2, reply.find("\r\n", nl + 2) - nl - 2);
     p = reply.find('*', nl);
     p = reply.find("\r\n", p) + 2;
     std::vector<std::string> names;
@@ -76,7 +77,8 @@ class KeyspaceIndexTest : public CommandsFixture {
 
 // Filters, dedup sets and tiered filters are keys of one index; a tiered
 // filter's levels never are.
-TEST_F(KeyspaceIndexTest, ScanReturnsEveryKeyPresentThroughoutWhileOthersComeAndGo) {
+TEST_F(KeyspaceIndexTest,
+       ScanReturnsEveryKeyPresentThroughoutWhileOthersComeAndGo) {
   std::set<std::string> stay;
   for (int i = 0; i < 400; ++i) {
     const std::string k = "stay:" + std::to_string(i);

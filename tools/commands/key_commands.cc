@@ -112,8 +112,8 @@ void Scan(CommandContext& ctx, Args args) {
   }
   // MATCH and TYPE filter what COUNT visited, as in Redis: a call may
   // answer fewer than COUNT keys, or none, before the end.
-  const ScanPage page =
-      ctx.keyspace.Scan(static_cast<uint64_t>(cursor), static_cast<size_t>(count));
+  const ScanPage page = ctx.keyspace.Scan(static_cast<uint64_t>(cursor),
+                                          static_cast<size_t>(count));
   std::vector<std::string_view> out;
   for (const std::string& k : page.keys) {
     if (has_pattern && !GlobMatch(pattern, k)) continue;

@@ -191,8 +191,8 @@ struct ScanPage {
 // INFO keyspace's `db0:` line.
 struct KeyspaceFigures {
   uint64_t keys = 0;
-  uint64_t expires = 0;     // keys with a deadline
-  int64_t avg_ttl_ms = 0;   // their mean remaining time to live; 0: none
+  uint64_t expires = 0;    // keys with a deadline
+  int64_t avg_ttl_ms = 0;  // their mean remaining time to live; 0: none
 };
 
 class Keyspace {

@@ -388,7 +388,7 @@ struct DbKeyspace::NameIndex {
     }
   };
   mutable std::mutex mu;
-  std::set<Entry, Less> entries;                  // GUARDED_BY(mu)
+  std::set<Entry, Less> entries;                             // GUARDED_BY(mu)
   std::array<uint32_t, commands::kClusterSlots> per_slot{};  // GUARDED_BY(mu)
 
   void Add(std::string_view name) {
@@ -721,8 +721,7 @@ commands::ScanPage DbKeyspace::Scan(uint64_t cursor, size_t count) {
     auto it = entries.lower_bound(NameIndex::Key{cursor, std::string_view()});
     for (; it != entries.end(); ++it) {
       // Past COUNT, only names of the last one's order (never split).
-      if (page.visited >= count &&
-          it->order != std::prev(it)->order) {
+      if (page.visited >= count && it->order != std::prev(it)->order) {
         break;
       }
       ++page.visited;
@@ -871,8 +870,7 @@ Status DbKeyspace::Union(std::string_view dest,
   return db_->Union(dest, sources);
 }
 
-bool DbKeyspace::ExpireIfDue(std::string_view key, bool notify,
-                             bool* dropped) {
+bool DbKeyspace::ExpireIfDue(std::string_view key, bool notify, bool* dropped) {
   if (db_->ExpiryCount() == 0) return false;  // the common case: no lock
   const std::optional<int64_t> deadline = db_->Expiry(key);
   if (!deadline.has_value() || *deadline > NowMs()) return false;
