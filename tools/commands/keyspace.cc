@@ -22,6 +22,7 @@ ScanPage Keyspace::Scan(uint64_t cursor, size_t count) {
     if (h >= cursor) order.emplace_back(h, std::move(k));
   }
   std::sort(order.begin(), order.end());
+  count = std::max<size_t>(count, 1);  // every call makes progress
   ScanPage page;
   for (size_t i = 0; i < order.size(); ++i) {
     if (page.visited >= count && order[i].first != order[i - 1].first) {

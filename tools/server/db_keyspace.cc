@@ -714,6 +714,7 @@ uint64_t DbKeyspace::Size() {
 }
 
 commands::ScanPage DbKeyspace::Scan(uint64_t cursor, size_t count) {
+  count = std::max<size_t>(count, 1);  // every call makes progress
   commands::ScanPage page;
   {
     std::lock_guard lock(names_->mu);
