@@ -115,8 +115,7 @@ Result<std::unique_ptr<Database>> Database::Open(
   {
     // D4: filters load on first use; Open recovers none of them.
     internal::MutexLock lock(impl->mu);  // not shared yet: for the analysis
-    for (auto& [name, ms] : expiries) impl->expiry.emplace(name, ms);
-    impl->expiry_count.store(impl->expiry.size(), std::memory_order_relaxed);
+    for (const auto& [name, ms] : expiries) impl->PutExpiry(name, ms);
     for (auto& entry : catalog) {
       impl->unloaded.emplace(std::move(entry.name),
                              std::move(entry.descriptor));
@@ -202,7 +201,15 @@ Result<std::shared_ptr<ShardedFilter>> Database::CreateNamed(
       auto shards, internal::MakeShardFilters(
                        resolved, *account, "creating " + DescribeName(name)));
   persistence::FilterDescriptor desc = internal::DescriptorFromSpec(resolved);
-  SF_RETURN_IF_ERROR(d.store->CreateFilter(name, desc));
+  // Synced only under durability sync: the others promise nothing past a
+  // process crash that RocksDB's log, written in order, does not keep. No
+  // later write of this filter needs it synced first: its journal entries
+  // (RocksDB's journal family) follow it in the same log, and its mapped
+  // journal's epoch key is a synced write, which syncs the log up to it.
+  const Durability durability =
+      d.options.durability_override.value_or(*resolved.durability);
+  SF_RETURN_IF_ERROR(
+      d.store->CreateFilter(name, desc, durability == Durability::kSync));
   auto state = std::make_shared<FilterState>(std::move(desc));
   std::shared_ptr<ShardedFilter> f = ShardedFilterAccess::Make(
       std::string(name), resolved, std::move(shards), std::move(account));
@@ -237,6 +244,11 @@ std::vector<std::string> Database::List() const {
   for (const auto& [name, why] : impl_->unavailable) out.push_back(name);
   std::sort(out.begin(), out.end());
   return out;
+}
+
+size_t Database::LoadedCount() const {
+  internal::MutexLock lock(impl_->mu);
+  return impl_->filters.size();
 }
 
 std::vector<std::string> Database::Loaded() const {

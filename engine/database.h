@@ -211,8 +211,10 @@ class Database {
 
   // Creates a filter. AlreadyExists, InvalidArgument (name length, a name
   // holding the bytes "\0level/", reserved for tiered filters' levels; spec),
-  // NotSupported (read-only). The descriptor is durable (synced) when this
-  // returns, whatever the durability mode.
+  // NotSupported (read-only). The descriptor is as durable as the filter's
+  // durability mode promises when this returns: synced under sync; under
+  // journal and none, in RocksDB's log (it survives a process crash, and a
+  // power loss takes it only with every later write).
   Result<std::shared_ptr<ShardedFilter>> Create(std::string_view name,
                                                 const FilterSpec& spec);
   // The open filter of that name, or NotFound.
@@ -223,8 +225,9 @@ class Database {
   // Names in byte order: loaded, not yet loaded and damaged (unavailable)
   // filters. Loads nothing.
   std::vector<std::string> List() const;
-  // The filters in memory (loaded by a use since Open).
+  // The filters in memory (loaded by a use since Open), and how many.
   std::vector<std::string> Loaded() const;
+  size_t LoadedCount() const;
   // The filters whose stored data fails its checks, each with its error
   // (Corruption or NotSupported naming the filter and what is bad): loads
   // every filter not loaded yet to find them. They are unavailable, not
@@ -239,8 +242,13 @@ class Database {
   // nullopt removes the deadline. Expiry: nullopt when none (or no filter).
   Status SetExpiry(std::string_view name, std::optional<int64_t> unix_ms);
   std::optional<int64_t> Expiry(std::string_view name) const;
-  // Every (name, deadline), in name order.
-  std::vector<std::pair<std::string, int64_t>> Expiries() const;
+  // The names whose deadline is at or before `now_unix_ms`, earliest
+  // first, at most `max` of them: O(log n + max) (deadlines are indexed by
+  // time), so a host's active expiry costs what expires.
+  std::vector<std::string> DueExpiries(int64_t now_unix_ms, size_t max) const;
+  // The mean of the deadlines (nullopt when none): a host's average TTL is
+  // this less now. O(1).
+  std::optional<int64_t> MeanExpiry() const;
   // How many filters have a deadline (cheap: a relaxed read).
   uint64_t ExpiryCount() const;
   // Deletes the filter, its checkpoints and journal in one atomic write.

@@ -34,14 +34,12 @@ Status Database::SetExpiry(std::string_view name,
   }
   if (unix_ms.has_value()) {
     SF_RETURN_IF_ERROR(d.store->PutFilterExpiry(name, *unix_ms));
-    d.expiry.insert_or_assign(std::string(name), *unix_ms);
+    d.PutExpiry(name, *unix_ms);
   } else {
-    auto it = d.expiry.find(name);
-    if (it == d.expiry.end()) return Status::OK();
+    if (d.expiry.find(name) == d.expiry.end()) return Status::OK();
     SF_RETURN_IF_ERROR(d.store->DeleteFilterExpiry(name));
-    d.expiry.erase(it);
+    d.ForgetExpiry(name);
   }
-  d.expiry_count.store(d.expiry.size(), std::memory_order_relaxed);
   return Status::OK();
 }
 
@@ -52,9 +50,24 @@ std::optional<int64_t> Database::Expiry(std::string_view name) const {
   return it->second;
 }
 
-std::vector<std::pair<std::string, int64_t>> Database::Expiries() const {
+std::vector<std::string> Database::DueExpiries(int64_t now_unix_ms,
+                                               size_t max) const {
   internal::MutexLock lock(impl_->mu);
-  return {impl_->expiry.begin(), impl_->expiry.end()};
+  std::vector<std::string> out;
+  for (auto it = impl_->deadlines.begin();
+       it != impl_->deadlines.end() && it->first <= now_unix_ms &&
+       out.size() < max;
+       ++it) {
+    out.emplace_back(it->second);
+  }
+  return out;
+}
+
+std::optional<int64_t> Database::MeanExpiry() const {
+  internal::MutexLock lock(impl_->mu);
+  if (impl_->expiry.empty()) return std::nullopt;
+  return static_cast<int64_t>(impl_->deadline_sum /
+                              static_cast<__int128>(impl_->expiry.size()));
 }
 
 uint64_t Database::ExpiryCount() const {

@@ -1,7 +1,8 @@
 // Persistent tiered filters: Create, Open and Drop in a Database, and the
 // registry that gives one object per (Database, name).
 //
-// Create writes the levels (each a synced catalog descriptor), then the
+// Create writes the levels (each a catalog descriptor, synced under
+// durability sync; else written ahead of the next in RocksDB's log), then the
 // tiered descriptor (synced): a crash in between leaves level filters and no
 // descriptor, which Open reports as NotFound and the next Create replaces.
 // Drop deletes the descriptor and exact level in one synced write first, so

@@ -56,7 +56,8 @@ Result<std::vector<CatalogEntry>> Store::LoadCatalog(
   return out;
 }
 
-Status Store::CreateFilter(std::string_view name, const FilterDescriptor& d) {
+Status Store::CreateFilter(std::string_view name, const FilterDescriptor& d,
+                           bool sync) {
   rocksdb::WriteBatch batch;
   if (d.retain_hashes) SF_RETURN_IF_ERROR(EnsureHashesFamily());
   // Keys under a name with no descriptor are debris (an import that
@@ -69,7 +70,7 @@ Status Store::CreateFilter(std::string_view name, const FilterDescriptor& d) {
   // A filter created anew lost nothing (sync_marker.h W4).
   batch.Delete(default_cf_, WalLossKey(SyncedKind::kFilter, name));
   batch.Put(catalog_cf_, ToSlice(name), EncodeDescriptor(d));
-  return Write(&batch, true, "creating " + DescribeName(name));
+  return Write(&batch, sync, "creating " + DescribeName(name));
 }
 
 Status Store::DropFilter(std::string_view name) {

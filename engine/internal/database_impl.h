@@ -30,7 +30,9 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "shardfilter/engine/database.h"
@@ -65,13 +67,37 @@ class DatabaseImpl {
       unloaded SF_GUARDED_BY(mu);
   mutable Mutex load_mu;  // D4, lock order 0
   // Expiry deadlines (Database::SetExpiry), unix ms; only of names in
-  // `filters`, `unloaded` or `unavailable`. expiry_count mirrors its size
-  // (relaxed: a host's fast check whether any deadline exists).
+  // `filters`, `unloaded` or `unavailable`. `deadlines` holds the same
+  // entries ordered by (deadline, name), so that the due ones are found
+  // without visiting the others; its names view `expiry`'s keys (a map
+  // node's key stays put until the node is erased). `deadline_sum` is the
+  // sum of the deadlines (a mean for INFO's avg_ttl). The three change
+  // together, under `mu`, through PutExpiry and ForgetExpiry only.
+  // expiry_count mirrors the size (relaxed: a host's fast check whether
+  // any deadline exists).
   std::map<std::string, int64_t, std::less<>> expiry SF_GUARDED_BY(mu);
+  std::set<std::pair<int64_t, std::string_view>> deadlines SF_GUARDED_BY(mu);
+  __int128 deadline_sum SF_GUARDED_BY(mu) = 0;
   std::atomic<uint64_t> expiry_count{0};
-  // After a Drop committed (its WriteBatch deleted the stored deadline).
+  void PutExpiry(std::string_view name, int64_t unix_ms) SF_REQUIRES(mu) {
+    auto it = expiry.find(name);
+    if (it == expiry.end()) {
+      it = expiry.emplace(std::string(name), unix_ms).first;
+    } else {
+      deadlines.erase({it->second, it->first});
+      deadline_sum -= it->second;
+      it->second = unix_ms;
+    }
+    deadlines.emplace(unix_ms, it->first);
+    deadline_sum += unix_ms;
+    expiry_count.store(expiry.size(), std::memory_order_relaxed);
+  }
+  // After a Drop committed (its WriteBatch deleted the stored deadline), or
+  // a deadline was removed.
   void ForgetExpiry(std::string_view name) SF_REQUIRES(mu) {
     if (auto it = expiry.find(name); it != expiry.end()) {
+      deadlines.erase({it->second, it->first});
+      deadline_sum -= it->second;
       expiry.erase(it);
       expiry_count.store(expiry.size(), std::memory_order_relaxed);
     }

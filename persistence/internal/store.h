@@ -110,9 +110,13 @@ class Store {
   Result<std::vector<CatalogEntry>> LoadCatalog(
       std::vector<std::pair<std::string, Status>>* bad = nullptr) const;
 
-  // One synced WriteBatch: removes any stray shard/journal values of the
-  // name, puts the descriptor.
-  Status CreateFilter(std::string_view name, const FilterDescriptor& d);
+  // One WriteBatch: removes any stray shard/journal values of the name,
+  // puts the descriptor; synced when `sync` (a filter of durability sync),
+  // else written to RocksDB's log only (it survives a process crash; a
+  // power loss takes it only with every later write, since the log keeps
+  // its order and any later synced write syncs it too).
+  Status CreateFilter(std::string_view name, const FilterDescriptor& d,
+                      bool sync);
   // One synced WriteBatch: deletes descriptor, chunks and journal.
   Status DropFilter(std::string_view name);
 

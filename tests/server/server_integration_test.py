@@ -522,6 +522,90 @@ def test_unloadable(binary, root):
         check(srv.stop() == 0, "damaged-store server exit code")
 
 
+def test_keyspace_scan(binary, root):
+    """SCAN over a few thousand keys (redis-py's scan_iter, COUNT 10) while
+    another client creates and drops keys, MATCH, TYPE, DBSIZE, KEYS, and
+    INFO's expires / avg_ttl / expired_keys."""
+    srv = Server(binary, os.path.join(root, "keyspace_db")).start()
+    try:
+        r = redis.Redis(port=srv.port)
+        n, ncf, nexp = 3000, 50, 1000
+
+        def create(part):
+            c = redis.Redis(port=srv.port)
+            p = c.pipeline(transaction=False)
+            for i in range(part, n, 4):
+                p.execute_command("BF.RESERVE", "user:%d" % i, "0.01", "100")
+                if i < nexp:
+                    p.execute_command("EXPIRE", "user:%d" % i, "86400")
+            p.execute()
+            c.close()
+        threads = [threading.Thread(target=create, args=(t,)) for t in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for i in range(ncf):
+            r.execute_command("CF.RESERVE", "cf:%d" % i, "100")
+        stay = {b"user:%d" % i for i in range(n)} | {b"cf:%d" % i for i in range(ncf)}
+        check(r.dbsize() == n + ncf, "DBSIZE %d" % r.dbsize())
+
+        stop = threading.Event()
+        churned = [0]
+
+        def churn():
+            c = redis.Redis(port=srv.port)
+            i = 0
+            while not stop.is_set():
+                c.execute_command("BF.RESERVE", "churn:%d" % i, "0.01", "100")
+                if i >= 2:
+                    c.delete("churn:%d" % (i - 2))
+                i += 1
+                churned[0] = i
+            c.close()
+        t = threading.Thread(target=churn)
+        t.start()
+        seen, calls, cursor = set(), 0, 0
+        try:
+            while True:
+                cursor, keys = r.scan(cursor=cursor, count=10)
+                check(len(keys) <= 10, "SCAN COUNT 10 answered %d keys" % len(keys))
+                seen.update(keys)
+                calls += 1
+                if cursor == 0:
+                    break
+        finally:
+            stop.set()
+            t.join()
+        check(stay <= seen, "SCAN missed %d keys present throughout" % len(stay - seen))
+        check(calls >= (n + ncf) // 10, "SCAN took %d calls" % calls)
+        check(churned[0] > 0, "keys were created during the scan")
+        check(set(r.scan_iter(match="cf:*", count=100)) == {b"cf:%d" % i for i in range(ncf)},
+              "SCAN MATCH")
+        check(set(r.scan_iter(_type="MBbloomCF", count=100)) == {b"cf:%d" % i for i in range(ncf)},
+              "SCAN TYPE")
+        check(r.keys("cf:1*") == sorted(b"cf:%d" % i for i in range(ncf)
+                                        if str(i).startswith("1")), "KEYS")
+        ks = r.info("keyspace")["db0"]
+        check(ks["expires"] == nexp, "INFO keyspace expires: %r" % ks)
+        check(86_000_000 < ks["avg_ttl"] <= 86_400_000, "INFO keyspace avg_ttl: %r" % ks)
+        # Ten keys expire; the active expiry drops them (waits for that).
+        p = r.pipeline(transaction=False)
+        for i in range(10):
+            p.pexpire("user:%d" % i, 1)
+        p.execute()
+        deadline = time.time() + 30
+        while r.info("stats")["expired_keys"] < 10 and time.time() < deadline:
+            time.sleep(0.05)
+        check(r.info("stats")["expired_keys"] >= 10, "INFO expired_keys")
+        check(r.exists(*["user:%d" % i for i in range(10)]) == 0, "expired keys gone")
+        check(r.info("keyspace")["db0"]["expires"] == nexp - 10, "expires after expiry")
+        check(r.dbsize() == n + ncf - 10 + min(churned[0], 2), "DBSIZE after expiry")
+        r.close()
+    finally:
+        check(srv.stop() == 0, "keyspace server SIGTERM exit code")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--server", required=True)
@@ -565,11 +649,19 @@ def main():
         for item in acked:
             p.execute_command("BF.ADD", "k9", item)
             p.execute_command("CF.ADD", "k9c", item)
+        # Creates of journal filters are acknowledged once in RocksDB's log
+        # (no fsync each): they survive kill -9 too.
+        created = ["r9-%d" % i for i in range(500)]
+        for name in created:
+            p.execute_command("BF.RESERVE", name, "0.01", "100")
         p.execute()
         r.close()
         srv.stop(signal.SIGKILL)
         srv = Server(args.server, db).start()
         r = redis.Redis(port=srv.port)
+        check(r.exists(*created) == len(created),
+              "acknowledged BF.RESERVE after kill -9: %d of %d"
+              % (r.exists(*created), len(created)))
         check(all(r.bf().mexists("k9", *acked)), "journalled BF.ADD after kill -9")
         check(all(r.execute_command("CF.MEXISTS", "k9c", *acked)),
               "journalled CF.ADD after kill -9")
@@ -589,6 +681,8 @@ def main():
         print("ok  limits (maxclients, timeout, bulk, query buffer)")
         test_unloadable(args.server, root)
         print("ok  a filter that cannot be loaded answers an error")
+        test_keyspace_scan(args.server, root)
+        print("ok  keyspace: SCAN, MATCH, TYPE, DBSIZE, INFO expires")
         # A second server in emulated cluster mode, for RedisCluster.
         csrv = Server(args.server, os.path.join(root, "cluster_db"),
                       ["--cluster-emulation"]).start()

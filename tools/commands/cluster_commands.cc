@@ -3,6 +3,7 @@
 // one-node cluster owning slots 0-16383 (Host::Cluster() names the node).
 // Reply shapes are Redis 7.0's, RESP2 and RESP3 (docs/server.md, "Cluster
 // emulation"). Without a node: Redis's "cluster support disabled".
+#include <algorithm>
 #include <array>
 #include <string>
 #include <vector>
@@ -93,15 +94,25 @@ bool ParseInteger(CommandContext& ctx, std::string_view arg, int64_t* v) {
   return true;
 }
 
-// Keys of one slot, in byte order, at most max (-1: all). O(keys): the
-// keyspace keeps no per-slot index (docs/server.md says so).
-std::vector<std::string> KeysInSlot(CommandContext& ctx, int64_t slot,
+// Up to `max` keys of one slot, in byte order. The keyspace counts keys per
+// slot but keeps no list per slot: this reads SCAN pages until it has
+// min(max, the slot's count) keys, so an empty slot costs nothing and a
+// full one about keys / slots' share of the keyspace per key returned.
+std::vector<std::string> KeysInSlot(CommandContext& ctx, uint16_t slot,
                                     int64_t max) {
   std::vector<std::string> out;
-  for (std::string& k : ctx.keyspace.Keys()) {
-    if (max >= 0 && static_cast<int64_t>(out.size()) >= max) break;
-    if (KeySlot(k) == slot) out.push_back(std::move(k));
+  const uint64_t want = std::min<uint64_t>(static_cast<uint64_t>(max),
+                                           ctx.keyspace.CountInSlot(slot));
+  uint64_t cursor = 0;
+  while (out.size() < want) {
+    ScanPage page = ctx.keyspace.Scan(cursor, 1024);
+    for (std::string& k : page.keys) {
+      if (out.size() < want && KeySlot(k) == slot) out.push_back(std::move(k));
+    }
+    cursor = page.next;
+    if (cursor == 0) break;
   }
+  std::sort(out.begin(), out.end());
   return out;
 }
 
@@ -217,8 +228,8 @@ void Cluster(CommandContext& ctx, Args args) {
     int64_t slot = 0;
     if (!ParseInteger(ctx, args[2], &slot)) return;
     if (slot < 0 || slot > kLastSlot) return ctx.out.Error("ERR Invalid slot");
-    return ctx.out.Integer(
-        static_cast<int64_t>(KeysInSlot(ctx, slot, -1).size()));
+    return ctx.out.Integer(static_cast<int64_t>(
+        ctx.keyspace.CountInSlot(static_cast<uint16_t>(slot))));
   }
   // getkeysinslot: Redis parses the count first.
   int64_t max = 0, slot = 0;
@@ -228,7 +239,8 @@ void Cluster(CommandContext& ctx, Args args) {
   if (slot < 0 || slot > kLastSlot || max < 0) {
     return ctx.out.Error("ERR Invalid slot or number of keys");
   }
-  const std::vector<std::string> keys = KeysInSlot(ctx, slot, max);
+  const std::vector<std::string> keys =
+      KeysInSlot(ctx, static_cast<uint16_t>(slot), max);
   ctx.out.Array(keys.size());
   for (const std::string& k : keys) ctx.out.Bulk(k);
 }

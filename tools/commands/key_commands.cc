@@ -5,7 +5,6 @@
 #include <string>
 #include <vector>
 
-#include "shardfilter/filters/hash.h"
 #include "tools/commands/command_table.h"
 #include "tools/commands/util.h"
 
@@ -29,14 +28,9 @@ Result<std::string> TypeOfKey(CommandContext& ctx, std::string_view key) {
   return s;
 }
 
-// SCAN's cursor: keys are visited in the order of a 62-bit hash of their
-// name, and the cursor is the next hash to visit (+1, so 0 means both
-// "start" and "done"). A key present for the whole iteration is returned
-// (at least once) whatever was created or deleted meanwhile, as Redis
-// promises; each call costs a pass over the key list.
-uint64_t ScanOrder(std::string_view key) {
-  return (HashKey(key, 0x5343414e) >> 2) + 1;  // in [1, 2^62]
-}
+// KEYS reads the keyspace in SCAN pages of this many names: one pass, no
+// copy of every name at once, no lock held for the whole keyspace.
+constexpr size_t kKeysPage = 1024;
 
 }  // namespace
 
@@ -73,15 +67,21 @@ void Type(CommandContext& ctx, Args args) {
   ctx.out.SimpleString(*type);
 }
 
+// KEYS pattern: the matching keys in byte order.
 void Keys(CommandContext& ctx, Args args) {
-  std::vector<std::string> all = ctx.keyspace.Keys();
   const bool everything = args[1] == "*";
-  std::vector<std::string_view> matched;
-  for (const std::string& k : all) {
-    if (everything || GlobMatch(args[1], k)) matched.push_back(k);
-  }
+  std::vector<std::string> matched;
+  uint64_t cursor = 0;
+  do {
+    ScanPage page = ctx.keyspace.Scan(cursor, kKeysPage);
+    for (std::string& k : page.keys) {
+      if (everything || GlobMatch(args[1], k)) matched.push_back(std::move(k));
+    }
+    cursor = page.next;
+  } while (cursor != 0);
+  std::sort(matched.begin(), matched.end());
   ctx.out.Array(matched.size());
-  for (std::string_view k : matched) ctx.out.Bulk(k);
+  for (const std::string& k : matched) ctx.out.Bulk(k);
 }
 
 // SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
@@ -110,25 +110,12 @@ void Scan(CommandContext& ctx, Args args) {
       return ctx.out.Error(kSyntaxError);
     }
   }
-  std::vector<std::pair<uint64_t, std::string>> order;
-  for (std::string& k : ctx.keyspace.Keys()) {
-    const uint64_t h = ScanOrder(k);
-    if (h >= static_cast<uint64_t>(cursor)) order.emplace_back(h, std::move(k));
-  }
-  std::sort(order.begin(), order.end());
+  // MATCH and TYPE filter what COUNT visited, as in Redis: a call may
+  // answer fewer than COUNT keys, or none, before the end.
+  const ScanPage page = ctx.keyspace.Scan(static_cast<uint64_t>(cursor),
+                                          static_cast<size_t>(count));
   std::vector<std::string_view> out;
-  uint64_t next = 0;
-  size_t visited = 0;
-  for (size_t i = 0; i < order.size(); ++i) {
-    // Stop between two different hashes once COUNT keys were visited, so a
-    // (vanishingly rare) hash collision never splits across calls.
-    if (visited >= static_cast<size_t>(count) &&
-        order[i].first != order[i - 1].first) {
-      next = order[i].first;
-      break;
-    }
-    ++visited;
-    const std::string& k = order[i].second;
+  for (const std::string& k : page.keys) {
     if (has_pattern && !GlobMatch(pattern, k)) continue;
     if (has_type) {
       // A key whose type cannot be read fails the call: skipping it would
@@ -139,6 +126,7 @@ void Scan(CommandContext& ctx, Args args) {
     }
     out.push_back(k);
   }
+  const uint64_t next = page.next;
   ctx.out.Array(2);
   ctx.out.Bulk(std::to_string(next));
   ctx.out.Array(out.size());

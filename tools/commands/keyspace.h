@@ -171,6 +171,30 @@ class TieredHandle {
 // What a key holds, for TYPE, SCAN TYPE and WRONGTYPE.
 enum class KeyKind { kNone, kFilter, kDedup, kTiered };
 
+// SCAN's order of keys: a 62-bit hash of the name, plus 1 (in [1, 2^62]).
+// SCAN's cursor is the order of the next name to visit, so 0 means both
+// "start" and "done" and cursors are plain integers clients parse.
+uint64_t ScanOrder(std::string_view key);
+
+// One SCAN call's visit (Keyspace::Scan).
+struct ScanPage {
+  // The next call's cursor: the ScanOrder of the first name not visited;
+  // 0 when every name was.
+  uint64_t next = 0;
+  // The names visited that are keys now (expired ones left out), in
+  // ScanOrder.
+  std::vector<std::string> keys;
+  // Names visited (what COUNT bounds).
+  size_t visited = 0;
+};
+
+// INFO keyspace's `db0:` line.
+struct KeyspaceFigures {
+  uint64_t keys = 0;
+  uint64_t expires = 0;    // keys with a deadline
+  int64_t avg_ttl_ms = 0;  // their mean remaining time to live; 0: none
+};
+
 class Keyspace {
  public:
   virtual ~Keyspace() = default;
@@ -189,7 +213,19 @@ class Keyspace {
   virtual Result<bool> Delete(std::string_view key) = 0;
   // Every key, in byte order.
   virtual std::vector<std::string> Keys() = 0;
+  // How many keys (DBSIZE).
   virtual uint64_t Size() = 0;
+  // SCAN: visits the names whose ScanOrder is at least `cursor` in that
+  // order, `count` of them and then any sharing the last one's order (so a
+  // name is never split from another of its order across calls). A key
+  // present from a scan's first call to its last is returned by one of
+  // them, whatever is created or deleted meanwhile. The default sorts
+  // Keys() (O(keys) per call); a host with an index of its keys does better.
+  virtual ScanPage Scan(uint64_t cursor, size_t count);
+  // INFO keyspace. The default: Size() keys and no deadlines.
+  virtual KeyspaceFigures Figures();
+  // CLUSTER COUNTKEYSINSLOT. The default counts Keys().
+  virtual uint64_t CountInSlot(uint16_t slot);
   virtual Status Flush() = 0;
   // Makes every filter's state durable as a checkpoint (SAVE / BGSAVE).
   virtual Status Checkpoint() = 0;

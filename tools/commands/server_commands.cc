@@ -96,9 +96,11 @@ void AppendPersistence(CommandContext& ctx, std::string* out) {
 
 void AppendKeyspace(CommandContext& ctx, std::string* out) {
   *out += "# Keyspace\r\n";
-  const uint64_t n = ctx.keyspace.Size();
-  if (n > 0) {
-    *out += "db0:keys=" + std::to_string(n) + ",expires=0,avg_ttl=0\r\n";
+  const KeyspaceFigures f = ctx.keyspace.Figures();
+  if (f.keys > 0) {
+    *out += "db0:keys=" + std::to_string(f.keys) +
+            ",expires=" + std::to_string(f.expires) +
+            ",avg_ttl=" + std::to_string(f.avg_ttl_ms) + "\r\n";
   }
 }
 

@@ -1,6 +1,9 @@
 #include "tools/server/db_keyspace.h"
 
+#include <time.h>
+
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <functional>
 #include <optional>
@@ -11,6 +14,7 @@
 #include "shardfilter/engine/export.h"
 #include "shardfilter/engine/migration.h"
 #include "shardfilter/engine/tiered_filter.h"
+#include "tools/commands/key_slot.h"
 #include "tools/commands/sharded_handle.h"
 
 namespace shardfilter::server {
@@ -195,9 +199,10 @@ std::atomic<uint64_t> next_instance{1};
 // count touched by other threads. Emptied whenever any filter was dropped
 // (generation) or another DbKeyspace is asked (tests). A dropped filter's
 // memory is released once every thread has looked something up since.
-// Each entry also holds the key's expiry deadline as it was when cached;
-// SetExpiry bumps the generation, so a cached deadline is never stale and
-// a hit checks it against the clock without the Database's mutex.
+// Each entry also holds the key's expiry deadline as it was when read and
+// the stamp of its stripe then (DbKeyspace::deadline_stamps_): a hit whose
+// stamp is current checks the cached deadline against the clock without
+// the Database's mutex; otherwise it reads the deadline again.
 // Every cache is registered, so that ReclaimMemory can empty them all at
 // once (a cached handle keeps its filter loaded); `mu` is taken by the
 // owning thread around each use (uncontended but for such a purge).
@@ -207,6 +212,8 @@ struct HandleCache {
   struct Entry {
     std::shared_ptr<commands::FilterHandle> handle;
     std::optional<int64_t> deadline;  // unix ms
+    size_t key_hash = 0;              // its stripe
+    uint64_t stamp = 0;               // the stripe's stamp when read
   };
   struct Hash {
     using is_transparent = void;
@@ -363,9 +370,49 @@ auto WithReclaim(DbKeyspace& keyspace, Call&& call) -> decltype(call()) {
 
 }  // namespace
 
+struct DbKeyspace::NameIndex {
+  struct Entry {
+    uint64_t order;  // commands::ScanOrder(name)
+    std::string name;
+  };
+  struct Key {
+    uint64_t order;
+    std::string_view name;
+  };
+  struct Less {
+    using is_transparent = void;
+    template <typename A, typename B>
+    bool operator()(const A& a, const B& b) const {
+      if (a.order != b.order) return a.order < b.order;
+      return std::string_view(a.name) < std::string_view(b.name);
+    }
+  };
+  mutable std::mutex mu;
+  std::set<Entry, Less> entries;                             // GUARDED_BY(mu)
+  std::array<uint32_t, commands::kClusterSlots> per_slot{};  // GUARDED_BY(mu)
+
+  void Add(std::string_view name) {
+    const uint64_t order = commands::ScanOrder(name);
+    std::lock_guard lock(mu);
+    if (entries.find(Key{order, name}) != entries.end()) return;
+    entries.insert(Entry{order, std::string(name)});
+    ++per_slot[commands::KeySlot(name)];
+  }
+  void Remove(std::string_view name) {
+    const uint64_t order = commands::ScanOrder(name);
+    std::lock_guard lock(mu);
+    auto it = entries.find(Key{order, name});
+    if (it == entries.end()) return;
+    entries.erase(it);
+    --per_slot[commands::KeySlot(name)];
+  }
+};
+
 DbKeyspace::DbKeyspace(Database* db, const DbKeyspaceOptions& options)
     : db_(db),
       options_(options),
+      names_(std::make_unique<NameIndex>()),
+      deadline_stamps_(new std::atomic<uint64_t>[kDeadlineStripes]()),
       last_checkpoint_unix_(NowUnix()),
       instance_(next_instance.fetch_add(1)) {
   // The other kinds' names, once (a read-only store without dedup sets
@@ -389,12 +436,25 @@ DbKeyspace::DbKeyspace(Database* db, const DbKeyspaceOptions& options)
       tiered_.emplace(std::string(base), nullptr);
     }
   }
+  for (const std::string& name : db_->List()) {
+    if (!IsReserved(name)) names_->Add(name);
+  }
+  for (const auto& [name, d] : dedups_) names_->Add(name);
+  for (const auto& [name, t] : tiered_) names_->Add(name);
 }
 
-void DbKeyspace::Invalidate() {
+void DbKeyspace::IndexAdd(std::string_view key) { names_->Add(key); }
+
+void DbKeyspace::IndexRemove(std::string_view key) { names_->Remove(key); }
+
+int64_t DbKeyspace::NowMs() const {
+  return options_.clock_ms ? options_.clock_ms() : NowUnixMs();
+}
+
+void DbKeyspace::Invalidate(bool notify) {
   generation_.fetch_add(1, std::memory_order_release);
   TrimThreadCache();
-  if (drop_listener_) drop_listener_();
+  if (notify && drop_listener_) drop_listener_();
 }
 
 void DbKeyspace::TrimThreadCache() {
@@ -493,10 +553,14 @@ Result<std::shared_ptr<commands::FilterHandle>> DbKeyspace::Lookup(
       cache.generation = generation;
     }
     if (auto it = cache.handles.find(key); it != cache.handles.end()) {
-      const std::optional<int64_t> deadline = it->second.deadline;
-      if (!deadline.has_value() || *deadline > NowUnixMs()) {
-        return it->second.handle;
+      HandleCache::Entry& e = it->second;
+      const uint64_t stamp =
+          DeadlineStamp(e.key_hash).load(std::memory_order_acquire);
+      if (stamp != e.stamp) {  // an EXPIRE or PERSIST of its stripe since
+        e.stamp = stamp;
+        e.deadline = db_->Expiry(key);
       }
+      if (!e.deadline.has_value() || *e.deadline > NowMs()) return e.handle;
       // Past its deadline: dropped now (this empties the cache).
     }
   }
@@ -516,11 +580,17 @@ Result<std::shared_ptr<commands::FilterHandle>> DbKeyspace::Lookup(
   }
   std::shared_ptr<commands::FilterHandle> h =
       std::make_shared<DbFilter>(std::move(f).value(), this);
+  // The stamp before the deadline: a SetExpiry between the two leaves a
+  // newer stamp, so the next hit reads the deadline again.
+  const size_t key_hash = HandleCache::Hash()(key);
+  const uint64_t stamp =
+      DeadlineStamp(key_hash).load(std::memory_order_acquire);
   std::optional<int64_t> deadline;
   if (db_->ExpiryCount() != 0) deadline = db_->Expiry(key);
   std::lock_guard lock(cache.mu);
   if (cache.owner == instance_) {
-    cache.handles.emplace(std::string(key), HandleCache::Entry{h, deadline});
+    cache.handles.emplace(std::string(key),
+                          HandleCache::Entry{h, deadline, key_hash, stamp});
   }
   return h;
 }
@@ -536,6 +606,7 @@ Result<std::shared_ptr<commands::FilterHandle>> DbKeyspace::Create(
   const FilterSpec spec = ToFilterSpec(params, options_);
   auto f = WithReclaim(*this, [&] { return db_->Create(key, spec); });
   if (!f.ok()) return f.status();
+  IndexAdd(key);
   return std::shared_ptr<commands::FilterHandle>(
       std::make_shared<DbFilter>(std::move(f).value(), this));
 }
@@ -546,7 +617,7 @@ Result<bool> DbKeyspace::Delete(std::string_view key) {
   return DeleteLocked(key);
 }
 
-Result<bool> DbKeyspace::DeleteLocked(std::string_view key) {
+Result<bool> DbKeyspace::DeleteLocked(std::string_view key, bool notify) {
   switch (OtherKindLocked(key)) {
     case commands::KeyKind::kDedup: {
       auto it = dedups_.find(key);
@@ -558,20 +629,23 @@ Result<bool> DbKeyspace::DeleteLocked(std::string_view key) {
         return s;
       }
       dedups_.erase(it);
+      IndexRemove(key);
       return true;
     }
     case commands::KeyKind::kTiered: {
       const Status s = TieredFilter::Drop(db_, key);
-      Invalidate();
+      Invalidate(notify);
       if (!s.ok() && !s.IsNotFound()) return s;
       tiered_.erase(tiered_.find(key));
+      IndexRemove(key);
       return s.ok();
     }
     default:
       break;
   }
   const Status s = db_->Drop(key);
-  Invalidate();
+  Invalidate(notify);
+  if (s.ok() || s.IsNotFound()) IndexRemove(key);
   if (s.ok()) return true;
   if (s.IsNotFound()) return false;
   return s;
@@ -591,9 +665,11 @@ Status DbKeyspace::CheckFreeLocked(std::string_view key) {
   // A filter past its deadline is free (ExpireIfDue would take kinds_mu_).
   if (db_->ExpiryCount() != 0) {
     const std::optional<int64_t> deadline = db_->Expiry(key);
-    if (deadline.has_value() && *deadline <= NowUnixMs()) {
-      (void)db_->Drop(key);
-      Invalidate();
+    if (deadline.has_value() && *deadline <= NowMs()) {
+      auto dropped = DeleteLocked(key);
+      if (dropped.ok() && *dropped) {
+        expired_keys_.fetch_add(1, std::memory_order_relaxed);
+      }
     }
   }
   auto f = db_->Get(key);
@@ -619,21 +695,66 @@ std::string DbKeyspace::TypeOf(std::string_view key) {
 }
 
 std::vector<std::string> DbKeyspace::Keys() {
-  (void)ExpireDue();
   std::vector<std::string> out;
-  for (std::string& name : db_->List()) {
-    if (!IsReserved(name)) out.push_back(std::move(name));
-  }
   {
-    std::lock_guard lock(kinds_mu_);
-    for (const auto& [name, d] : dedups_) out.push_back(name);
-    for (const auto& [name, t] : tiered_) out.push_back(name);
+    std::lock_guard lock(names_->mu);
+    out.reserve(names_->entries.size());
+    for (const NameIndex::Entry& e : names_->entries) out.push_back(e.name);
+  }
+  if (db_->ExpiryCount() != 0) {
+    std::erase_if(out, [&](const std::string& k) { return ExpireIfDue(k); });
   }
   std::sort(out.begin(), out.end());
   return out;
 }
 
-uint64_t DbKeyspace::Size() { return Keys().size(); }
+uint64_t DbKeyspace::Size() {
+  std::lock_guard lock(names_->mu);
+  return names_->entries.size();
+}
+
+commands::ScanPage DbKeyspace::Scan(uint64_t cursor, size_t count) {
+  count = std::max<size_t>(count, 1);  // every call makes progress
+  commands::ScanPage page;
+  {
+    std::lock_guard lock(names_->mu);
+    const auto& entries = names_->entries;
+    auto it = entries.lower_bound(NameIndex::Key{cursor, std::string_view()});
+    for (; it != entries.end(); ++it) {
+      // Past COUNT, only names of the last one's order (never split).
+      if (page.visited >= count && it->order != std::prev(it)->order) {
+        break;
+      }
+      ++page.visited;
+      page.keys.push_back(it->name);
+    }
+    page.next = it == entries.end() ? 0 : it->order;
+  }
+  // Redis leaves keys past their deadline out (and drops them).
+  if (db_->ExpiryCount() != 0) {
+    std::erase_if(page.keys,
+                  [&](const std::string& k) { return ExpireIfDue(k); });
+  }
+  return page;
+}
+
+commands::KeyspaceFigures DbKeyspace::Figures() {
+  commands::KeyspaceFigures f;
+  f.keys = Size();
+  f.expires = db_->ExpiryCount();
+  if (f.expires != 0) {
+    if (const std::optional<int64_t> mean = db_->MeanExpiry()) {
+      f.avg_ttl_ms = std::max<int64_t>(0, *mean - NowMs());
+    }
+  }
+  return f;
+}
+
+uint64_t DbKeyspace::CountInSlot(uint16_t slot) {
+  if (slot >= commands::kClusterSlots) return 0;
+  std::lock_guard lock(names_->mu);
+  return names_->per_slot[slot];
+}
 
 Result<std::shared_ptr<commands::DedupHandle>> DbKeyspace::LookupDedup(
     std::string_view key) {
@@ -676,6 +797,7 @@ Result<std::shared_ptr<commands::DedupHandle>> DbKeyspace::CreateDedup(
                       }));
   auto h = std::make_shared<DbDedup>(std::move(d));
   dedups_.emplace(std::string(key), h);
+  IndexAdd(key);
   return std::shared_ptr<commands::DedupHandle>(h);
 }
 
@@ -719,6 +841,7 @@ Result<std::shared_ptr<commands::TieredHandle>> DbKeyspace::CreateTiered(
                         return TieredFilter::Create(db_, key, spec);
                       }));
   tiered_.emplace(std::string(key), t);
+  IndexAdd(key);
   return std::shared_ptr<commands::TieredHandle>(
       std::make_shared<DbTiered>(std::move(t)));
 }
@@ -748,22 +871,58 @@ Status DbKeyspace::Union(std::string_view dest,
   return db_->Union(dest, sources);
 }
 
-bool DbKeyspace::ExpireIfDue(std::string_view key) {
+bool DbKeyspace::ExpireIfDue(std::string_view key, bool notify, bool* dropped) {
   if (db_->ExpiryCount() == 0) return false;  // the common case: no lock
   const std::optional<int64_t> deadline = db_->Expiry(key);
-  if (!deadline.has_value() || *deadline > NowUnixMs()) return false;
+  if (!deadline.has_value() || *deadline > NowMs()) return false;
+  if (IsReserved(key)) return false;  // never a key of its own
+  std::lock_guard lock(kinds_mu_);
   // Another thread may drop it first: NotFound is as good.
-  (void)Delete(key);
+  auto r = DeleteLocked(key, notify);
+  const bool gone = r.ok() && *r;
+  if (gone) expired_keys_.fetch_add(1, std::memory_order_relaxed);
+  if (dropped != nullptr) *dropped = gone;
   return true;
 }
 
+namespace {
+
+int64_t ThreadCpuNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+// Due names asked of the Database at a time.
+constexpr size_t kExpireBatch = 64;
+
+}  // namespace
+
 size_t DbKeyspace::ExpireDue() {
   if (db_->ExpiryCount() == 0) return 0;
+  const int64_t cpu0 = ThreadCpuNs();
+  const auto start = std::chrono::steady_clock::now();
+  const auto budget = std::chrono::milliseconds(kExpireTickMillis);
   size_t n = 0;
-  const int64_t now = NowUnixMs();
-  for (const auto& [name, deadline] : db_->Expiries()) {
-    if (deadline <= now && ExpireIfDue(name)) ++n;
+  while (n < options_.expire_per_tick &&
+         std::chrono::steady_clock::now() - start < budget) {
+    const std::vector<std::string> due = db_->DueExpiries(
+        NowMs(), std::min(kExpireBatch, options_.expire_per_tick - n));
+    size_t dropped = 0;
+    for (const std::string& name : due) {
+      bool gone = false;
+      (void)ExpireIfDue(name, /*notify=*/false, &gone);
+      dropped += gone ? 1 : 0;
+    }
+    n += dropped;
+    // None due, or none of them could be dropped (a failing store): the
+    // next tick tries again.
+    if (dropped == 0) break;
   }
+  // One wake-up of the other threads for the whole tick.
+  if (n != 0 && drop_listener_) drop_listener_();
+  expire_cpu_ns_.fetch_add(static_cast<uint64_t>(ThreadCpuNs() - cpu0),
+                           std::memory_order_relaxed);
   return n;
 }
 
@@ -780,7 +939,10 @@ Status DbKeyspace::SetExpiry(std::string_view key,
   }
   if (ExpireIfDue(key)) return Status::NotFound("no such key");
   SF_RETURN_IF_ERROR(db_->SetExpiry(key, unix_ms));
-  Invalidate();  // every thread's cached deadline of it is stale
+  // Every thread's cached deadline of it is stale: a cache hit of its
+  // stripe reads it again (deadline_stamps_).
+  DeadlineStamp(HandleCache::Hash()(key))
+      .fetch_add(1, std::memory_order_release);
   // A deadline already past: the key goes now (Redis: EXPIRE with a
   // non-positive time deletes).
   (void)ExpireIfDue(key);
@@ -810,6 +972,7 @@ Status DbKeyspace::Flush() {
     const Status s = db_->Drop(name);
     Invalidate();
     if (!s.ok() && !s.IsNotFound()) return s;
+    IndexRemove(name);
   }
   return Status::OK();
 }
@@ -841,7 +1004,10 @@ Status DbKeyspace::Restore(std::string_view key, std::string_view bytes) {
   if (OtherKindLocked(key) != commands::KeyKind::kNone) {
     return Status::AlreadyExists("key exists");
   }
-  return WithReclaim(*this, [&] { return ImportFilter(*db_, key, bytes); });
+  SF_RETURN_IF_ERROR(
+      WithReclaim(*this, [&] { return ImportFilter(*db_, key, bytes); }));
+  IndexAdd(key);
+  return Status::OK();
 }
 
 Status DbKeyspace::StartMigration(std::string_view key,

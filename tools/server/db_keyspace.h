@@ -36,6 +36,13 @@ struct DbKeyspaceOptions {
   uint64_t max_filter_bytes = 1ull << 30;
   // Shards of filters the commands create (0 = DefaultShardCount).
   uint32_t shards = 0;
+  // The clock deadlines are compared with (unix ms); null: the system's.
+  // Tests set their own.
+  std::function<int64_t()> clock_ms;
+  // Most keys one ExpireDue call (a tick of the active expiry) drops; the
+  // rest waits for the next tick. A tick also stops after
+  // kExpireTickMillis of work.
+  size_t expire_per_tick = 1000;
 };
 
 class DbDedup;
@@ -54,8 +61,14 @@ class DbKeyspace final : public commands::Keyspace {
   Result<std::shared_ptr<commands::FilterHandle>> Create(
       std::string_view key, const commands::CreateParams& params) override;
   Result<bool> Delete(std::string_view key) override;
+  // Keys, Size, Scan, Figures and CountInSlot read the name index (see
+  // names_): Size, Figures and CountInSlot in O(1), a Scan in
+  // O(log keys + count).
   std::vector<std::string> Keys() override;
   uint64_t Size() override;
+  commands::ScanPage Scan(uint64_t cursor, size_t count) override;
+  commands::KeyspaceFigures Figures() override;
+  uint64_t CountInSlot(uint16_t slot) override;
   Status Flush() override;
   Status Checkpoint() override;
   int64_t LastCheckpointUnix() override;
@@ -71,9 +84,24 @@ class DbKeyspace final : public commands::Keyspace {
   Status SetExpiry(std::string_view key,
                    std::optional<int64_t> unix_ms) override;
   Result<std::optional<int64_t>> GetExpiry(std::string_view key) override;
-  // Drops every filter whose deadline passed (the server calls it ten
-  // times a second: Redis's active expiry); returns how many.
+  // Drops filters whose deadline passed, earliest first (the server calls
+  // it ten times a second: Redis's active expiry); returns how many. Visits
+  // only due deadlines (Database::DueExpiries), at most
+  // options.expire_per_tick of them and for about kExpireTickMillis: what
+  // is left is due at the next call. Lazy expiry (every command that names
+  // a key past its deadline drops it) keeps an expired key from answering
+  // meanwhile.
   size_t ExpireDue();
+  static constexpr int64_t kExpireTickMillis = 25;
+  // Keys dropped because their deadline passed, by either path (INFO
+  // expired_keys), and the CPU time ExpireDue took (INFO
+  // expire_cycle_cpu_milliseconds).
+  uint64_t expired_keys() const {
+    return expired_keys_.load(std::memory_order_relaxed);
+  }
+  uint64_t expire_cycle_cpu_ms() const {
+    return expire_cpu_ns_.load(std::memory_order_relaxed) / 1'000'000;
+  }
   Status Union(std::string_view dest,
                std::span<const std::string_view> sources) override;
   Status StartMigration(std::string_view key,
@@ -103,7 +131,7 @@ class DbKeyspace final : public commands::Keyspace {
   bool ReclaimMemory();
   // How many ReclaimMemory calls one refused request may make: each loaded
   // filter once, and the memtables' flush.
-  size_t ReclaimAttempts() const { return db_->Loaded().size() + 1; }
+  size_t ReclaimAttempts() const { return db_->LoadedCount() + 1; }
   // Filters unloaded by ReclaimMemory (INFO).
   uint64_t unloads() const { return unloads_.load(std::memory_order_relaxed); }
   // Called after ReclaimMemory gave memory back, before the caller tries
@@ -127,7 +155,8 @@ class DbKeyspace final : public commands::Keyspace {
 
   // True when a write to `key` may wait for an fsync: the key holds a
   // filter, dedup set or tiered filter with durability sync, or nothing (a
-  // write that creates it syncs the new descriptor, whatever the mode).
+  // write that creates it may sync: a filter of durability sync, any dedup
+  // set or tiered filter).
   // The server runs such writes off its event loops (server.h). Looks the
   // key up as a command would (a filter's first use loads it).
   bool WriteMayWaitForSync(std::string_view key);
@@ -135,16 +164,29 @@ class DbKeyspace final : public commands::Keyspace {
  private:
   // Bumped (release) after every Drop, before the command that dropped
   // answers; a thread's handle cache (db_keyspace.cc) is valid while it
-  // sees the generation it was filled under (acquire).
-  void Invalidate();
+  // sees the generation it was filled under (acquire). With `notify`, the
+  // drop listener wakes the other threads to trim theirs (ExpireDue wakes
+  // them once per tick instead).
+  void Invalidate(bool notify = true);
   // Drops `key` if its deadline passed; true when it did (or it was gone).
-  bool ExpireIfDue(std::string_view key);
+  // *dropped: whether this call dropped it.
+  bool ExpireIfDue(std::string_view key, bool notify = true,
+                   bool* dropped = nullptr);
+  int64_t NowMs() const;
+  // The deadline stamp of `key`'s stripe (see deadline_stamps_).
+  std::atomic<uint64_t>& DeadlineStamp(size_t key_hash) const {
+    return deadline_stamps_[key_hash % kDeadlineStripes];
+  }
 
   // Under kinds_mu_: the kind other than a filter that `key` holds.
   commands::KeyKind OtherKindLocked(std::string_view key) const;
   // Under kinds_mu_: AlreadyExists unless no kind holds `key`.
   Status CheckFreeLocked(std::string_view key);
-  Result<bool> DeleteLocked(std::string_view key);
+  Result<bool> DeleteLocked(std::string_view key, bool notify = true);
+  // The name index: under kinds_mu_, after the store's create or drop of
+  // `key` succeeded.
+  void IndexAdd(std::string_view key);
+  void IndexRemove(std::string_view key);
 
   Database* db_;
   DbKeyspaceOptions options_;
@@ -160,6 +202,27 @@ class DbKeyspace final : public commands::Keyspace {
   // RocksDB's memtables written out; true when that freed enough to try
   // again (and after_reclaim_ ran).
   bool FlushStoreMemory();
+
+  // Every key of every kind (filters, dedup sets, tiered filters; never a
+  // tiered filter's level), ordered by (ScanOrder, name), with the count of
+  // keys per cluster slot. Changed under kinds_mu_ (which every create and
+  // drop holds) and names_mu_; read under names_mu_ alone, so a SCAN never
+  // waits for a create's fsync. Lock order: kinds_mu_, then names_mu_.
+  struct NameIndex;
+  std::unique_ptr<NameIndex> names_;
+
+  // EXPIRE / PERSIST leave the handle caches alone: a cached entry holds
+  // the deadline it saw and the stamp of its key's stripe when it read it;
+  // SetExpiry bumps the stripe's stamp (release) after the Database has
+  // the new deadline, and a cache hit whose stamp differs (acquire) reads
+  // the deadline again. So a hit never answers past a deadline set before
+  // it, and an EXPIRE costs other threads one deadline read per cached
+  // key of its stripe, not their whole caches.
+  static constexpr size_t kDeadlineStripes = 1024;
+  std::unique_ptr<std::atomic<uint64_t>[]> deadline_stamps_;
+
+  std::atomic<uint64_t> expired_keys_{0};
+  std::atomic<uint64_t> expire_cpu_ns_{0};
 
   // One ReclaimMemory at a time (each needs its own victim).
   std::mutex reclaim_mu_;

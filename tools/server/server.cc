@@ -350,6 +350,11 @@ bool Server::AppendInfoSection(std::string_view section, std::string* out) {
     Field(out, "client_output_buffer_limit_disconnections",
           std::to_string(
               output_limit_disconnections.load(std::memory_order_relaxed)));
+    // Keys dropped at their deadline, by a command naming them or by the
+    // active expiry, and the CPU time of the active expiry's ticks.
+    Field(out, "expired_keys", std::to_string(keyspace_->expired_keys()));
+    Field(out, "expire_cycle_cpu_milliseconds",
+          std::to_string(keyspace_->expire_cycle_cpu_ms()));
     Field(out, "keyspace_hits", "0");
     Field(out, "keyspace_misses", "0");
     return true;
