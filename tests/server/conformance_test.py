@@ -329,8 +329,9 @@ def bf_debug(t):
     got = t(["size:1", Like(r"bytes:\d+ bits:\d+ hashes:\d+ "
                                     r"hashwidth:64 capacity:100 size:1 "
                                     r"ratio:0\.005")], "BF.DEBUG", "b")
-    fields = dict(kv.split(":") for kv in got[1].decode().split())
-    assert int(fields["bits"]) >= int(fields["bytes"]) * 8 - 64, got
+    if isinstance(got, list) and len(got) == 2 and isinstance(got[1], bytes):
+        fields = dict(kv.split(":") for kv in got[1].decode().split())
+        assert int(fields["bits"]) >= int(fields["bytes"]) * 8 - 64, got
     t(OK, "CF.RESERVE", "c", "100")
     t(WRONGTYPE, "BF.DEBUG", "c")
 
@@ -364,6 +365,7 @@ def bf_scandump_loadchunk(t):
     t(Err("ERR Second argument must be numeric"), "BF.LOADCHUNK", "b", "abc",
       "x")
     t(NOT_FOUND, "BF.LOADCHUNK", "missing", "100", "x")
+    t(Err("ERR received bad data"), "BF.LOADCHUNK", "missing", "1", "x")
     t(OK, "CF.RESERVE", "c", "100")
     t(WRONGTYPE, "BF.SCANDUMP", "c", "0")
 

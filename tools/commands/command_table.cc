@@ -277,9 +277,7 @@ Outcome Run(CommandContext& ctx, Args args, const CommandSpec* spec) {
   if ((spec->arity > 0 && n != spec->arity) ||
       (spec->arity < 0 && n < -spec->arity)) {
     refuse_in_multi();
-    ReplyWrongArity(ctx.out, (spec->flags & kModule)
-                                 ? args[0]
-                                 : std::string_view(spec->name));
+    ReplyWrongArity(ctx.out, spec->name);
     return Outcome::kRejected;
   }
   // Emulated cluster mode refuses a multi-key command over several slots,
