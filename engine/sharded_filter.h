@@ -171,6 +171,17 @@ struct FilterSpec {
   // durability none is refused at Create, and a session override to none is
   // raised to journal for such filters.
   bool retain_hashes = false;
+  // Cuckoo only: RedisBloom's geometry (its CF.RESERVE), instead of tables
+  // sized from capacity and fpp. Link 0 of the whole filter has
+  // nextpow2(capacity / bucket_size) buckets (at least 1), split evenly over
+  // the shards (at least 1 bucket each); link i has expansion^i times link
+  // 0's buckets; every link has 8-bit fingerprints (fingerprint_bits must
+  // be 0 or 8; bucket_size 2, 4 or 8, 0 = 2) and holds as many items as it
+  // has slots. Each link's rate when full is CuckooFpr(8, b, 1) (~2b/255:
+  // 1.57% at b = 2), and fpp is set to it: the rate promised per link, as
+  // RedisBloom's; a chain of n links promises at most n times it (not a
+  // compound bound under a fixed fpp, unlike the other filters).
+  bool cuckoo_pow2_buckets = false;
 };
 
 // What an add did, when it did not fail (a failure, e.g. Full, is a

@@ -24,6 +24,7 @@ constexpr int64_t kDefaultExpansion = 1;
 constexpr int64_t kMaxExpansion = 32768;
 // shardfilter's links grow by at most 16x (FilterSpec::expansion).
 constexpr int64_t kMaxShardfilterExpansion = 16;
+// Only checked by the engine: the power-of-two geometry sets the rate.
 constexpr double kCuckooErrorRate = 0.01;
 // cf-max-expansions: the most sub-filters a cuckoo filter has; RedisBloom
 // refuses every add from there. The engine's chains stop at the same count.
@@ -50,6 +51,7 @@ CreateParams Params(int64_t capacity, int64_t bucket_size,
   p.max_iterations = static_cast<uint32_t>(max_iterations);
   p.scalable = expansion > 0;
   p.expansion = expansion > 0 ? static_cast<uint32_t>(expansion) : 1;
+  p.cuckoo_pow2_buckets = true;
   return p;
 }
 
@@ -371,6 +373,8 @@ void CfInfo(CommandContext& ctx, Args args) {
   if (ReplyIfUnreadable(ctx, args[1], found)) return;
   if (found.handle == nullptr) return ctx.out.Error(kNotFoundError);
   const FilterSummary s = found.handle->Summary();
+  // Size: the tables' bytes (RedisBloom adds its own structures, 40 bytes
+  // and 16 per sub-filter: a documented difference).
   const std::pair<const char*, int64_t> fields[] = {
       {"Size", static_cast<int64_t>(s.bytes)},
       {"Number of buckets", static_cast<int64_t>(s.buckets)},

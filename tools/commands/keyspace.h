@@ -40,6 +40,9 @@ struct CreateParams {
   uint32_t expansion = 2;       // capacity factor of the next link, >= 1
   uint32_t bucket_size = 0;     // cuckoo: 2, 4 or 8
   uint32_t max_iterations = 0;  // cuckoo: relocation budget
+  // cuckoo: RedisBloom's geometry (FilterSpec::cuckoo_pow2_buckets), as
+  // CF.RESERVE and CF.ADD/CF.INSERT create.
+  bool cuckoo_pow2_buckets = false;
   // SF.CREATE / SF.MIGRATE only (RedisBloom's commands leave the host's
   // defaults). A host refuses what it cannot keep (the module: durability
   // and retained hashes, Redis persists its keys itself) with

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "shardfilter/engine/sharded_filter.h"
+#include "shardfilter/filters/cuckoo_filter.h"
 #include "tools/commands/keyspace.h"
 
 namespace shardfilter::commands {
@@ -73,8 +74,16 @@ class ShardedFilterHandle : public FilterHandle {
     s.expansion = spec.expansion;
     s.bucket_size = spec.bucket_size != 0 ? spec.bucket_size : 4;
     s.max_iterations = spec.max_kicks;
-    if (spec.type == FilterType::kCuckoo && s.bucket_size != 0) {
-      s.buckets = stats.total.slots / s.bucket_size;
+    if (spec.type == FilterType::kCuckoo) {
+      // RedisBloom's "Number of buckets" is its first sub-filter's: link 0
+      // of every shard.
+      for (uint32_t i = 0; i < f_->shard_count(); ++i) {
+        s.buckets += static_cast<const CuckooFilter&>(f_->shard_filter(i, 0))
+                         .num_buckets();
+      }
+      // RedisBloom's geometry reports its tables as RedisBloom does: one
+      // byte per 8-bit slot (without the table's padding word).
+      if (spec.cuckoo_pow2_buckets) s.bytes = stats.total.slots;
     }
     return s;
   }
