@@ -275,6 +275,11 @@ class ShardedFilter {
   const Filter& shard_filter(uint32_t shard, uint32_t link = 0) const;
   // Links in the shard's chain (1 until it grows).
   uint32_t shard_links(uint32_t shard) const;
+  // The items that link of the shard holds (as shard_filter's REQUIRES):
+  // Bloom, the distinct adds it took (its chain counts them, the link does
+  // not); the other types, the link's own count of copies held. A figure
+  // under concurrent adds.
+  uint64_t shard_link_items(uint32_t shard, uint32_t link) const;
 
   // --- Single-key operations: touch one shard, no global lock. ---
   // Adds; Full when a cuckoo shard has no room (nothing changed). With a

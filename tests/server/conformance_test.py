@@ -512,7 +512,13 @@ def cf_compact(t):
     t([b(1, p), b(1, p)], "CF.MEXISTS", "c", *items[10:])
     after = t.call("CF.INFO", "c")
     filters = lambda info: (info[5] if p == 2 else info[2][1])  # noqa: E731
-    assert filters(after) < filters(before), (before, after)
+    # RedisBloom moves the two items left into its first sub-filter and
+    # frees the others; a shardfilter chain keeps its links (a documented
+    # difference: CF.COMPACT changes nothing).
+    if TARGET == "redisbloom":
+        assert filters(after) < filters(before), (before, after)
+    else:
+        assert filters(after) == filters(before), (before, after)
     t(OK, "BF.RESERVE", "bf", "0.01", "100")
     t(Err("Cuckoo filter was not found"), "CF.COMPACT", "bf")
 
@@ -533,8 +539,9 @@ def cf_max_expansions(t):
     t(Err("Maximum expansions reached"), "CF.ADDNX", "c", "x")
     t(Err("Maximum expansions reached"), "CF.INSERT", "c", "ITEMS", "x", "y")
     t(Err("Maximum expansions reached"), "CF.INSERTNX", "c", "ITEMS", "x")
-    got = t.call("CF.INFO", "c")
-    assert (got[5] if p == 2 else got[2][1]) == 32, got
+    # Number of buckets is the first sub-filter's; Size every table's.
+    t(cf_info(p, cf_size(32 * 4, 32), 2, filters=32, items=INT),
+      "CF.INFO", "c")
     # A non-scaling filter answers "Filter is full" (one item) or -1.
     t(OK, "CF.RESERVE", "n", "4", "EXPANSION", "0")
     for k in range(1000):

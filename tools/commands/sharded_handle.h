@@ -88,6 +88,25 @@ class ShardedFilterHandle : public FilterHandle {
     return s;
   }
   FilterSpec Spec() const override { return f_->spec(); }
+  std::vector<LinkFigures> Links() const override {
+    std::vector<LinkFigures> links;
+    for (uint32_t s = 0; s < f_->shard_count(); ++s) {
+      const uint32_t n = f_->shard_links(s);
+      if (links.size() < n) links.resize(n);
+      for (uint32_t i = 0; i < n; ++i) {
+        const Filter& link = f_->shard_filter(s, i);
+        const FilterStats st = link.Counts();
+        LinkFigures& l = links[i];
+        l.bytes += st.bytes;
+        l.bits += st.slots;
+        l.k = st.k;
+        l.capacity += st.capacity;
+        l.items += f_->shard_link_items(s, i);
+        l.fpp = link.target_fpr();
+      }
+    }
+    return links;
+  }
   ShardedStats Stats() const override { return f_->Stats(); }
 
  protected:
