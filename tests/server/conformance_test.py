@@ -36,7 +36,7 @@ except ImportError:
     print("SKIP: python3-redis is not installed (apt-get install python3-redis)")
     sys.exit(1 if os.environ.get("SF_REQUIRE_CLIENTS") else 77)
 
-from resp_client import Connection, Double, Err, Map, Simple  # noqa: E402
+from resp_client import Connection, Err, Map, Simple  # noqa: E402
 import sf_server  # noqa: E402
 
 OK = Simple("OK")
@@ -370,6 +370,35 @@ def bf_scandump_loadchunk(t):
     t(WRONGTYPE, "BF.SCANDUMP", "c", "0")
 
 
+@check
+def edge_values(t):
+    p = t.p
+    # Items are binary-safe, of any length.
+    t(b(1, p), "BF.ADD", "b", b"\x00\xff\r\n")
+    t(b(1, p), "BF.EXISTS", "b", b"\x00\xff\r\n")
+    t(b(0, p), "BF.EXISTS", "b", b"\x00\xff\r")
+    big = b"x" * 100000
+    t(b(1, p), "CF.ADD", "c", big)
+    t(1, "CF.COUNT", "c", big)
+    # Options are case-insensitive; BF.INSERT's by their first letters.
+    t(OK, "BF.RESERVE", "r", "0.5", "10", "nonscaling")
+    t(info_reply([("Expansion rate", None)], p), "BF.INFO", "r", "expansion")
+    t(OK, "CF.RESERVE", "cr", "100", "bucketsize", "4", "maxiterations",
+      "5", "expansion", "2")
+    t(cf_info(p, cf_size(128), 32, bucket_size=4, expansion=2,
+              max_iterations=5), "CF.INFO", "cr")
+    t([b(1, p)], "BF.INSERT", "i", "cap", "50", "err", "0.1", "exp", "4",
+      "items", "a")
+    t(info_reply([("Capacity", 50)], p), "BF.INFO", "i", "CAPACITY")
+    t([b(1, p)], "CF.INSERT", "ci", "capacity", "64", "items", "a")
+    t(cf_info(p, cf_size(64), 32, items=1), "CF.INFO", "ci")
+    # Integers are strict: no exponent, no blanks.
+    t(Err("ERR bad capacity"), "BF.RESERVE", "x", "0.01", "1e3")
+    t(Err("Bad capacity"), "CF.RESERVE", "x", " 100")
+    t(NOT_FOUND, "BF.INFO", "missing", "CAPACITY")
+    t(0, "EXISTS", "x")
+
+
 # --- CF.RESERVE
 @check
 def cf_reserve(t):
@@ -490,6 +519,15 @@ def cf_exists_count_del(t):
     t(0, "CF.COUNT", "c", "foo")
     t(cf_info(p, cf_size(1024), 512, items=0, deleted=1), "CF.INFO", "c")
     t(Err("Not found"), "CF.DEL", "missing", "foo")
+    # A multiset: copies of one item, counted and removed one by one. The
+    # (2b - 1)th copy is the last a shardfilter table keeps (invariant 8);
+    # RedisBloom grows a sub-filter for more.
+    for _ in range(3):
+        t(b(1, p), "CF.ADD", "c", "dup")
+    t(3, "CF.COUNT", "c", "dup")
+    t(Diff(Err("Filter is full"), b(1, p)), "CF.ADD", "c", "dup")
+    t(b(1, p), "CF.DEL", "c", "dup")
+    t(Diff(2, 3), "CF.COUNT", "c", "dup")
     t(OK, "BF.RESERVE", "bf", "0.01", "100")
     # RedisBloom reads a key of another type as empty for the checks.
     t(b(0, p), "CF.EXISTS", "bf", "x")
