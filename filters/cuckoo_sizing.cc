@@ -99,9 +99,10 @@ Result<CuckooSizing> CuckooExactSizing(uint64_t n, uint64_t buckets,
   }
   // The table addresses buckets with 64-bit slot indexes (CuckooTable).
   if (buckets == 0 || buckets > (uint64_t{1} << 56)) {
-    return Status::InvalidArgument("cuckoo bucket count must be in 1..2^56, "
-                                   "got " +
-                                   std::to_string(buckets));
+    return Status::InvalidArgument(
+        "cuckoo bucket count must be in 1..2^56, "
+        "got " +
+        std::to_string(buckets));
   }
   CuckooSizing s;
   s.buckets = buckets;
@@ -109,13 +110,15 @@ Result<CuckooSizing> CuckooExactSizing(uint64_t n, uint64_t buckets,
   s.fingerprint_bits = fingerprint_bits;
   s.table_bytes = CuckooTableBytes(buckets, bucket_size, fingerprint_bits);
   if (s.table_bytes > max_bytes) {
-    return Status::InvalidArgument(
-        "cuckoo table of " + std::to_string(buckets) + " buckets needs " +
-        std::to_string(s.table_bytes) + " bytes, more than the memory limit "
-        "of " + std::to_string(max_bytes) + " bytes");
+    return Status::InvalidArgument("cuckoo table of " +
+                                   std::to_string(buckets) + " buckets needs " +
+                                   std::to_string(s.table_bytes) +
+                                   " bytes, more than the memory limit "
+                                   "of " +
+                                   std::to_string(max_bytes) + " bytes");
   }
-  s.load_at_capacity = static_cast<double>(n) /
-                       (static_cast<double>(buckets) * bucket_size);
+  s.load_at_capacity =
+      static_cast<double>(n) / (static_cast<double>(buckets) * bucket_size);
   s.expected_fpr = CuckooFpr(fingerprint_bits, bucket_size,
                              std::min(1.0, s.load_at_capacity));
   return s;

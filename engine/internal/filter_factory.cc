@@ -378,8 +378,8 @@ Result<std::unique_ptr<Filter>> DecodeLinkFilter(const FilterSpec& spec,
           std::string(what) + ": stored cuckoo table (" +
           std::to_string(c.num_buckets()) + " buckets of " +
           std::to_string(c.bucket_size()) + " " +
-          std::to_string(c.fingerprint_bits()) +
-          "-bit slots) is not link " + std::to_string(link) +
+          std::to_string(c.fingerprint_bits()) + "-bit slots) is not link " +
+          std::to_string(link) +
           " of the descriptor's power-of-two geometry (" +
           std::to_string(share) + " slots)");
     }

@@ -50,9 +50,8 @@ void CfDebug(CommandContext& ctx, Args args) {
   if (ReplyIfUnreadable(ctx, args[1], found)) return;
   if (found.handle == nullptr) return ctx.out.Error(kNotFoundError);
   const FilterSummary s = found.handle->Summary();
-  ctx.out.Bulk("bktsize:" + std::to_string(s.bucket_size) +
-               " buckets:" + std::to_string(s.buckets) +
-               " items:" + std::to_string(s.items) +
+  ctx.out.Bulk("bktsize:" + std::to_string(s.bucket_size) + " buckets:" +
+               std::to_string(s.buckets) + " items:" + std::to_string(s.items) +
                " deletes:" + std::to_string(s.deletes) +
                " filters:" + std::to_string(s.links) +
                " max_iterations:" + std::to_string(s.max_iterations) +
