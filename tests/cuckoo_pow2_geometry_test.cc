@@ -2,10 +2,18 @@
 // RedisBloom's CF.RESERVE): link 0 has nextpow2(capacity / b) buckets of
 // 8-bit slots split over the shards, link i expansion^i times that, each
 // link holds its slots; the flag survives the descriptor and a reopen, and
-// a build without the flag refuses such a descriptor.
+// a build without the flag refuses such a descriptor; the golden export
+// (tests/data/golden-cuckoo-pow2) keeps loading.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <sstream>
+#include <string>
+
 #include "shardfilter/engine/database.h"
+#include "shardfilter/engine/export.h"
 #include "shardfilter/engine/internal/filter_factory.h"
 #include "shardfilter/filters/cuckoo_filter.h"
 #include "shardfilter/filters/sizing.h"
@@ -139,6 +147,45 @@ TEST(CuckooPow2GeometryTest, SurvivesAReopenWithItsLinks) {
   EXPECT_TRUE((*g)->Equals(*before));
   EXPECT_EQ(Link(**g, 0, 0).num_buckets(), 32u);
   for (uint64_t k : keys) EXPECT_TRUE((*g)->MayContainHash(k));
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The golden export (tests/data/golden-cuckoo-pow2/README.md) loads with
+// its geometry and every key.
+TEST(CuckooPow2GeometryTest, GoldenExportLoads) {
+  const std::string dir = SF_GOLDEN_POW2_DIR;
+  const std::string bytes = ReadFile(dir + "/cf-pow2.sfx");
+  ASSERT_FALSE(bytes.empty());
+  std::set<std::string> removed;
+  std::istringstream lines(ReadFile(dir + "/cf-pow2.removed"));
+  for (std::string key; std::getline(lines, key);) removed.insert(key);
+  ASSERT_FALSE(removed.empty());
+  auto f = LoadExportedFilter(bytes);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  const FilterSpec& spec = (*f)->spec();
+  EXPECT_TRUE(spec.cuckoo_pow2_buckets);
+  EXPECT_EQ(spec.fingerprint_bits, 8u);
+  EXPECT_EQ(spec.bucket_size, 2u);
+  EXPECT_EQ(spec.expansion, 2u);
+  ASSERT_EQ((*f)->shard_count(), 2u);
+  for (uint32_t s = 0; s < 2; ++s) {
+    ASSERT_GT((*f)->shard_links(s), 1u);
+    for (uint32_t i = 0; i < (*f)->shard_links(s); ++i) {
+      EXPECT_EQ(Link(**f, s, i).num_buckets(), uint64_t{16} << i);
+    }
+  }
+  uint64_t held = 0;
+  for (int i = 0; i < 400; ++i) {
+    const std::string key = "k" + std::to_string(i);
+    if (removed.count(key) != 0) continue;
+    ++held;
+    EXPECT_TRUE((*f)->MayContain(key)) << key;
+  }
+  EXPECT_EQ((*f)->Counts().total.items, held);
 }
 
 TEST(CuckooPow2GeometryTest, DescriptorFlagIsBit6AndOlderRulesRefuseIt) {
