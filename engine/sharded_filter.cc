@@ -126,6 +126,12 @@ uint32_t ShardedFilter::shard_links(uint32_t shard) const {
   return Live().shards_[shard].links_visible();
 }
 
+uint64_t ShardedFilter::shard_link_items(uint32_t shard, uint32_t link) const {
+  const internal::Shard& s = Live().shards_[shard];
+  if (Live().spec_.type == FilterType::kBloom) return s.Fill(link);
+  return s.link(link)->Counts().items;
+}
+
 Status ShardedFilter::ReadOnlyError() {
   return Status::NotSupported("filter is in a store opened read-only");
 }

@@ -171,6 +171,17 @@ struct FilterSpec {
   // durability none is refused at Create, and a session override to none is
   // raised to journal for such filters.
   bool retain_hashes = false;
+  // Cuckoo only: RedisBloom's geometry (its CF.RESERVE), instead of tables
+  // sized from capacity and fpp. Link 0 of the whole filter has
+  // nextpow2(capacity / bucket_size) buckets (at least 1), split evenly over
+  // the shards (at least 1 bucket each); link i has expansion^i times link
+  // 0's buckets; every link has 8-bit fingerprints (fingerprint_bits must
+  // be 0 or 8; bucket_size 2, 4 or 8, 0 = 2) and holds as many items as it
+  // has slots. Each link's rate when full is CuckooFpr(8, b, 1) (~2b/255:
+  // 1.57% at b = 2), and fpp is set to it: the rate promised per link, as
+  // RedisBloom's; a chain of n links promises at most n times it (not a
+  // compound bound under a fixed fpp, unlike the other filters).
+  bool cuckoo_pow2_buckets = false;
 };
 
 // What an add did, when it did not fail (a failure, e.g. Full, is a
@@ -264,6 +275,11 @@ class ShardedFilter {
   const Filter& shard_filter(uint32_t shard, uint32_t link = 0) const;
   // Links in the shard's chain (1 until it grows).
   uint32_t shard_links(uint32_t shard) const;
+  // The items that link of the shard holds (as shard_filter's REQUIRES):
+  // Bloom, the distinct adds it took (its chain counts them, the link does
+  // not); the other types, the link's own count of copies held. A figure
+  // under concurrent adds.
+  uint64_t shard_link_items(uint32_t shard, uint32_t link) const;
 
   // --- Single-key operations: touch one shard, no global lock. ---
   // Adds; Full when a cuckoo shard has no room (nothing changed). With a

@@ -163,10 +163,24 @@ class CuckooPathFinder {
   size_t leaf_ = 0;
 };
 
+namespace {
+
+Result<CuckooSizing> Sizing(const CuckooOptions& o) {
+  if (o.buckets != 0) {
+    if (!(o.fpp > 0 && o.fpp < 1)) {
+      return Status::InvalidArgument("cuckoo fpp must be in (0, 1)");
+    }
+    return CuckooExactSizing(o.capacity, o.buckets, o.fingerprint_bits,
+                             o.bucket_size, o.max_bytes);
+  }
+  return CuckooFilterSizing(o.capacity, o.fpp, o.fingerprint_bits,
+                            o.bucket_size, o.max_bytes);
+}
+
+}  // namespace
+
 Result<uint64_t> CuckooFilter::TableBytes(const CuckooOptions& o) {
-  SF_ASSIGN_OR_RETURN(CuckooSizing sz,
-                      CuckooFilterSizing(o.capacity, o.fpp, o.fingerprint_bits,
-                                         o.bucket_size, o.max_bytes));
+  SF_ASSIGN_OR_RETURN(CuckooSizing sz, Sizing(o));
   if (o.max_kicks == 0 || o.max_kicks > kCuckooMaxKicksLimit) {
     return Status::InvalidArgument("cuckoo max_kicks must be in 1.." +
                                    std::to_string(kCuckooMaxKicksLimit) +
@@ -178,9 +192,7 @@ Result<uint64_t> CuckooFilter::TableBytes(const CuckooOptions& o) {
 
 Result<std::unique_ptr<CuckooFilter>> CuckooFilter::Create(
     const CuckooOptions& o) {
-  SF_ASSIGN_OR_RETURN(CuckooSizing sz,
-                      CuckooFilterSizing(o.capacity, o.fpp, o.fingerprint_bits,
-                                         o.bucket_size, o.max_bytes));
+  SF_ASSIGN_OR_RETURN(CuckooSizing sz, Sizing(o));
   if (o.max_kicks == 0 || o.max_kicks > kCuckooMaxKicksLimit) {
     return Status::InvalidArgument("cuckoo max_kicks must be in 1.." +
                                    std::to_string(kCuckooMaxKicksLimit) +

@@ -125,6 +125,12 @@ struct CuckooOptions {
   uint64_t seed = kDefaultSeed;
   // Upper bound on the table's memory; larger requests are InvalidArgument.
   uint64_t max_bytes = kDefaultMaxFilterBytes;
+  // 0 = sized from capacity and fpp (above). Else exactly this many buckets
+  // (>= 1; fingerprint_bits must then be 8, 12 or 16), whatever the load at
+  // capacity: RedisBloom's geometry (a power of two from capacity / bucket
+  // size) is built this way. fpp is then only the rate the filter reports
+  // as its target (target_fpr()).
+  uint64_t buckets = 0;
 };
 
 // Everything FilterStats reports plus the cuckoo layout.

@@ -80,6 +80,50 @@ uint64_t CuckooBucketsFor(uint64_t n, double p, uint32_t f, uint32_t b,
 
 }  // namespace
 
+Result<CuckooSizing> CuckooExactSizing(uint64_t n, uint64_t buckets,
+                                       uint32_t fingerprint_bits,
+                                       uint32_t bucket_size,
+                                       uint64_t max_bytes) {
+  if (n == 0) return Status::InvalidArgument("capacity must be > 0");
+  if (bucket_size != 2 && bucket_size != 4 && bucket_size != 8) {
+    return Status::InvalidArgument(
+        "cuckoo bucket size must be 2, 4 or 8, got " +
+        std::to_string(bucket_size));
+  }
+  if (fingerprint_bits != 8 && fingerprint_bits != 12 &&
+      fingerprint_bits != 16) {
+    return Status::InvalidArgument(
+        "a cuckoo table of a given bucket count needs fingerprint bits 8, 12 "
+        "or 16, got " +
+        std::to_string(fingerprint_bits));
+  }
+  // The table addresses buckets with 64-bit slot indexes (CuckooTable).
+  if (buckets == 0 || buckets > (uint64_t{1} << 56)) {
+    return Status::InvalidArgument(
+        "cuckoo bucket count must be in 1..2^56, "
+        "got " +
+        std::to_string(buckets));
+  }
+  CuckooSizing s;
+  s.buckets = buckets;
+  s.bucket_size = bucket_size;
+  s.fingerprint_bits = fingerprint_bits;
+  s.table_bytes = CuckooTableBytes(buckets, bucket_size, fingerprint_bits);
+  if (s.table_bytes > max_bytes) {
+    return Status::InvalidArgument("cuckoo table of " +
+                                   std::to_string(buckets) + " buckets needs " +
+                                   std::to_string(s.table_bytes) +
+                                   " bytes, more than the memory limit "
+                                   "of " +
+                                   std::to_string(max_bytes) + " bytes");
+  }
+  s.load_at_capacity =
+      static_cast<double>(n) / (static_cast<double>(buckets) * bucket_size);
+  s.expected_fpr = CuckooFpr(fingerprint_bits, bucket_size,
+                             std::min(1.0, s.load_at_capacity));
+  return s;
+}
+
 Result<CuckooSizing> CuckooFilterSizing(uint64_t n, double p,
                                         uint32_t fingerprint_bits,
                                         uint32_t bucket_size,

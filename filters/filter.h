@@ -157,6 +157,7 @@ struct FilterParams {
   uint32_t fingerprint_bits = 0;            // cuckoo: 0 = from fpp
   uint32_t bucket_size = 0;                 // cuckoo: 0 = the type's default
   uint32_t max_kicks = 0;                   // cuckoo: 0 = the type's default
+  uint64_t buckets = 0;  // cuckoo: 0 = from capacity and fpp (CuckooOptions)
 };
 
 // An empty filter: the type's Create and its errors.

@@ -45,6 +45,7 @@ CuckooOptions ToCuckoo(const FilterParams& p) {
   o.fingerprint_bits = p.fingerprint_bits;
   if (p.bucket_size != 0) o.bucket_size = p.bucket_size;
   if (p.max_kicks != 0) o.max_kicks = p.max_kicks;
+  o.buckets = p.buckets;
   o.seed = p.seed;
   o.max_bytes = p.max_bytes;
   return o;

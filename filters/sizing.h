@@ -303,6 +303,16 @@ Result<CuckooSizing> CuckooFilterSizing(uint64_t n, double p,
                                         uint32_t bucket_size,
                                         uint64_t max_bytes);
 
+// A table of exactly `buckets` buckets (>= 1) of bucket_size (2, 4 or 8)
+// slots of fingerprint_bits (8, 12 or 16), for n items (its load and rate
+// at n are reported, whatever they are: the caller chose the geometry, as
+// RedisBloom's CF.RESERVE does). Errors on bad parameters or past
+// max_bytes.
+Result<CuckooSizing> CuckooExactSizing(uint64_t n, uint64_t buckets,
+                                       uint32_t fingerprint_bits,
+                                       uint32_t bucket_size,
+                                       uint64_t max_bytes);
+
 }  // namespace shardfilter
 
 #endif  // SHARDFILTER_FILTERS_SIZING_H_

@@ -31,7 +31,8 @@ SpecHead EncodeSpecHead(const StoredSpec& s, const SpecRules& rules) {
   h.flags =
       static_cast<uint8_t>(layout | (s.scalable ? kSpecFlagScalable : 0) |
                            (s.retain_hashes ? kSpecFlagRetainHashes : 0) |
-                           (s.multiply_router ? kSpecFlagMultiplyRouter : 0)) &
+                           (s.multiply_router ? kSpecFlagMultiplyRouter : 0) |
+                           (s.cuckoo_pow2_buckets ? kSpecFlagCuckooPow2 : 0)) &
       rules.allowed_flags;
   h.expansion = static_cast<uint8_t>(s.expansion);
   return h;
@@ -112,6 +113,13 @@ Status DecodeSpecHead(const SpecHead& head, const SpecRules& rules,
         w + ": a Bloom layout flag on a " +
         FilterTypeName(static_cast<FilterType>(head.type)) + " filter");
   }
+  if ((head.flags & kSpecFlagCuckooPow2) != 0 &&
+      head.type != static_cast<uint8_t>(FilterType::kCuckoo)) {
+    return Status::Corruption(
+        w + ": the power-of-two cuckoo geometry flag on a " +
+        FilterTypeName(static_cast<FilterType>(head.type)) + " filter");
+  }
+  s->cuckoo_pow2_buckets = (head.flags & kSpecFlagCuckooPow2) != 0;
   s->scalable = (head.flags & kSpecFlagScalable) != 0;
   s->retain_hashes = (head.flags & kSpecFlagRetainHashes) != 0;
   s->multiply_router = (head.flags & kSpecFlagMultiplyRouter) != 0;

@@ -57,12 +57,14 @@ TEST_F(BloomCommandsTest, Resp3UsesBooleansAndMaps) {
 TEST_F(BloomCommandsTest, ReserveErrorsAreRedisBloomsTexts) {
   EXPECT_EQ(Run({"BF.RESERVE", "k", "x", "100"}), "-ERR bad error rate\r\n");
   EXPECT_EQ(Run({"BF.RESERVE", "k", "1.5", "100"}),
-            "-ERR error rate must be in the range (0.000000, 1.000000)\r\n");
+            "-ERR (0 < error rate range < 1) \r\n");
   EXPECT_EQ(Run({"BF.RESERVE", "k", "0", "100"}),
-            "-ERR error rate must be in the range (0.000000, 1.000000)\r\n");
+            "-ERR (0 < error rate range < 1) \r\n");
   EXPECT_EQ(Run({"BF.RESERVE", "k", "0.01", "x"}), "-ERR bad capacity\r\n");
   EXPECT_EQ(Run({"BF.RESERVE", "k", "0.01", "0"}),
-            "-ERR capacity must be in the range [1, 1073741824]\r\n");
+            "-ERR (capacity should be larger than 0)\r\n");
+  EXPECT_EQ(Run({"BF.RESERVE", "k", "0.01", "1073741825"}),
+            "-ERR capacity must be at most 1073741824 (shardfilter)\r\n");
   EXPECT_EQ(Run({"BF.RESERVE", "k", "0.01", "100", "EXPANSION"}),
             "-ERR no expansion\r\n");
   EXPECT_EQ(Run({"BF.RESERVE", "k", "0.01", "100", "EXPANSION", "x"}),
@@ -70,12 +72,15 @@ TEST_F(BloomCommandsTest, ReserveErrorsAreRedisBloomsTexts) {
   EXPECT_EQ(
       Run({"BF.RESERVE", "k", "0.01", "100", "NONSCALING", "EXPANSION", "2"}),
       "-Nonscaling filters cannot expand\r\n");
+  EXPECT_EQ(Run({"BF.RESERVE", "k", "0.01", "100", "EXPANSION", "0"}),
+            "-ERR expansion should be greater or equal to 1\r\n");
   EXPECT_EQ(Run({"BF.RESERVE", "k", "0.01", "100", "EXPANSION", "40000"}),
-            "-ERR expansion must be in the range [0, 32768]\r\n");
+            "-ERR expansion must be in the range [1, 16] (shardfilter)\r\n");
   EXPECT_EQ(Run({"BF.RESERVE", "k", "0.01", "100", "EXPANSION", "17"}),
-            "-ERR expansion must be in the range [0, 16] (shardfilter)\r\n");
+            "-ERR expansion must be in the range [1, 16] (shardfilter)\r\n");
+  // Redis 7 names the command in lowercase, whatever the client typed.
   EXPECT_EQ(Run({"BF.RESERVE", "k", "0.01"}),
-            "-ERR wrong number of arguments for 'BF.RESERVE' command\r\n");
+            "-ERR wrong number of arguments for 'bf.reserve' command\r\n");
   EXPECT_EQ(Run({"bf.add", "k"}),
             "-ERR wrong number of arguments for 'bf.add' command\r\n");
   EXPECT_EQ(Run({"DBSIZE"}), ":0\r\n");  // nothing was created
@@ -101,18 +106,27 @@ TEST_F(BloomCommandsTest, InsertParsesOptions) {
   EXPECT_EQ(Run({"BF.INSERT", "j", "NONSCALING", "ITEMS", "a"}),
             "*1\r\n:1\r\n");
   EXPECT_EQ(Run({"BF.INFO", "j", "EXPANSION"}), "*1\r\n$-1\r\n");
-  EXPECT_EQ(Run({"BF.INSERT", "j", "CAPACITY", "0", "ITEMS", "a"}),
+  EXPECT_EQ(Run({"BF.INSERT", "j", "CAPACITY", "x", "ITEMS", "a"}),
             "-Bad capacity\r\n");
-  EXPECT_EQ(Run({"BF.INSERT", "j", "ERROR", "2", "ITEMS", "a"}),
+  EXPECT_EQ(Run({"BF.INSERT", "j", "ERROR", "x", "ITEMS", "a"}),
             "-Bad error rate\r\n");
-  EXPECT_EQ(Run({"BF.INSERT", "j", "EXPANSION", "-1", "ITEMS", "a"}),
+  EXPECT_EQ(Run({"BF.INSERT", "j", "EXPANSION", "x", "ITEMS", "a"}),
             "-Bad expansion\r\n");
+  // Values out of range: RedisBloom's one text, once the items are found.
+  EXPECT_EQ(Run({"BF.INSERT", "j", "CAPACITY", "0", "ITEMS", "a"}),
+            "-Bad argument received\r\n");
+  EXPECT_EQ(Run({"BF.INSERT", "j", "ERROR", "2", "ITEMS", "a"}),
+            "-Bad argument received\r\n");
+  EXPECT_EQ(Run({"BF.INSERT", "j", "EXPANSION", "0", "ITEMS", "a"}),
+            "-Bad argument received\r\n");
+  EXPECT_EQ(Run({"BF.INSERT", "j", "EXPANSION", "-1", "ITEMS", "a"}),
+            "-Bad argument received\r\n");
   EXPECT_EQ(Run({"BF.INSERT", "j", "BOGUS", "ITEMS", "a"}),
             "-Unknown argument received\r\n");
   EXPECT_EQ(Run({"BF.INSERT", "j", "CAPACITY", "10", "ITEMS"}),
-            "-ERR wrong number of arguments for 'BF.INSERT' command\r\n");
+            "-ERR wrong number of arguments for 'bf.insert' command\r\n");
   EXPECT_EQ(Run({"BF.INSERT", "j", "CAPACITY"}),
-            "-ERR wrong number of arguments for 'BF.INSERT' command\r\n");
+            "-ERR wrong number of arguments for 'bf.insert' command\r\n");
 }
 
 TEST_F(BloomCommandsTest, WrongTypeAndKeyLimits) {

@@ -39,12 +39,11 @@ TEST_F(CuckooCommandsTest, InsertAndInsertNx) {
   EXPECT_EQ(Run({"CF.INSERT", "d", "CAPACITY", "x", "ITEMS", "a"}),
             "-Bad capacity\r\n");
   EXPECT_EQ(Run({"CF.INSERT", "d", "CAPACITY", "3", "ITEMS", "a"}),
-            "-Capacity must be in the range [cf-bucket-size * 2, "
-            "1073741824]\r\n");
+            "-Capacity must be at least (BucketSize * 2)\r\n");
   EXPECT_EQ(Run({"CF.INSERT", "d", "XYZ", "ITEMS", "a"}),
             "-Unknown argument received\r\n");
   EXPECT_EQ(Run({"CF.INSERT", "d", "ITEMS"}),
-            "-ERR wrong number of arguments for 'CF.INSERT' command\r\n");
+            "-ERR wrong number of arguments for 'cf.insert' command\r\n");
 }
 
 // Growth that the server's --maxmemory refuses is an error element, never
@@ -83,33 +82,43 @@ TEST_F(CuckooCommandsTest, Resp3Forms) {
   EXPECT_EQ(Run({"CF.INFO", "c"}).rfind("%8\r\n+Size\r\n", 0), 0u);
 }
 
-TEST_F(CuckooCommandsTest, ReserveMapsBucketSizeAndReportsInfo) {
-  EXPECT_EQ(Run({"CF.RESERVE", "c", "1000", "BUCKETSIZE", "3", "MAXITERATIONS",
-                 "50", "EXPANSION", "2"}),
+TEST_F(CuckooCommandsTest, ReserveTakesBucketSizeAndReportsInfo) {
+  // EXPANSION is rounded up to a power of two, as RedisBloom does.
+  EXPECT_EQ(Run({"CF.RESERVE", "c", "1000", "BUCKETSIZE", "4", "MAXITERATIONS",
+                 "50", "EXPANSION", "3"}),
             "+OK\r\n");
   const std::string info = Run({"CF.INFO", "c"});
-  EXPECT_NE(info.find("+Bucket size\r\n:4\r\n+Expansion rate\r\n:2\r\n+Max "
+  EXPECT_NE(info.find("+Bucket size\r\n:4\r\n+Expansion rate\r\n:4\r\n+Max "
                       "iterations\r\n:50\r\n"),
             std::string::npos)
       << info;
   EXPECT_EQ(info.rfind("*16\r\n", 0), 0u);
   EXPECT_EQ(Run({"CF.RESERVE", "c", "1000"}), "-ERR item exists\r\n");
-  EXPECT_EQ(Run({"CF.RESERVE", "e", "1000", "BUCKETSIZE", "9"}),
-            "-ERR BUCKETSIZE must be in the range [1, 8] (shardfilter: "
-            "buckets of 2, 4 or 8 slots)\r\n");
+  // shardfilter's tables hold 2, 4 or 8 slots per bucket.
+  for (const char* size : {"1", "3", "9"}) {
+    EXPECT_EQ(Run({"CF.RESERVE", "e", "1000", "BUCKETSIZE", size}),
+              "-ERR BUCKETSIZE must be 2, 4 or 8 (shardfilter)\r\n");
+  }
+  EXPECT_EQ(Run({"CF.RESERVE", "e", "1000", "EXPANSION", "17"}),
+            "-ERR EXPANSION must be in the range [0, 16] (shardfilter)\r\n");
   EXPECT_EQ(Run({"CF.RESERVE", "e", "1000", "BUCKETSIZE", "256"}),
-            "-BUCKETSIZE: value must be in the range [1, 255]\r\n");
+            "-BUCKETSIZE: value must be an integer between 1 and 255, "
+            "inclusive.\r\n");
   EXPECT_EQ(Run({"CF.RESERVE", "e", "1000", "BUCKETSIZE", "x"}),
             "-Couldn't parse BUCKETSIZE\r\n");
   EXPECT_EQ(Run({"CF.RESERVE", "e", "1000", "MAXITERATIONS", "0"}),
-            "-MAXITERATIONS: value must be in the range [1, 65535]\r\n");
+            "-MAXITERATIONS: value must be an integer between 1 and 65535, "
+            "inclusive.\r\n");
   EXPECT_EQ(Run({"CF.RESERVE", "e", "1000", "EXPANSION", "40000"}),
-            "-EXPANSION: value must be in the range [0, 32768]\r\n");
+            "-EXPANSION: value must be an integer between 0 and 32768, "
+            "inclusive.\r\n");
   EXPECT_EQ(Run({"CF.RESERVE", "e", "x"}), "-Bad capacity\r\n");
   EXPECT_EQ(Run({"CF.RESERVE", "e", "3"}),
-            "-Capacity must be in the range [2 * BUCKETSIZE, 1073741824]\r\n");
+            "-Capacity must be at least (BucketSize * 2)\r\n");
+  EXPECT_EQ(Run({"CF.RESERVE", "e", "1073741825"}),
+            "-ERR capacity must be at most 1073741824 (shardfilter)\r\n");
   EXPECT_EQ(Run({"CF.RESERVE", "e", "100", "BUCKETSIZE"}),
-            "-ERR wrong number of arguments for 'CF.RESERVE' command\r\n");
+            "-ERR wrong number of arguments for 'cf.reserve' command\r\n");
   EXPECT_EQ(Run({"CF.INFO", "missing"}), "-ERR not found\r\n");
   EXPECT_EQ(Run({"TYPE", "c"}), "+MBbloomCF\r\n");
 }

@@ -70,7 +70,7 @@ TEST_F(SfCommandsTest, UnionOfBloomFilters) {
 
   // Errors change nothing.
   EXPECT_EQ(Run({"SF.UNION", "week"}),
-            "-ERR wrong number of arguments for 'SF.UNION' command\r\n");
+            "-ERR wrong number of arguments for 'sf.union' command\r\n");
   EXPECT_EQ(Run({"SF.UNION", "nosuch", "day1"}), "-ERR not found\r\n");
   EXPECT_EQ(Run({"SF.UNION", "day1", "nosuch"}), "-ERR not found\r\n");
   EXPECT_EQ(Run({"BF.RESERVE", "big", "0.01", "5000"}), "+OK\r\n");
@@ -126,7 +126,7 @@ TEST_F(SfCommandsTest, CreateOptionsAndErrors) {
   EXPECT_EQ(Run({"SF.CREATE", "k", "bloom", "10", "WHAT", "1"}),
             "-ERR syntax error\r\n");
   EXPECT_EQ(Run({"SF.CREATE", "k", "bloom"}),
-            "-ERR wrong number of arguments for 'SF.CREATE' command\r\n");
+            "-ERR wrong number of arguments for 'sf.create' command\r\n");
   // Nothing of the refused ones was created.
   EXPECT_EQ(Run({"EXISTS", "k"}), ":0\r\n");
   EXPECT_EQ(Run({"SF.CREATE", "k", "cuckoo", "5000", "BUCKETSIZE", "8",

@@ -115,11 +115,15 @@ TEST(ExpansionDescriptorTest, ScalableAndExpansionRoundTripStrictly) {
                     .IsCorruption())
         << int{e};
   }
-  // Flags bits 0-5 are classic, scalable, retain_hashes, auto and split
-  // layouts, and the multiply shard router; the rest unknown.
-  EXPECT_TRUE(persistence::DecodeDescriptor(reframe(v, 2, 64), "f")
+  // Flags bits 0-6 are classic, scalable, retain_hashes, auto and split
+  // layouts, the multiply shard router and the power-of-two cuckoo
+  // geometry (this descriptor is a cuckoo filter's); the rest unknown.
+  EXPECT_TRUE(persistence::DecodeDescriptor(reframe(v, 2, 128), "f")
                   .status()
                   .IsCorruption());
+  auto pow2 = persistence::DecodeDescriptor(reframe(v, 2, 64), "f");
+  ASSERT_TRUE(pow2.ok());
+  EXPECT_TRUE(pow2->cuckoo_pow2_buckets);
   auto retained = persistence::DecodeDescriptor(reframe(v, 2, 4), "f");
   ASSERT_TRUE(retained.ok());
   EXPECT_TRUE(retained->retain_hashes);

@@ -60,6 +60,27 @@ Result<FilterSpec> ResolveSpec(const FilterSpec& spec,
     return Status::InvalidArgument(
         "unknown Bloom layout " + std::to_string(static_cast<int>(out.layout)));
   }
+  if (out.cuckoo_pow2_buckets) {
+    if (out.type != FilterType::kCuckoo) {
+      return Status::InvalidArgument(
+          "the power-of-two geometry applies to cuckoo filters only");
+    }
+    if (out.fingerprint_bits == 0) out.fingerprint_bits = kPow2FingerprintBits;
+    if (out.bucket_size == 0) out.bucket_size = 2;
+    if (out.fingerprint_bits != kPow2FingerprintBits ||
+        (out.bucket_size != 2 && out.bucket_size != 4 &&
+         out.bucket_size != 8)) {
+      return Status::InvalidArgument(
+          "the power-of-two cuckoo geometry has 8-bit fingerprints and "
+          "buckets of 2, 4 or 8 slots");
+    }
+    if (out.capacity > (uint64_t{1} << 62)) {
+      return Status::InvalidArgument(
+          "capacity " + std::to_string(out.capacity) +
+          " is past the power-of-two cuckoo geometry's 2^62");
+    }
+    out.fpp = Pow2LinkFpp(out);
+  }
   if (out.router != ShardRouter::kMultiply &&
       out.router != ShardRouter::kRemix) {
     return Status::InvalidArgument(
@@ -85,7 +106,26 @@ uint64_t ShardMaxBytes(const FilterSpec& spec) {
   return std::max<uint64_t>(1, spec.max_bytes / spec.shards);
 }
 
+double Pow2LinkFpp(const FilterSpec& spec) {
+  return CuckooFpr(kPow2FingerprintBits, spec.bucket_size, 1.0);
+}
+
+uint64_t Pow2LinkBuckets(const FilterSpec& spec, uint32_t link) {
+  // RedisBloom: getNextN2(capacity / bucketSize), at least 1 bucket.
+  const uint64_t whole =
+      std::bit_ceil(std::max<uint64_t>(1, spec.capacity / spec.bucket_size));
+  uint64_t buckets = std::max<uint64_t>(1, whole / spec.shards);
+  for (uint32_t i = 1; i <= link; ++i) {
+    if (buckets > (uint64_t{1} << 56) / spec.expansion) return 0;
+    buckets *= spec.expansion;
+  }
+  return buckets;
+}
+
 uint64_t LinkCapacity(const FilterSpec& spec, uint32_t link) {
+  if (spec.cuckoo_pow2_buckets) {
+    return Pow2LinkBuckets(spec, link) * spec.bucket_size;
+  }
   uint64_t c = ShardCapacity(spec);
   for (uint32_t i = 1; i <= link; ++i) {
     // The factor from link i - 1 to link i (the rule in the header).
@@ -101,7 +141,7 @@ uint64_t LinkCapacity(const FilterSpec& spec, uint32_t link) {
 }
 
 double LinkFpp(const FilterSpec& spec, uint32_t link) {
-  if (!spec.scalable) return spec.fpp;
+  if (!spec.scalable || spec.cuckoo_pow2_buckets) return spec.fpp;
   // p (1 - r) r^i with r = 1/2: exact in binary floating point.
   return std::ldexp(spec.fpp, -static_cast<int>(link) - 1);
 }
@@ -125,7 +165,8 @@ double LinkPromisedRate(const Filter& link) {
 Result<double> NextLinkFpp(const FilterSpec& spec,
                            std::span<const Filter* const> older) {
   const uint32_t n = static_cast<uint32_t>(older.size());
-  if (n == 0 || !spec.scalable || spec.type != FilterType::kCuckoo) {
+  if (n == 0 || !spec.scalable || spec.type != FilterType::kCuckoo ||
+      spec.cuckoo_pow2_buckets) {
     return LinkFpp(spec, n);
   }
   double promised = 0;
@@ -172,6 +213,8 @@ FilterParams LinkParams(const FilterSpec& spec, uint64_t capacity, double fpp,
   p.fingerprint_bits = spec.fingerprint_bits;
   p.bucket_size = spec.bucket_size;
   p.max_kicks = spec.max_kicks;
+  // The power-of-two geometry: a link holds as many items as it has slots.
+  if (spec.cuckoo_pow2_buckets) p.buckets = capacity / spec.bucket_size;
   return p;
 }
 
@@ -323,6 +366,24 @@ Result<std::unique_ptr<Filter>> DecodeLinkFilter(const FilterSpec& spec,
   for (uint32_t i = 0; i < link && share != 0; ++i) {
     share = share > UINT64_MAX / spec.expansion ? 0 : share * spec.expansion;
   }
+  if (spec.cuckoo_pow2_buckets) {
+    // The geometry is exact: the link's bucket count and width are the
+    // spec's, and its capacity its slots.
+    share = LinkCapacity(spec, link);
+    const auto& c = static_cast<const CuckooFilter&>(*f);
+    if (c.num_buckets() * c.bucket_size() != share ||
+        c.fingerprint_bits() != spec.fingerprint_bits ||
+        c.bucket_size() != spec.bucket_size) {
+      return Status::Corruption(
+          std::string(what) + ": stored cuckoo table (" +
+          std::to_string(c.num_buckets()) + " buckets of " +
+          std::to_string(c.bucket_size()) + " " +
+          std::to_string(c.fingerprint_bits()) + "-bit slots) is not link " +
+          std::to_string(link) +
+          " of the descriptor's power-of-two geometry (" +
+          std::to_string(share) + " slots)");
+    }
+  }
   const double fpr = f->target_fpr();
   if (f->seed() != spec.seed || share == 0 || f->capacity() < share ||
       !(fpr > 0) || fpr > spec.fpp) {
@@ -347,6 +408,7 @@ persistence::StoredSpec StoredFromSpec(const FilterSpec& spec) {
   s.scalable = spec.scalable;
   s.retain_hashes = spec.retain_hashes;
   s.multiply_router = spec.router == ShardRouter::kMultiply;
+  s.cuckoo_pow2_buckets = spec.cuckoo_pow2_buckets;
   s.expansion = spec.expansion;
   s.capacity = spec.capacity;
   s.fpp = spec.fpp;
@@ -368,6 +430,7 @@ FilterSpec SpecFromStored(const persistence::StoredSpec& s, uint32_t shards) {
   spec.retain_hashes = s.retain_hashes;
   spec.router =
       s.multiply_router ? ShardRouter::kMultiply : ShardRouter::kRemix;
+  spec.cuckoo_pow2_buckets = s.cuckoo_pow2_buckets;
   spec.expansion = s.expansion;
   spec.capacity = s.capacity;
   spec.fpp = s.fpp;

@@ -55,6 +55,14 @@ inline constexpr uint32_t kMaxExpansion = 16;
 // Links of one size at the head of a Bloom or counting chain of expansion 1.
 inline constexpr uint32_t kSameSizeLinks = 8;
 
+// The power-of-two cuckoo geometry (FilterSpec::cuckoo_pow2_buckets): its
+// fingerprint width, link `link`'s buckets in one shard of a resolved spec
+// (0 past 2^56), and every link's rate when full (CuckooFpr(8, b, 1)).
+// Such a chain's c_i is its link's slots.
+inline constexpr uint32_t kPow2FingerprintBits = 8;
+uint64_t Pow2LinkBuckets(const FilterSpec& spec, uint32_t link);
+double Pow2LinkFpp(const FilterSpec& spec);
+
 // c_i, or 0 when it would overflow 64 bits.
 uint64_t LinkCapacity(const FilterSpec& spec, uint32_t link);
 // p_i of a Bloom or counting chain, and of link 0 of any chain.

@@ -392,8 +392,9 @@ Result<LoadedChain> DecodeChainLinks(const FilterSpec& spec,
   }
   // The chain rule's promise (filter_factory.h): the links' rates together
   // stay under the target, whatever rule sized each one. (A little slack
-  // for the sum's rounding.)
-  if (promised > spec.fpp * (1 + 1e-9)) {
+  // for the sum's rounding.) The power-of-two cuckoo geometry promises its
+  // rate per link instead (DecodeLinkFilter checks each one).
+  if (!spec.cuckoo_pow2_buckets && promised > spec.fpp * (1 + 1e-9)) {
     return Status::Corruption(
         std::string(what) + ": its " + std::to_string(links.size()) +
         " links promise rates summing to " + FormatRate(promised) +

@@ -58,6 +58,9 @@ struct StoredSpec {
   // ShardRouter::kMultiply (flag bit 5); false: kRemix, what data written
   // before the bit existed means.
   bool multiply_router = false;
+  // Cuckoo only: RedisBloom's geometry (flag bit 6, FilterSpec::
+  // cuckoo_pow2_buckets); false: tables sized from capacity and rate.
+  bool cuckoo_pow2_buckets = false;
   uint32_t expansion = 1;
   uint64_t capacity = 0;
   double fpp = 0;
@@ -90,14 +93,17 @@ inline constexpr uint8_t kSpecFlagRetainHashes = 4;
 inline constexpr uint8_t kSpecFlagAutoLayout = 8;
 inline constexpr uint8_t kSpecFlagSplitLayout = 16;
 inline constexpr uint8_t kSpecFlagMultiplyRouter = 32;
+inline constexpr uint8_t kSpecFlagCuckooPow2 = 64;
 inline constexpr uint8_t kSpecLayoutFlags =
     kSpecFlagClassic | kSpecFlagAutoLayout | kSpecFlagSplitLayout;
 inline constexpr SpecRules kDescriptorSpecRules{
     kSpecLayoutFlags | kSpecFlagScalable | kSpecFlagRetainHashes |
-        kSpecFlagMultiplyRouter,
+        kSpecFlagMultiplyRouter | kSpecFlagCuckooPow2,
     false};
 inline constexpr SpecRules kExportSpecRules{
-    kSpecLayoutFlags | kSpecFlagScalable | kSpecFlagMultiplyRouter, true};
+    kSpecLayoutFlags | kSpecFlagScalable | kSpecFlagMultiplyRouter |
+        kSpecFlagCuckooPow2,
+    true};
 inline constexpr uint32_t kMaxStoredExpansion = 16;
 
 inline constexpr size_t kSpecParamsBytes = 48;

@@ -18,10 +18,11 @@ namespace {
 constexpr double kDefaultErrorRate = 0.01;
 constexpr double kErrorRateCap = 0.25;  // larger rates are capped to this
 constexpr int64_t kDefaultCapacity = 100;
+// shardfilter's bound on a filter's initial capacity (kCapacityLimitError).
 constexpr int64_t kMaxCapacity = int64_t{1} << 30;
 constexpr int64_t kDefaultExpansion = 2;
-constexpr int64_t kMaxExpansion = 32768;
-// shardfilter's links grow by at most 16x (FilterSpec::expansion).
+// shardfilter's links grow by at most 16x (FilterSpec::expansion);
+// RedisBloom sets no upper bound.
 constexpr int64_t kMaxShardfilterExpansion = 16;
 
 struct BloomOptions {
@@ -37,15 +38,15 @@ CreateParams ToParams(const BloomOptions& o) {
   p.type = FilterType::kBloom;
   p.capacity = static_cast<uint64_t>(o.capacity);
   p.error_rate = o.error_rate;
-  p.scalable = o.scalable && o.expansion > 0;
-  p.expansion = o.expansion > 0 ? static_cast<uint32_t>(o.expansion) : 1;
+  p.scalable = o.scalable;
+  p.expansion = static_cast<uint32_t>(o.expansion);
   return p;
 }
 
 // Refuses an expansion RedisBloom takes but shardfilter cannot build.
 bool RefuseExpansion(CommandContext& ctx, int64_t expansion) {
   if (expansion <= kMaxShardfilterExpansion) return false;
-  ctx.out.Error("ERR expansion must be in the range [0, 16] (shardfilter)");
+  ctx.out.Error("ERR expansion must be in the range [1, 16] (shardfilter)");
   return true;
 }
 
@@ -193,15 +194,17 @@ void BfReserve(CommandContext& ctx, Args args) {
     return ctx.out.Error("ERR bad error rate");
   }
   if (!(o.error_rate > 0.0 && o.error_rate < 1.0)) {
-    return ctx.out.Error(
-        "ERR error rate must be in the range (0.000000, 1.000000)");
+    return ctx.out.Error("ERR (0 < error rate range < 1) ");
   }
   o.error_rate = std::min(o.error_rate, kErrorRateCap);
   if (!ParseLongLong(args[3], &o.capacity)) {
     return ctx.out.Error("ERR bad capacity");
   }
-  if (o.capacity < 1 || o.capacity > kMaxCapacity) {
-    return ctx.out.Error("ERR capacity must be in the range [1, 1073741824]");
+  if (o.capacity < 1) {
+    return ctx.out.Error("ERR (capacity should be larger than 0)");
+  }
+  if (o.capacity > kMaxCapacity) {
+    return ctx.out.Error(kCapacityLimitError);
   }
   size_t expansion_at = 0;
   for (size_t i = 4; i < args.size(); ++i) {
@@ -210,20 +213,18 @@ void BfReserve(CommandContext& ctx, Args args) {
       expansion_at = i;
     }
   }
+  // RedisBloom's order: a trailing EXPANSION, then NONSCALING beside it,
+  // then its value.
   if (expansion_at != 0) {
     if (expansion_at + 1 == args.size()) {
       return ctx.out.Error("ERR no expansion");
     }
+    if (!o.scalable) return ctx.out.Error("Nonscaling filters cannot expand");
     if (!ParseLongLong(args[expansion_at + 1], &o.expansion)) {
       return ctx.out.Error("ERR bad expansion");
     }
-    if (o.expansion == 0) {
-      o.scalable = false;
-    } else if (!o.scalable) {
-      return ctx.out.Error("Nonscaling filters cannot expand");
-    }
-    if (o.expansion < 0 || o.expansion > kMaxExpansion) {
-      return ctx.out.Error("ERR expansion must be in the range [0, 32768]");
+    if (o.expansion < 1) {
+      return ctx.out.Error("ERR expansion should be greater or equal to 1");
     }
   }
   auto found = LookupTyped(ctx, args[1], FilterType::kBloom);
@@ -280,22 +281,18 @@ void BfInsert(CommandContext& ctx, Args args) {
       case 'e':
         if (++pos == args.size()) return ReplyWrongArity(ctx.out, args[0]);
         if (c1 == 'r') {
-          if (!ParseDouble(args[pos++], &o.error_rate) ||
-              !(o.error_rate > 0.0 && o.error_rate < 1.0)) {
+          if (!ParseDouble(args[pos++], &o.error_rate)) {
             return ctx.out.Error("Bad error rate");
           }
-          o.error_rate = std::min(o.error_rate, kErrorRateCap);
         } else {
-          if (!ParseLongLong(args[pos++], &o.expansion) || o.expansion < 0 ||
-              o.expansion > kMaxExpansion) {
+          if (!ParseLongLong(args[pos++], &o.expansion)) {
             return ctx.out.Error("Bad expansion");
           }
         }
         break;
       case 'c':
         if (++pos == args.size()) return ReplyWrongArity(ctx.out, args[0]);
-        if (!ParseLongLong(args[pos++], &o.capacity) || o.capacity < 1 ||
-            o.capacity > kMaxCapacity) {
+        if (!ParseLongLong(args[pos++], &o.capacity)) {
           return ctx.out.Error("Bad capacity");
         }
         break;
@@ -311,10 +308,16 @@ void BfInsert(CommandContext& ctx, Args args) {
         return ctx.out.Error("Unknown argument received");
     }
   }
-  if (o.expansion == 0) o.scalable = false;
   if (items_at == 0 || items_at == args.size()) {
     return ReplyWrongArity(ctx.out, args[0]);
   }
+  // RedisBloom checks the values once the items are found.
+  if (!(o.error_rate > 0.0 && o.error_rate < 1.0) || o.capacity < 1 ||
+      o.expansion < 1) {
+    return ctx.out.Error("Bad argument received");
+  }
+  if (o.capacity > kMaxCapacity) return ctx.out.Error(kCapacityLimitError);
+  o.error_rate = std::min(o.error_rate, kErrorRateCap);
   AddAndReply(ctx, args[1], o, args.subspan(items_at), /*multi=*/true);
 }
 

@@ -28,6 +28,8 @@ constexpr CommandSpec kCommands[] = {
      "Adds an item to a Bloom filter, creating it when missing.", BfAdd},
     {"bf.card", 2, kBfRead, 1, 1, 1, "bf",
      "Returns the number of items added to a Bloom filter.", BfCard},
+    {"bf.debug", 2, kReadonly | kModule, 1, 1, 1, "bf",
+     "Returns a Bloom filter's links, in RedisBloom's lines.", BfDebug},
     {"bf.exists", 3, kBfRead, 1, 1, 1, "bf",
      "Checks whether an item may be in a Bloom filter.", BfExists},
     {"bf.info", -2, kBfRead, 1, 1, 1, "bf",
@@ -52,8 +54,14 @@ constexpr CommandSpec kCommands[] = {
     {"cf.addnx", 3, kBfWrite, 1, 1, 1, "cf",
      "Adds an item to a cuckoo filter unless it may already be there.",
      CfAddNx},
+    {"cf.compact", 2, kWrite | kModule, 1, 1, 1, "cf",
+     "Accepted for RedisBloom's clients: a cuckoo filter's chain is never "
+     "compacted.",
+     CfCompact},
     {"cf.count", 3, kBfRead, 1, 1, 1, "cf",
      "Returns how many copies of an item a cuckoo filter may hold.", CfCount},
+    {"cf.debug", 2, kReadonly | kModule, 1, 1, 1, "cf",
+     "Returns a cuckoo filter's figures, in RedisBloom's line.", CfDebug},
     {"cf.del", 3, kWrite | kFast | kModule, 1, 1, 1, "cf",
      "Removes one copy of an item from a cuckoo filter.", CfDel},
     {"cf.exists", 3, kBfRead, 1, 1, 1, "cf",
@@ -277,9 +285,7 @@ Outcome Run(CommandContext& ctx, Args args, const CommandSpec* spec) {
   if ((spec->arity > 0 && n != spec->arity) ||
       (spec->arity < 0 && n < -spec->arity)) {
     refuse_in_multi();
-    ReplyWrongArity(ctx.out, (spec->flags & kModule)
-                                 ? args[0]
-                                 : std::string_view(spec->name));
+    ReplyWrongArity(ctx.out, spec->name);
     return Outcome::kRejected;
   }
   // Emulated cluster mode refuses a multi-key command over several slots,

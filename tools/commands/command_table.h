@@ -103,6 +103,10 @@ void CfMExists(CommandContext&, Args);
 void CfCount(CommandContext&, Args);
 void CfDel(CommandContext&, Args);
 void CfInfo(CommandContext&, Args);
+// BF.DEBUG, CF.DEBUG, CF.COMPACT: debug_commands.cc.
+void BfDebug(CommandContext&, Args);
+void CfDebug(CommandContext&, Args);
+void CfCompact(CommandContext&, Args);
 // shardfilter's own: sf_commands.cc.
 void SfCreate(CommandContext&, Args);
 void SfAdd(CommandContext&, Args);

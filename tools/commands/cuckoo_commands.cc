@@ -1,8 +1,6 @@
 // CF.*: RedisBloom's cuckoo filter commands over shardfilter's cuckoo
-// filters. RedisBloom's BUCKETSIZE (1..255) maps onto shardfilter's layouts
-// of 2, 4 or 8 slots per bucket (the next one up); larger sizes are refused.
-// RedisBloom has no error rate for cuckoo filters: shardfilter sizes them
-// for 1% at capacity (docs/server.md).
+// filters. RedisBloom's BUCKETSIZE takes 1..255; shardfilter's tables hold
+// 2, 4 or 8 slots per bucket, and other sizes are refused (docs/server.md).
 #include <string>
 #include <vector>
 
@@ -15,6 +13,8 @@ namespace {
 
 // RedisBloom's defaults and ranges (its config.c).
 constexpr int64_t kDefaultCapacity = 1024;  // cf-initial-size (CF.ADD)
+// shardfilter's bound on a filter's initial capacity (RedisBloom's is the
+// memory it can allocate).
 constexpr int64_t kMaxCapacity = int64_t{1} << 30;
 constexpr int64_t kDefaultBucketSize = 2;
 constexpr int64_t kMaxBucketSize = 255;
@@ -22,18 +22,23 @@ constexpr int64_t kDefaultMaxIterations = 20;
 constexpr int64_t kMaxIterations = 65535;
 constexpr int64_t kDefaultExpansion = 1;
 constexpr int64_t kMaxExpansion = 32768;
+// shardfilter's links grow by at most 16x (FilterSpec::expansion).
+constexpr int64_t kMaxShardfilterExpansion = 16;
+// Only checked by the engine: the power-of-two geometry sets the rate.
 constexpr double kCuckooErrorRate = 0.01;
 // cf-max-expansions: the most sub-filters a cuckoo filter has; RedisBloom
 // refuses every add from there. The engine's chains stop at the same count.
 constexpr uint32_t kMaxExpansions = 32;
 static_assert(kMaxExpansions == internal::kMaxLinks);
 
-// shardfilter's bucket layout for RedisBloom's BUCKETSIZE (0: refused).
-uint32_t LayoutBucketSize(int64_t redisbloom_size) {
-  if (redisbloom_size <= 2) return 2;
-  if (redisbloom_size <= 4) return 4;
-  if (redisbloom_size <= 8) return 8;
-  return 0;
+constexpr const char* kCapacityError =
+    "Capacity must be at least (BucketSize * 2)";
+
+// RedisBloom rounds EXPANSION up to a power of two (0 stays 0: no growth).
+int64_t RoundedExpansion(int64_t expansion) {
+  int64_t e = expansion > 0 ? 1 : 0;
+  while (e != 0 && e < expansion) e *= 2;
+  return e;
 }
 
 CreateParams Params(int64_t capacity, int64_t bucket_size,
@@ -42,24 +47,28 @@ CreateParams Params(int64_t capacity, int64_t bucket_size,
   p.type = FilterType::kCuckoo;
   p.capacity = static_cast<uint64_t>(capacity);
   p.error_rate = kCuckooErrorRate;
-  p.bucket_size = LayoutBucketSize(bucket_size);
+  p.bucket_size = static_cast<uint32_t>(bucket_size);
   p.max_iterations = static_cast<uint32_t>(max_iterations);
   p.scalable = expansion > 0;
   p.expansion = expansion > 0 ? static_cast<uint32_t>(expansion) : 1;
+  p.cuckoo_pow2_buckets = true;
   return p;
+}
+
+// RedisBloom answers the whole CF.ADD/ADDNX/INSERT/INSERTNX with this
+// error when the filter is at CuckooAtMaxExpansions, whatever the items.
+constexpr const char* kMaxExpansionsError = "Maximum expansions reached";
+bool AtMaxExpansions(const FilterHandle& filter) {
+  return CuckooAtMaxExpansions(filter);
 }
 
 // RedisBloom's text for an add refused for want of room (Full): "Maximum
 // expansions reached" once a scaling filter has kMaxExpansions
-// sub-filters (RedisBloom checks that before every add); "Filter is full"
-// otherwise: a non-scaling filter without room, or the most copies of one
-// item (which RedisBloom would grow for; this filter does not, DESIGN.md
-// invariant 8).
+// sub-filters; "Filter is full" otherwise: a non-scaling filter without
+// room, or the most copies of one item (which RedisBloom would grow for;
+// this filter does not, DESIGN.md invariant 8).
 const char* FullText(const FilterHandle& filter) {
-  const FilterSummary summary = filter.Summary();
-  return summary.scalable && summary.links >= kMaxExpansions
-             ? "Maximum expansions reached"
-             : "Filter is full";
+  return AtMaxExpansions(filter) ? kMaxExpansionsError : "Filter is full";
 }
 
 void ReplyFlag(CommandContext& ctx, bool as_bool, int64_t v) {
@@ -121,6 +130,7 @@ void InsertCommon(CommandContext& ctx, std::string_view key, Args items,
   for (int attempt = 1;; ++attempt) {
     filter = OpenForWrite(ctx, key, o);
     if (filter == nullptr) return;
+    if (AtMaxExpansions(*filter)) return ctx.out.Error(kMaxExpansionsError);
     if (o.nx) {
       // One at a time: a repeated item must see its own earlier copy.
       for (size_t i = 0; i < items.size(); ++i) {
@@ -170,10 +180,11 @@ void InsertCommand(CommandContext& ctx, Args args, bool nx) {
         if (!ParseLongLong(args[pos++], &o.capacity)) {
           return ctx.out.Error("Bad capacity");
         }
-        if (o.capacity < 2 * kDefaultBucketSize || o.capacity > kMaxCapacity) {
-          return ctx.out.Error(
-              "Capacity must be in the range [cf-bucket-size * 2, "
-              "1073741824]");
+        if (o.capacity < 2 * kDefaultBucketSize) {
+          return ctx.out.Error(kCapacityError);
+        }
+        if (o.capacity > kMaxCapacity) {
+          return ctx.out.Error(kCapacityLimitError);
         }
         break;
       case 'i':
@@ -233,8 +244,9 @@ bool ParseOption(CommandContext& ctx, Args args, std::string_view name,
       return false;
     }
     if (*value < min || *value > max) {
-      ctx.out.Error(std::string(name) + ": value must be in the range [" +
-                    std::to_string(min) + ", " + std::to_string(max) + "]");
+      ctx.out.Error(std::string(name) + ": value must be an integer between " +
+                    std::to_string(min) + " and " + std::to_string(max) +
+                    ", inclusive.");
       return false;
     }
     return true;
@@ -243,6 +255,11 @@ bool ParseOption(CommandContext& ctx, Args args, std::string_view name,
 }
 
 }  // namespace
+
+bool CuckooAtMaxExpansions(const FilterHandle& filter) {
+  const FilterSummary summary = filter.Summary();
+  return summary.scalable && summary.links >= kMaxExpansions;
+}
 
 // Adds a copy of each item (a cuckoo filter is a multiset). The engine
 // bounds the copies of one item and answers Full past the bound: copies
@@ -282,25 +299,22 @@ void CfReserve(CommandContext& ctx, Args args) {
       !ParseOption(ctx, args, "EXPANSION", 0, kMaxExpansion, &expansion)) {
     return;
   }
-  if (bucket_size * 2 > capacity || capacity > kMaxCapacity) {
+  if (bucket_size * 2 > capacity) return ctx.out.Error(kCapacityError);
+  if (capacity > kMaxCapacity) return ctx.out.Error(kCapacityLimitError);
+  // shardfilter's layout limits (docs/server.md).
+  if (bucket_size != 2 && bucket_size != 4 && bucket_size != 8) {
+    return ctx.out.Error("ERR BUCKETSIZE must be 2, 4 or 8 (shardfilter)");
+  }
+  expansion = RoundedExpansion(expansion);
+  if (expansion > kMaxShardfilterExpansion) {
     return ctx.out.Error(
-        "Capacity must be in the range [2 * BUCKETSIZE, 1073741824]");
+        "ERR EXPANSION must be in the range [0, 16] (shardfilter)");
   }
   auto found = LookupTyped(ctx, args[1], FilterType::kCuckoo);
   if (found.handle != nullptr) return ctx.out.Error(kItemExistsError);
   if (found.wrong_type) return ctx.out.Error(kWrongTypeError);
   if (ReplyIfUnreadable(ctx, args[1], found)) return;
   if (RefuseKeyName(ctx, args[1])) return;
-  if (LayoutBucketSize(bucket_size) == 0) {
-    return ctx.out.Error(
-        "ERR BUCKETSIZE must be in the range [1, 8] (shardfilter: buckets of "
-        "2, 4 or 8 slots)");
-  }
-  if (expansion > 16) {
-    return ctx.out.Error(
-        "ERR EXPANSION must be in the range [0, 16] "
-        "(shardfilter)");
-  }
   auto created = ctx.keyspace.Create(
       args[1], Params(capacity, bucket_size, max_iterations, expansion));
   if (!created.ok()) {
@@ -359,6 +373,8 @@ void CfInfo(CommandContext& ctx, Args args) {
   if (ReplyIfUnreadable(ctx, args[1], found)) return;
   if (found.handle == nullptr) return ctx.out.Error(kNotFoundError);
   const FilterSummary s = found.handle->Summary();
+  // Size: the tables' bytes (RedisBloom adds its own structures, 40 bytes
+  // and 16 per sub-filter: a documented difference).
   const std::pair<const char*, int64_t> fields[] = {
       {"Size", static_cast<int64_t>(s.bytes)},
       {"Number of buckets", static_cast<int64_t>(s.buckets)},

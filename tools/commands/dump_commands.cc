@@ -6,6 +6,8 @@
 //   SCANDUMP key 0    -> [1, header]   header = "SFDUMP01" + u64 LE length
 //   SCANDUMP key it   -> [it + n, the n dump bytes at offset it - 1]
 //   SCANDUMP key end  -> [0, ""] (CF: [0, nil])
+//   CF.SCANDUMP of a cuckoo filter holding no item -> [0, nil] at once, as
+//   RedisBloom: there is nothing to restore, and the key is not recreated.
 //   LOADCHUNK key it data, for every pair in order, on one connection.
 //
 // The dump is taken once, at iterator 0, as one consistent instant, and
@@ -63,6 +65,11 @@ void ScanDump(CommandContext& ctx, Args args, FilterType type) {
   if (ReplyIfUnreadable(ctx, args[1], found)) return;
   if (found.handle == nullptr) return ctx.out.Error(kNotFoundError);
   Session& s = ctx.session;
+  if (!bloom && found.handle->Summary().items == 0) {
+    ctx.out.Array(2);
+    ctx.out.Integer(0);
+    return ctx.out.Null();
+  }
   if (iter == 0 || s.dump_key != args[1] || s.dump == nullptr) {
     // The connection's older copy goes back before a new one is taken.
     s.dump.reset();
@@ -112,11 +119,11 @@ void LoadChunk(CommandContext& ctx, Args args, FilterType type) {
     if (found.wrong_type) return ctx.out.Error(kWrongTypeError);
     if (ReplyIfUnreadable(ctx, key, found)) return;
     if (RefuseKeyName(ctx, key)) return;
+    // RedisBloom's texts for a header it cannot read (its own dumps are
+    // such headers here: docs/server.md).
     if (data.size() != kHeaderBytes ||
         std::memcmp(data.data(), kMagic, 8) != 0) {
-      return ctx.out.Error(
-          "ERR invalid header (not a shardfilter SCANDUMP; RedisBloom's dumps "
-          "cannot be loaded)");
+      return ctx.out.Error(bloom ? "ERR received bad data" : "Invalid header");
     }
     uint64_t total = 0;
     for (int i = 0; i < 8; ++i) {
@@ -150,6 +157,14 @@ void LoadChunk(CommandContext& ctx, Args args, FilterType type) {
   // The iterator SCANDUMP returned with a chunk is its end offset + 1.
   const uint64_t end = static_cast<uint64_t>(iter) - 1;
   PendingRestore* p = s.load.get();
+  if (p == nullptr || p->key != key) {
+    // No load of this key on this connection: RedisBloom's answer for the
+    // key as it is (missing, of another type), else ours below.
+    TypedLookup found = LookupTyped(ctx, key, type);
+    if (found.wrong_type) return ctx.out.Error(kWrongTypeError);
+    if (ReplyIfUnreadable(ctx, key, found)) return;
+    if (found.handle == nullptr) return ctx.out.Error(kNotFoundError);
+  }
   if (p == nullptr || p->key != key || end < data.size() ||
       end - data.size() != p->filled || end > p->bytes->size()) {
     return ctx.out.Error(

@@ -77,6 +77,11 @@ void ReplyBloomAdds(CommandContext& ctx, const FilterHandle& filter,
 void CuckooAddCopies(FilterHandle& filter, Args items,
                      std::vector<Status>* statuses);
 
+// True when a scaling cuckoo filter has RedisBloom's most sub-filters
+// (cf-max-expansions, 32): RedisBloom refuses every add from there, before
+// trying, with "Maximum expansions reached".
+bool CuckooAtMaxExpansions(const FilterHandle& filter);
+
 // CF.ADD's reply for one add's status. RedisBloom's texts for Full:
 // "Maximum expansions reached" when `filter` scales and has as many
 // sub-filters as it may (its cf-max-expansions, 32), else "Filter is full"

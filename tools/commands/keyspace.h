@@ -40,6 +40,9 @@ struct CreateParams {
   uint32_t expansion = 2;       // capacity factor of the next link, >= 1
   uint32_t bucket_size = 0;     // cuckoo: 2, 4 or 8
   uint32_t max_iterations = 0;  // cuckoo: relocation budget
+  // cuckoo: RedisBloom's geometry (FilterSpec::cuckoo_pow2_buckets), as
+  // CF.RESERVE and CF.ADD/CF.INSERT create.
+  bool cuckoo_pow2_buckets = false;
   // SF.CREATE / SF.MIGRATE only (RedisBloom's commands leave the host's
   // defaults). A host refuses what it cannot keep (the module: durability
   // and retained hashes, Redis persists its keys itself) with
@@ -75,6 +78,16 @@ struct FilterSummary {
   uint32_t max_iterations = 0;  // cuckoo
 };
 
+// One link (sub-filter) of a filter, summed over its shards (BF.DEBUG).
+struct LinkFigures {
+  uint64_t bytes = 0;     // its tables' bytes
+  uint64_t bits = 0;      // Bloom: bits; cuckoo: slots
+  uint32_t k = 0;         // Bloom: bits set per key
+  uint64_t capacity = 0;  // items it was sized for
+  uint64_t items = 0;     // items it holds
+  double fpp = 0;         // its rate at capacity
+};
+
 // One filter. Mutations return only once the filter's durability mode
 // allows the write to be acknowledged (journal: journalled; sync: synced).
 class FilterHandle {
@@ -107,6 +120,8 @@ class FilterHandle {
   virtual FilterSummary Summary() const = 0;
   // SF.INFO / SF.SHARDS: the resolved spec and the full statistics.
   virtual FilterSpec Spec() const = 0;
+  // Link i of every shard, i = 0 .. the longest chain - 1.
+  virtual std::vector<LinkFigures> Links() const = 0;
   virtual ShardedStats Stats() const = 0;
   // What a mutation waits for before it returns (kSync: an fsync). Hosts
   // that answer from an event loop run such writes off it.

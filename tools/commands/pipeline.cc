@@ -201,6 +201,10 @@ RunResult RunGroup(CommandContext& ctx, std::span<const Args> requests,
       LookupTyped(ctx, key, bloom ? FilterType::kBloom : FilterType::kCuckoo);
   if (!found.error.ok()) return RunResult::kDispatchEach;
   if (found.handle == nullptr) return RunResult::kDispatchFirst;
+  // Each command answers the limit itself (CF.ADD's own path).
+  if (!bloom && CuckooAtMaxExpansions(*found.handle)) {
+    return RunResult::kDispatchEach;
+  }
   RunScratch& scratch = Scratch();
   std::vector<std::string_view>& items = scratch.items;
   GatherItems(requests, begin, end, &items);

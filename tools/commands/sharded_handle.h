@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "shardfilter/engine/sharded_filter.h"
+#include "shardfilter/filters/cuckoo_filter.h"
 #include "tools/commands/keyspace.h"
 
 namespace shardfilter::commands {
@@ -73,12 +74,39 @@ class ShardedFilterHandle : public FilterHandle {
     s.expansion = spec.expansion;
     s.bucket_size = spec.bucket_size != 0 ? spec.bucket_size : 4;
     s.max_iterations = spec.max_kicks;
-    if (spec.type == FilterType::kCuckoo && s.bucket_size != 0) {
-      s.buckets = stats.total.slots / s.bucket_size;
+    if (spec.type == FilterType::kCuckoo) {
+      // RedisBloom's "Number of buckets" is its first sub-filter's: link 0
+      // of every shard.
+      for (uint32_t i = 0; i < f_->shard_count(); ++i) {
+        s.buckets += static_cast<const CuckooFilter&>(f_->shard_filter(i, 0))
+                         .num_buckets();
+      }
+      // RedisBloom's geometry reports its tables as RedisBloom does: one
+      // byte per 8-bit slot (without the table's padding word).
+      if (spec.cuckoo_pow2_buckets) s.bytes = stats.total.slots;
     }
     return s;
   }
   FilterSpec Spec() const override { return f_->spec(); }
+  std::vector<LinkFigures> Links() const override {
+    std::vector<LinkFigures> links;
+    for (uint32_t s = 0; s < f_->shard_count(); ++s) {
+      const uint32_t n = f_->shard_links(s);
+      if (links.size() < n) links.resize(n);
+      for (uint32_t i = 0; i < n; ++i) {
+        const Filter& link = f_->shard_filter(s, i);
+        const FilterStats st = link.Counts();
+        LinkFigures& l = links[i];
+        l.bytes += st.bytes;
+        l.bits += st.slots;
+        l.k = st.k;
+        l.capacity += st.capacity;
+        l.items += f_->shard_link_items(s, i);
+        l.fpp = link.target_fpr();
+      }
+    }
+    return links;
+  }
   ShardedStats Stats() const override { return f_->Stats(); }
 
  protected:

@@ -132,7 +132,7 @@ bool GlobMatch(std::string_view pattern, std::string_view s, bool nocase) {
 }
 
 void ReplyWrongArity(resp::ReplyWriter& out, std::string_view name) {
-  out.Error("ERR wrong number of arguments for '" + std::string(name) +
+  out.Error("ERR wrong number of arguments for '" + ToLower(name) +
             "' command");
 }
 

@@ -30,6 +30,11 @@ inline constexpr int kMaxWriteAttempts = 16;
 inline constexpr std::string_view kDroppedDuringWriteError =
     "ERR the key was deleted during the write, 16 times in a row; retry";
 
+// shardfilter's bound on a BF/CF filter's initial capacity (1 << 30):
+// RedisBloom's is the memory it can allocate.
+inline constexpr std::string_view kCapacityLimitError =
+    "ERR capacity must be at most 1073741824 (shardfilter)";
+
 bool EqualsIgnoreCase(std::string_view a, std::string_view b);
 std::string ToLower(std::string_view s);
 
@@ -43,7 +48,8 @@ bool ParseDouble(std::string_view s, double* out);
 bool GlobMatch(std::string_view pattern, std::string_view s,
                bool nocase = false);
 
-// "ERR wrong number of arguments for 'name' command".
+// "ERR wrong number of arguments for 'name' command", the name in
+// lowercase whatever the client typed (Redis 7, and RedisBloom under it).
 void ReplyWrongArity(resp::ReplyWriter& out, std::string_view name);
 
 // "ERR key length must be 1..N bytes (shardfilter-server)" when a command

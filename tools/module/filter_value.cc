@@ -126,7 +126,8 @@ std::unique_ptr<FilterValue> ValueFromRdb(int encver, std::string bytes,
 // "v1 type capacity fpp shards seed flags k fp_bits bucket kicks max_bytes
 // expansion", flags: 1 classic layout, 2 scalable, 8 auto layout, 16
 // split-block layout (no layout flag on a Bloom filter: blocked), 32 the
-// multiply shard router (none: Remix, as every spec written before it).
+// multiply shard router (none: Remix, as every spec written before it), 64
+// the power-of-two cuckoo geometry (a module without it refuses the spec).
 // The fields, their mapping from FilterSpec and their checks are those of
 // the stored spec (persistence/internal/spec_codec.h); only the text form
 // is the module's, because it travels as a command argument in AOFs and

@@ -186,6 +186,7 @@ FilterSpec ToFilterSpec(const commands::CreateParams& p,
   if (p.type == FilterType::kCuckoo) {
     spec.bucket_size = p.bucket_size;
     spec.max_kicks = p.max_iterations;
+    spec.cuckoo_pow2_buckets = p.cuckoo_pow2_buckets;
   }
   return spec;
 }
