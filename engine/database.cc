@@ -128,7 +128,8 @@ Result<std::unique_ptr<Database>> Database::Open(
     // segments are its data. If one epoch key does not decode, nothing is
     // removed.
     auto named = impl->store->ListFilterJournalEpochs();
-    if (named.ok()) internal::RemoveStaleJournals(impl->store->path(), *named);
+    if (named.ok()) internal::RemoveStaleJournals(*impl->store->log_env(),
+                                               impl->store->path(), *named);
   }
   if (options.checkpoint_interval_ms > 0 && !options.read_only) {
     DatabaseImpl* raw = impl.get();

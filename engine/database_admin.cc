@@ -169,7 +169,8 @@ Result<VerifyReport> Database::Verify() const {
   for (const std::string& set : *sets) {
     const std::string path =
         persistence::DedupLogPath(impl_->store->path(), set);
-    auto log = persistence::DedupLog::OpenExisting(path, set);
+    auto log = persistence::DedupLog::OpenExisting(*impl_->store->log_env(),
+                                                   path, set);
     if (log.status().IsNotFound()) {
       auto marked = (*table)->HasJournalMarker(set);
       if (!marked.ok()) {

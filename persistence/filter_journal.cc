@@ -4,16 +4,10 @@
 // change together and are kept in one file with the format they implement.
 #include "shardfilter/persistence/internal/filter_journal.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <xxhash.h>
 
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <mutex>
 
 #include "shardfilter/filters/detail/xxh3_short.h"
@@ -88,10 +82,6 @@ bool AllZero(const char* p, size_t n) {
   return true;
 }
 
-Status Errno(const std::string& what, const std::string& path) {
-  return Status::IOError(what + " " + path + ": " + std::strerror(errno));
-}
-
 std::mutex& HookMu() {
   static std::mutex mu;
   return mu;
@@ -126,14 +116,6 @@ void Synced(const std::string& path, std::string_view bytes) {
     fn = SyncedHook();
   }
   if (fn) fn(path, bytes);
-}
-
-Status SyncDir(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Errno("opening directory", dir);
-  const int rc = ::fsync(fd);
-  ::close(fd);
-  return rc == 0 ? Status::OK() : Errno("syncing directory", dir);
 }
 
 }  // namespace
@@ -425,139 +407,67 @@ std::string SegmentPath(std::string_view store_path, uint64_t epoch,
   return FilterJournalEpochDir(store_path, epoch) + name;
 }
 
-Result<std::shared_ptr<Segment>> Segment::Create(const std::string& path,
+Result<std::shared_ptr<Segment>> Segment::Create(Env& env,
+                                                 const std::string& path,
                                                  const SegmentHeader& h,
-                                                 bool written,
                                                  bool prefault_write) {
   SF_RETURN_IF_ERROR(Fault("create", path));
   const std::string head = EncodeSegmentHeader(h);
   if (head.size() > kSegmentHeaderBytes) {
     return Status::InvalidArgument("filter name too long for its journal");
   }
-  const std::string dir = std::filesystem::path(path).parent_path().string();
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return Status::IOError("creating " + dir + ": " + ec.message());
-  // Built under a temporary name and renamed when whole: a kill while it
-  // is written leaves no segment (replay never sees a short file of ours).
-  const std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Errno("creating", tmp);
-  auto fail = [&](const std::string& what) {
-    Status s = Errno(what, tmp);
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    return s;
-  };
-  // Written, not fallocated: blocks written once need no extent change at
-  // each later fdatasync (so a sync writes data only), and ENOSPC shows
-  // here rather than as a SIGBUS in the mapping.
-  if (!written) {
-    const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(h.file_bytes));
-    if (err != 0) {
-      errno = err;
-      return fail("allocating");
-    }
-  }
-  std::string chunk(written ? size_t{1} << 20 : kSegmentHeaderBytes, '\0');
-  std::memcpy(chunk.data(), head.data(), head.size());
-  const uint64_t fill = written ? h.file_bytes : kSegmentHeaderBytes;
-  for (uint64_t off = 0; off < fill; off += chunk.size()) {
-    const size_t n = std::min<uint64_t>(chunk.size(), fill - off);
-    errno = 0;
-    if (::pwrite(fd, chunk.data(), n, static_cast<off_t>(off)) !=
-        static_cast<ssize_t>(n)) {
-      if (errno == 0) errno = ENOSPC;
-      return fail("writing");
-    }
-    if (off == 0) std::memset(chunk.data(), 0, head.size());
-  }
-  if (::fdatasync(fd) != 0) return fail("syncing");
-  // Pre-faulted: writable pages when asked (MADV_POPULATE_WRITE), else
-  // MAP_POPULATE's (read-only for a shared file: see Create). Not both: a
-  // read fault of every page, then a write fault of each again, cost the
-  // thread making segments twice the page faults.
-  bool populated = false;
-  void* p = ::mmap(nullptr, h.file_bytes, PROT_READ | PROT_WRITE,
-                   MAP_SHARED | (prefault_write ? 0 : MAP_POPULATE), fd, 0);
-  if (p == MAP_FAILED) return fail("mapping");
-#ifdef MADV_POPULATE_WRITE
-  if (prefault_write) {
-    populated = ::madvise(p, h.file_bytes, MADV_POPULATE_WRITE) == 0;
-  }
-#endif
-  if (prefault_write && !populated) {
-    // An older kernel (EINVAL): the pages are read ahead into the page
-    // cache, and the writer takes one fault per page.
-    (void)::madvise(p, h.file_bytes, MADV_WILLNEED);
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    Status s = Errno("renaming", tmp);
-    ::munmap(p, h.file_bytes);
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    return s;
-  }
+  MapOptions options;
+  options.prefault_write = prefault_write;
+  SF_ASSIGN_OR_RETURN(
+      std::unique_ptr<MappedFile> file,
+      env.CreateMapped(
+          path, h.file_bytes,
+          [&](char* p) { std::memcpy(p, head.data(), head.size()); }, options));
   std::shared_ptr<Segment> seg(new Segment());
   seg->path_ = path;
   seg->header_ = h;
-  seg->base_ = static_cast<char*>(p);
-  seg->size_ = h.file_bytes;
-  seg->fd_ = fd;
-  SF_RETURN_IF_ERROR(SyncDir(dir));
+  seg->base_ = file->data();
+  seg->size_ = file->size();
+  seg->file_ = std::move(file);
   Synced(path, std::string_view(seg->base_, kSegmentHeaderBytes));
   return seg;
 }
 
 Result<std::shared_ptr<Segment>> Segment::OpenExisting(
-    const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Errno("opening", path);
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    Status s = Errno("reading the size of", path);
-    ::close(fd);
-    return s;
+    Env& env, const std::string& path) {
+  auto opened = env.OpenReadOnly(path);
+  if (opened.status().IsNotFound()) {
+    // Listed, then gone: an I/O error, never a filter "not found".
+    return Status::IOError("filter journal " + path + " vanished while read");
   }
-  const size_t size = static_cast<size_t>(st.st_size);
+  SF_ASSIGN_OR_RETURN(std::unique_ptr<ReadOnlyFile> file, std::move(opened));
   std::shared_ptr<Segment> seg(new Segment());
   seg->path_ = path;
-  if (size > 0) {
-    void* p = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) {
-      Status s = Errno("mapping", path);
-      ::close(fd);
-      return s;
-    }
-    seg->base_ = static_cast<char*>(p);
-  }
-  ::close(fd);
-  seg->size_ = size;
+  seg->base_ = const_cast<char*>(file->bytes().data());
+  seg->size_ = file->bytes().size();
+  seg->loaded_ = std::move(file);
   SF_ASSIGN_OR_RETURN(seg->header_,
-                      DecodeSegmentHeader(std::string_view(seg->base_, size),
+                      DecodeSegmentHeader(std::string_view(seg->base_,
+                                                           seg->size_),
                                           "filter journal " + path));
   return seg;
 }
 
-Segment::~Segment() {
-  if (base_ != nullptr) ::munmap(base_, size_);
-  if (fd_ >= 0) ::close(fd_);
-}
+Segment::~Segment() = default;
 
 void Segment::ReleaseSpace() {
-  if (fd_ < 0) return;
-  (void)::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
-                    static_cast<off_t>(size_));
+  if (file_ != nullptr) file_->ReleaseSpace();
 }
 
 Status Segment::Sync() {
   SF_RETURN_IF_ERROR(Fault("sync", path_));
+  if (file_ == nullptr) return Status::OK();  // read back: nothing to sync
   // The copy is taken before the fdatasync starts: the least a power loss
   // right after it keeps.
   std::string copy;
   const bool hooked = synced_hook_set.load(std::memory_order_acquire);
   if (hooked) copy.assign(base_, size_);
-  if (::fdatasync(fd_) != 0) return Errno("syncing", path_);
+  SF_RETURN_IF_ERROR(file_->Sync());
   if (hooked) Synced(path_, copy);
   return Status::OK();
 }

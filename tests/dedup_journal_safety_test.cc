@@ -54,14 +54,14 @@ class DedupLogSafetyTest : public ::testing::Test {
  protected:
   std::string Path() { return dir_.path() + "/j/log.sfdl"; }
   void Write(int records) {
-    auto log = DedupLog::Create(Path(), "set", kRegion);
+    auto log = DedupLog::Create(testing::LogEnv(), Path(), "set", kRegion);
     SF_ASSERT_OK(log.status());
     for (int i = 1; i <= records; ++i) {
       (*log)->Append(i, {Put("key-" + std::to_string(i))});
     }
   }
   Result<std::vector<DedupLogRecord>> Read() {
-    SF_ASSIGN_OR_RETURN(auto log, DedupLog::OpenExisting(Path(), "set"));
+    SF_ASSIGN_OR_RETURN(auto log, DedupLog::OpenExisting(testing::LogEnv(), Path(), "set"));
     std::vector<DedupLogRecord> out;
     SF_RETURN_IF_ERROR(log->ReadAll(&out));
     return out;

@@ -128,7 +128,8 @@ TEST(JournalGoldenTest, SegmentsReplayTheirAcknowledgedRecords) {
       }
     }
     auto log = persistence::DedupLog::OpenExisting(
-        Golden() + "/segments/golden.sfdl", golden::kJournalSet);
+        testing::LogEnv(), Golden() + "/segments/golden.sfdl",
+        golden::kJournalSet);
     SF_ASSERT_OK(log.status());
     EXPECT_EQ((*log)->version(), 2u);
     EXPECT_EQ((*log)->from_earlier_boot(), later);
@@ -148,7 +149,7 @@ TEST(JournalGoldenTest, WritersWriteTheCommittedBytes) {
   TempDir dir;
   const std::string out = dir.path() + "/segments";
   fs::create_directories(out);
-  SF_ASSERT_OK(golden::WriteGoldenJournals(out));
+  SF_ASSERT_OK(golden::WriteGoldenJournals(testing::LogEnv(), out));
   size_t files = 0;
   for (const auto& e : fs::directory_iterator(Golden() + "/segments")) {
     const std::string name = e.path().filename().string();

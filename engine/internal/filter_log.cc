@@ -1,10 +1,7 @@
 #include "shardfilter/engine/internal/filter_log.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <random>
 #include <thread>
 
@@ -28,20 +25,18 @@ uint64_t NewJournalEpoch() {
   return e;
 }
 
-void RemoveStaleJournals(const std::string& store_path,
+void RemoveStaleJournals(persistence::Env& env, const std::string& store_path,
                          const std::set<uint64_t>& keep) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::path dir = persistence::FilterJournalDir(store_path);
-  if (!fs::is_directory(dir, ec)) return;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    const std::string n = entry.path().filename().string();
+  const std::string dir = persistence::FilterJournalDir(store_path);
+  auto names = env.Children(dir);
+  if (!names.ok()) return;
+  for (const std::string& n : *names) {
     if (n.size() != 16 ||
         n.find_first_not_of("0123456789abcdef") != std::string::npos) {
       continue;
     }
     const uint64_t epoch = std::stoull(n, nullptr, 16);
-    if (keep.count(epoch) == 0) fs::remove_all(entry.path(), ec);
+    if (keep.count(epoch) == 0) (void)env.RemoveTree(dir + "/" + n);
   }
 }
 
@@ -72,21 +67,24 @@ FilterLog::~FilterLog() {
   if (spare_thread_.joinable()) spare_thread_.join();
   for (uint32_t i = 0; i < shard_count_; ++i) {
     // Made ahead and never used: no records, ours to remove.
-    if (shards_[i].spare != nullptr) {
-      ::unlink(shards_[i].spare->path().c_str());
-    }
+    if (shards_[i].spare != nullptr) Unlink(*shards_[i].spare);
   }
   for (uint32_t k = 0; threads_ != nullptr && k < kOwnedStripes; ++k) {
-    if (threads_[k].spare != nullptr) {
-      ::unlink(threads_[k].spare->path().c_str());
-    }
+    if (threads_[k].spare != nullptr) Unlink(*threads_[k].spare);
   }
+}
+
+void FilterLog::Unlink(const Segment& s) {
+  // Errors are left: a file that stays is removed with its epoch, or
+  // retired again by the next checkpoint's look (its records are dead).
+  if (env_ != nullptr) (void)env_->Remove(s.path());
 }
 
 void FilterLog::Configure(JournalSink* sink, bool mmap, bool sync,
                           uint64_t shard_table_bytes, bool thread_segments) {
   sink_ = sink;
   store_path_ = sink->store()->path();
+  env_ = sink->store()->log_env();
   mmap_ = mmap;
   sync_ = sync;
   segment_bytes_ = MappedSegmentBytes(shard_table_bytes, shard_count_);
@@ -147,14 +145,15 @@ Result<std::shared_ptr<Segment>> FilterLog::MakeSegment(uint32_t slot,
     h.shard = slot - shard_count_;  // the stripe
     h.number = thread_next_number_.fetch_add(1);
     return Segment::Create(
+        *env_,
         persistence::ThreadSegmentPath(store_path_, h.epoch, h.shard, h.number),
-        h, /*written=*/false, /*prefault_write=*/true);
+        h, /*prefault_write=*/true);
   }
   h.shard = slot;
   h.number = shards_[slot].next_number.fetch_add(1);
   return Segment::Create(
-      persistence::SegmentPath(store_path_, h.epoch, slot, h.number), h,
-      /*written=*/false, /*prefault_write=*/!sync_);
+      *env_, persistence::SegmentPath(store_path_, h.epoch, slot, h.number), h,
+      /*prefault_write=*/!sync_);
 }
 
 std::shared_ptr<Segment>& FilterLog::SpareOf(uint32_t slot) {
@@ -257,7 +256,7 @@ void FilterLog::RetireThreadSegments(uint64_t g) {
     // if it is still a stripe's active segment, writes nothing more to
     // it: its next add reads a later generation and switches.
     if (seg->max_seq.load(std::memory_order_relaxed) <= g) {
-      ::unlink(seg->path().c_str());
+      Unlink(*seg);
       // Still a stripe's active segment: its writer may stay idle, and
       // keep the unlinked file mapped, for as long as the process lives.
       if (seg.use_count() > 1) seg->ReleaseSpace();
@@ -293,7 +292,7 @@ void FilterLog::ReleaseIdleSpares(uint64_t covered,
   }
   // No records (a spare is never written before it is taken, under
   // spare_mu_): nothing to keep. The last reference unmaps it.
-  for (const auto& seg : idle) ::unlink(seg->path().c_str());
+  for (const auto& seg : idle) Unlink(*seg);
 }
 
 Status FilterLog::EnsureSpace(uint32_t shard, size_t hashes) {
@@ -492,7 +491,7 @@ void FilterLog::Retire(uint32_t shard, uint64_t seq) {
     const Listed& l = L.segments[i];
     const bool newest = i + 1 == L.segments.size();
     if (!newest && l.seg->max_seq.load(std::memory_order_relaxed) <= seq) {
-      ::unlink(l.seg->path().c_str());  // dead: the checkpoint covers it
+      Unlink(*l.seg);  // dead: the checkpoint covers it
       continue;
     }
     keep.push_back(l);

@@ -284,6 +284,8 @@ class FilterLog {
   Result<std::shared_ptr<persistence::Segment>> MakeSegment(uint32_t slot,
                                                             uint64_t bytes);
   void WantSpare(uint32_t slot);
+  // Removes a segment's file (through env_).
+  void Unlink(const persistence::Segment& s);
   std::shared_ptr<persistence::Segment>& SpareOf(uint32_t slot);
   bool& SpareWanted(uint32_t slot);
   void SpareLoop();
@@ -293,6 +295,8 @@ class FilterLog {
   std::unique_ptr<LogShard[]> shards_;
   JournalSink* sink_ = nullptr;  // the Database's; outlives the log
   std::string store_path_;
+  // The store's (persistence/log/env.h): every file operation.
+  std::shared_ptr<persistence::Env> env_;
   bool mmap_ = false;
   bool sync_ = false;
   uint64_t segment_bytes_ = 0;
@@ -335,7 +339,7 @@ uint64_t NewJournalEpoch();
 // filter's, or one whose creation did not commit). Only directories this
 // code makes (16 hex digits) are touched; errors are ignored (they are
 // retried at the next open).
-void RemoveStaleJournals(const std::string& store_path,
+void RemoveStaleJournals(persistence::Env& env, const std::string& store_path,
                          const std::set<uint64_t>& keep);
 
 }  // namespace shardfilter::internal

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
-#include <filesystem>
 #include <string>
 
 #include "shardfilter/engine/internal/access.h"
@@ -31,16 +30,15 @@ namespace {
 
 // The segment files of the filter's epoch, per shard in segment order.
 Result<std::vector<std::vector<std::string>>> ListSegments(
-    const std::string& store_path, std::string_view name, uint64_t epoch,
-    uint32_t shards) {
+    persistence::Env& env, const std::string& store_path,
+    std::string_view name, uint64_t epoch, uint32_t shards) {
   std::vector<std::vector<std::pair<uint64_t, std::string>>> found(shards);
   std::vector<std::vector<std::string>> out(shards);
   if (epoch == 0) return out;
   const std::string dir = persistence::FilterJournalEpochDir(store_path, epoch);
-  std::error_code ec;
-  if (!std::filesystem::exists(dir, ec)) return out;  // nothing written yet
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    const std::string file = entry.path().filename().string();
+  // None when nothing was written yet.
+  SF_ASSIGN_OR_RETURN(const std::vector<std::string> files, env.Children(dir));
+  for (const std::string& file : files) {
     unsigned shard = 0;
     unsigned long long number = 0;
     char again[48];
@@ -51,14 +49,11 @@ Result<std::vector<std::vector<std::string>>> ListSegments(
     if (file != again) continue;  // e.g. a ".tmp" a kill left: not a segment
     if (shard >= shards) {
       return Status::Corruption(DescribeName(name) + ": journal segment " +
-                                entry.path().string() + " names shard " +
+                                dir + "/" + file + " names shard " +
                                 std::to_string(shard) + " of " +
                                 std::to_string(shards));
     }
-    found[shard].emplace_back(number, entry.path().string());
-  }
-  if (ec) {
-    return Status::IOError("listing " + dir + ": " + ec.message());
+    found[shard].emplace_back(number, dir + "/" + file);
   }
   for (uint32_t i = 0; i < shards; ++i) {
     std::sort(found[i].begin(), found[i].end());
@@ -70,34 +65,32 @@ Result<std::vector<std::vector<std::string>>> ListSegments(
 // The thread segments (L7) of the filter's epoch: their paths, in no
 // particular order (their adds commute).
 Result<std::vector<std::string>> ListThreadSegments(
-    const std::string& store_path, uint64_t epoch) {
+    persistence::Env& env, const std::string& store_path, uint64_t epoch) {
   std::vector<std::string> out;
   if (epoch == 0) return out;
   const std::string dir = persistence::FilterJournalEpochDir(store_path, epoch);
-  std::error_code ec;
-  if (!std::filesystem::exists(dir, ec)) return out;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+  SF_ASSIGN_OR_RETURN(const std::vector<std::string> files, env.Children(dir));
+  for (const std::string& file : files) {
     uint32_t stripe = 0;
     uint64_t number = 0;
-    if (persistence::ParseThreadSegmentName(entry.path().filename().string(),
-                                            &stripe, &number)) {
-      out.push_back(entry.path().string());
+    if (persistence::ParseThreadSegmentName(file, &stripe, &number)) {
+      out.push_back(dir + "/" + file);
     }
   }
-  if (ec) return Status::IOError("listing " + dir + ": " + ec.message());
   std::sort(out.begin(), out.end());
   return out;
 }
 
 // Opens and reads one thread segment (T3; with tolerate_damage, the
 // records before the damage).
-Status LoadThreadSegment(const std::string& path, uint64_t epoch,
+Status LoadThreadSegment(persistence::Env& env, const std::string& path,
+                         uint64_t epoch,
                          std::string_view name, uint32_t shards,
                          bool tolerate_damage,
                          std::shared_ptr<persistence::Segment>* seg,
                          std::vector<persistence::ThreadRecord>* recs) {
   const std::string what = DescribeName(name) + " journal " + path;
-  SF_ASSIGN_OR_RETURN(*seg, persistence::Segment::OpenExisting(path));
+  SF_ASSIGN_OR_RETURN(*seg, persistence::Segment::OpenExisting(env, path));
   const persistence::SegmentHeader& h = (*seg)->header();
   if (h.version != persistence::kThreadSegmentVersion) {
     return Status::Corruption(what + ": not a thread segment (version " +
@@ -163,7 +156,8 @@ struct LoadedSegments {
   }
 };
 
-Status LoadSegments(const std::vector<std::string>& paths, uint32_t shard,
+Status LoadSegments(persistence::Env& env,
+                    const std::vector<std::string>& paths, uint32_t shard,
                     uint64_t epoch, std::string_view name, bool tolerate_damage,
                     LoadedSegments* out) {
   using persistence::Segment;
@@ -171,7 +165,7 @@ Status LoadSegments(const std::vector<std::string>& paths, uint32_t shard,
   for (const std::string& path : paths) {
     const std::string what = DescribeName(name) + " journal " + path;
     SF_ASSIGN_OR_RETURN(std::shared_ptr<Segment> seg,
-                        Segment::OpenExisting(path));
+                        Segment::OpenExisting(env, path));
     const persistence::SegmentHeader& h = seg->header();
     if (h.epoch != epoch || h.shard != shard || h.name != name) {
       return Status::Corruption(what + ": header names another filter");
@@ -268,19 +262,20 @@ Result<std::unique_ptr<ShardedFilter>> RecoverFilter(
   auto log = std::make_unique<FilterLog>(std::string(name), shards);
   SF_ASSIGN_OR_RETURN(const uint64_t epoch, store.GetFilterJournalEpoch(name));
   log->SetEpoch(epoch);
+  persistence::Env& env = *store.log_env();
   SF_ASSIGN_OR_RETURN(std::vector<std::vector<std::string>> segment_paths,
-                      ListSegments(store.path(), name, epoch, shards));
+                      ListSegments(env, store.path(), name, epoch, shards));
   // L7: the thread segments' adds, by shard, replayed after each shard's
   // sequenced ops (adds commute, and applying one the checkpoint holds
   // changes nothing: T2).
   SF_ASSIGN_OR_RETURN(const std::vector<std::string> thread_paths,
-                      ListThreadSegments(store.path(), epoch));
+                      ListThreadSegments(env, store.path(), epoch));
   std::vector<std::vector<uint64_t>> thread_adds(shards);
   std::vector<std::shared_ptr<persistence::Segment>> thread_segments;
   for (const std::string& path : thread_paths) {
     std::shared_ptr<persistence::Segment> seg;
     std::vector<persistence::ThreadRecord> recs;
-    SF_RETURN_IF_ERROR(LoadThreadSegment(path, epoch, name, shards,
+    SF_RETURN_IF_ERROR(LoadThreadSegment(env, path, epoch, name, shards,
                                          tolerate_damage, &seg, &recs));
     for (const persistence::ThreadRecord& r : recs) {
       thread_adds[r.shard].push_back(r.hash);
@@ -321,7 +316,7 @@ Result<std::unique_ptr<ShardedFilter>> RecoverFilter(
       // journal family's entries and the segments' records merged by seq
       // (a session may have used either path).
       LoadedSegments loaded;
-      SF_RETURN_IF_ERROR(LoadSegments(segment_paths[i],
+      SF_RETURN_IF_ERROR(LoadSegments(env, segment_paths[i],
                                       static_cast<uint32_t>(i), epoch, name,
                                       tolerate_damage, &loaded));
       std::vector<std::pair<uint64_t, JournalEntry>> rocks;
@@ -387,14 +382,15 @@ Status ScanFilterJournal(const persistence::Store& store, std::string_view name,
                          const FilterDescriptor& d, uint64_t* records,
                          std::vector<std::string>* problems) {
   SF_ASSIGN_OR_RETURN(const uint64_t epoch, store.GetFilterJournalEpoch(name));
-  auto paths = ListSegments(store.path(), name, epoch,
+  persistence::Env& env = *store.log_env();
+  auto paths = ListSegments(env, store.path(), name, epoch,
                             static_cast<uint32_t>(d.shards.size()));
   if (!paths.ok()) {
     problems->push_back(paths.status().ToString());
     return Status::OK();
   }
   const std::string boot = persistence::CurrentBootId().substr(0, 64);
-  auto thread_paths = ListThreadSegments(store.path(), epoch);
+  auto thread_paths = ListThreadSegments(env, store.path(), epoch);
   if (!thread_paths.ok()) {
     problems->push_back(thread_paths.status().ToString());
     return Status::OK();
@@ -402,7 +398,7 @@ Status ScanFilterJournal(const persistence::Store& store, std::string_view name,
   for (const std::string& path : *thread_paths) {  // L7
     std::shared_ptr<persistence::Segment> seg;
     std::vector<persistence::ThreadRecord> recs;
-    Status s = LoadThreadSegment(path, epoch, name,
+    Status s = LoadThreadSegment(env, path, epoch, name,
                                  static_cast<uint32_t>(d.shards.size()),
                                  /*tolerate_damage=*/false, &seg, &recs);
     if (!s.ok()) problems->push_back(s.ToString());
@@ -410,7 +406,7 @@ Status ScanFilterJournal(const persistence::Store& store, std::string_view name,
   }
   for (uint32_t i = 0; i < paths->size(); ++i) {
     for (const std::string& path : (*paths)[i]) {
-      auto seg = persistence::Segment::OpenExisting(path);
+      auto seg = persistence::Segment::OpenExisting(env, path);
       std::vector<persistence::FilterJournalRecord> recs;
       Status s = seg.status();
       if (s.ok()) {

@@ -77,6 +77,7 @@
 #include "shardfilter/filters/status.h"
 #include "shardfilter/persistence/internal/boot_id.h"
 #include "shardfilter/persistence/internal/dedup_table.h"
+#include "shardfilter/persistence/log/env.h"
 
 namespace shardfilter::persistence {
 
@@ -109,15 +110,18 @@ class DedupLog {
  public:
   // Creates (replacing any file there) an empty log with two regions of
   // `region_bytes` (a multiple of 4096 in [kMinDedupLogRegion,
-  // kMaxDedupLogRegion]), its blocks allocated up front so that a full
-  // disk is an error here, not a SIGBUS later.
-  static Result<std::unique_ptr<DedupLog>> Create(const std::string& path,
+  // kMaxDedupLogRegion]) through `env` (Env::CreateMapped: its blocks
+  // allocated up front so that a full disk is an error here, not a SIGBUS
+  // later; its headers synced before it takes its name).
+  static Result<std::unique_ptr<DedupLog>> Create(Env& env,
+                                                  const std::string& path,
                                                   std::string_view set,
                                                   uint64_t region_bytes);
   // Maps an existing log read-only (recovery, read-only stores). NotFound
   // when there is no file; Corruption when the header is damaged, the file
   // is shorter than its header says, or it belongs to another set.
-  static Result<std::unique_ptr<DedupLog>> OpenExisting(const std::string& path,
+  static Result<std::unique_ptr<DedupLog>> OpenExisting(Env& env,
+                                                        const std::string& path,
                                                         std::string_view set);
   ~DedupLog();
   DedupLog(const DedupLog&) = delete;
@@ -166,6 +170,8 @@ class DedupLog {
   std::string path_;
   char* base_ = nullptr;
   size_t size_ = 0;
+  std::unique_ptr<MappedFile> file_;      // a writable log's
+  std::unique_ptr<ReadOnlyFile> loaded_;  // a log read back
   uint64_t region_bytes_ = 0;
   bool writable_ = false;
   uint32_t version_ = 2;

@@ -79,6 +79,7 @@
 #include <vector>
 
 #include "shardfilter/filters/status.h"
+#include "shardfilter/persistence/log/env.h"
 
 namespace shardfilter::persistence {
 
@@ -169,26 +170,23 @@ std::string FilterJournalEpochDir(std::string_view store_path, uint64_t epoch);
 std::string SegmentPath(std::string_view store_path, uint64_t epoch,
                         uint32_t shard, uint64_t number);
 
-// One mapped segment file.
+// One segment file, mapped through the journal component's Env
+// (persistence/log/env.h).
 class Segment {
  public:
-  // Creates the file under a temporary name, its blocks allocated (a full
-  // disk is an error here, not a SIGBUS later): `written` zero-fills them
-  // (durability sync: later fdatasyncs then write data blocks only, no
-  // extent changes), else fallocate. Header synced, renamed, directory
-  // synced. Mapped with its pages faulted in: `prefault_write` faults them
-  // writable too (MADV_POPULATE_WRITE, Linux 5.14+; ignored where
-  // unsupported), so a writer's first store to a page takes no fault
-  // (MAP_POPULATE alone maps a shared file's pages read-only, and the first
-  // store to each then faults into the file system's page_mkwrite). It
-  // dirties every page, so a sync journal, whose first fdatasync would
-  // then write the whole segment, does not ask for it.
-  static Result<std::shared_ptr<Segment>> Create(const std::string& path,
+  // Creates the file (Env::CreateMapped: blocks allocated, so a full disk
+  // is an error here, not a SIGBUS later; header synced; made under a
+  // temporary name, renamed, directory synced). `prefault_write`
+  // (MapOptions): a writer's first store to a page takes no fault; a sync
+  // journal, whose first fdatasync would then write the whole segment,
+  // does not ask for it.
+  static Result<std::shared_ptr<Segment>> Create(Env& env,
+                                                 const std::string& path,
                                                  const SegmentHeader& h,
-                                                 bool written,
                                                  bool prefault_write = false);
   // Maps an existing segment read-only.
-  static Result<std::shared_ptr<Segment>> OpenExisting(const std::string& path);
+  static Result<std::shared_ptr<Segment>> OpenExisting(Env& env,
+                                                       const std::string& path);
   ~Segment();
   Segment(const Segment&) = delete;
   Segment& operator=(const Segment&) = delete;
@@ -209,10 +207,9 @@ class Segment {
   // For an unlinked segment that nobody will write again but that a
   // reference may keep mapped (a thread segment retired while its writer is
   // idle, engine/internal/filter_log.h L7): frees its blocks and page cache
-  // now (a hole punched over the whole file), not when the last reference
-  // unmaps it, which for an idle writer may be never. Its pages read as
-  // zeros from then on. Best effort: a file system that cannot punch holes
-  // keeps them until the unmap.
+  // now (MappedFile::ReleaseSpace), not when the last reference unmaps it,
+  // which for an idle writer may be never. Its pages read as zeros from
+  // then on. Best effort.
   void ReleaseSpace();
 
   // Highest seq reserved in it, set by its writer when it stops being the
@@ -226,7 +223,8 @@ class Segment {
   SegmentHeader header_;
   char* base_ = nullptr;
   size_t size_ = 0;
-  int fd_ = -1;
+  std::unique_ptr<MappedFile> file_;      // a writable segment's
+  std::unique_ptr<ReadOnlyFile> loaded_;  // a segment read back
 };
 
 // Tests: called before every segment creation ("create") and sync

@@ -30,6 +30,7 @@
 #include "shardfilter/persistence/internal/retained_hashes.h"
 #include "shardfilter/persistence/internal/sync_marker.h"
 #include "shardfilter/persistence/internal/values.h"
+#include "shardfilter/persistence/log/env.h"
 
 namespace rocksdb {
 class DB;
@@ -237,6 +238,10 @@ class Store {
   Result<DedupTable*> Dedup(bool create);
   // The store's directory (the dedup journals live under it).
   const std::string& path() const { return path_; }
+  // The journals' Env (persistence/log/env.h), over the file system
+  // RocksDB's files use. Shared: a log (a filter handle's) may outlive the
+  // Store.
+  const std::shared_ptr<Env>& log_env() const { return log_env_; }
 
  private:
   // The tiered filters' descriptors and exact levels live in the default
@@ -292,6 +297,7 @@ class Store {
   // log gave back at open, and the slots found above it (W3), each with
   // its value. Set in Open, read-only after.
   std::shared_ptr<rocksdb::FileSystem> fs_;  // RocksDB's (its Env's)
+  std::shared_ptr<Env> log_env_;             // over fs_
   std::unique_ptr<SyncMarker> sync_marker_;
   uint64_t recovered_seq_ = 0;
   std::vector<std::pair<uint32_t, uint64_t>> lost_slots_;

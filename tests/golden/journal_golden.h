@@ -151,9 +151,11 @@ inline std::vector<GoldenDedupRecord> GoldenDedupRecords() {
 inline constexpr uint64_t kDedupRegionBytes = 64 * 1024;
 
 // Writes every golden journal file into `dir` (which must exist) with the
-// current writers. Sets the boot id (persistence::SetBootIdForTesting) to
-// kJournalBoot; the caller restores it.
-inline Status WriteGoldenJournals(const std::string& dir) {
+// current writers, through `env`. Sets the boot id
+// (persistence::SetBootIdForTesting) to kJournalBoot; the caller restores
+// it.
+inline Status WriteGoldenJournals(persistence::Env& env,
+                                  const std::string& dir) {
   persistence::SetBootIdForTesting(kJournalBoot);
   for (const GoldenShardSegment& g : GoldenShardSegments()) {
     persistence::SegmentHeader h;
@@ -165,8 +167,8 @@ inline Status WriteGoldenJournals(const std::string& dir) {
     h.boot_id = kJournalBoot;
     h.name = kJournalFilter;
     SF_ASSIGN_OR_RETURN(auto seg,
-                        persistence::Segment::Create(dir + "/" + g.file, h,
-                                                     /*written=*/false));
+                        persistence::Segment::Create(env, dir + "/" + g.file,
+                                                     h));
     char* p = seg->data() + persistence::kSegmentHeaderBytes;
     bool first = true;
     for (const GoldenRecord& r : g.records) {
@@ -206,8 +208,8 @@ inline Status WriteGoldenJournals(const std::string& dir) {
     h.boot_id = kJournalBoot;
     h.name = kJournalFilter;
     SF_ASSIGN_OR_RETURN(auto seg,
-                        persistence::Segment::Create(dir + "/" + g.file, h,
-                                                     /*written=*/false,
+                        persistence::Segment::Create(env, dir + "/" + g.file,
+                                                     h,
                                                      /*prefault_write=*/true));
     char* p = seg->data() + persistence::kSegmentHeaderBytes;
     for (const persistence::ThreadRecord& r : g.records) {
@@ -224,7 +226,7 @@ inline Status WriteGoldenJournals(const std::string& dir) {
     SF_RETURN_IF_ERROR(seg->Sync());
   }
   SF_ASSIGN_OR_RETURN(auto log,
-                      persistence::DedupLog::Create(dir + "/golden.sfdl",
+                      persistence::DedupLog::Create(env, dir + "/golden.sfdl",
                                                     kJournalSet,
                                                     kDedupRegionBytes));
   const auto records = GoldenDedupRecords();

@@ -15,6 +15,7 @@
 //      durability journal with records in its log. Its segments name the
 //      boot kJournalBoot.
 //   3. manifest.txt (tests/golden/golden_manifest.h's format).
+#include <rocksdb/file_system.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,6 +32,7 @@
 #include "journal_golden.h"
 #include "shardfilter/engine/database.h"
 #include "shardfilter/engine/dedup_store.h"
+#include "shardfilter/persistence/log/fs_env.h"
 
 namespace shardfilter::golden {
 namespace {
@@ -184,7 +186,9 @@ int Main(int argc, char** argv) {
   fs::remove_all(out + "/store");
   fs::create_directories(out + "/segments");
   RunChild([&] {
-    CHECK_OK("segments", WriteGoldenJournals(out + "/segments"));
+    const std::shared_ptr<persistence::Env> env =
+        persistence::NewFileSystemEnv(rocksdb::FileSystem::Default());
+    CHECK_OK("segments", WriteGoldenJournals(*env, out + "/segments"));
   });
   RunChild([&] { MakeStore(out, out + "/manifest.txt"); });
   // RocksDB's info logs are not part of the format.
