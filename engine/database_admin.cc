@@ -8,7 +8,7 @@
 #include "shardfilter/engine/internal/filter_log.h"
 #include "shardfilter/engine/internal/recovery.h"
 #include "shardfilter/persistence/internal/dedup_journal.h"
-#include "shardfilter/persistence/internal/dedup_log.h"
+#include "shardfilter/persistence/log/dedup_log.h"
 #include "shardfilter/persistence/internal/values.h"
 
 namespace shardfilter {

@@ -10,11 +10,11 @@
 #include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
 
-#include "shardfilter/persistence/internal/filter_journal.h"
 #include "shardfilter/persistence/internal/hash_memtable.h"
 #include "shardfilter/persistence/internal/keys.h"
 #include "shardfilter/persistence/internal/rocks_status.h"
 #include "shardfilter/persistence/internal/store.h"
+#include "shardfilter/persistence/log/paths.h"
 
 namespace shardfilter::persistence {
 

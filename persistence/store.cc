@@ -14,7 +14,6 @@
 #include "shardfilter/filters/hash.h"
 #include "shardfilter/filters/internal/tsan.h"
 #include "shardfilter/persistence/internal/filter_expiry.h"
-#include "shardfilter/persistence/internal/filter_journal.h"
 #include "shardfilter/persistence/internal/hash_memtable.h"
 #include "shardfilter/persistence/internal/info_log.h"
 #include "shardfilter/persistence/internal/keys.h"

@@ -1,4 +1,4 @@
-// Issue 13, case 4: the dedup journal (persistence/internal/dedup_log.h) tells
+// Issue 13, case 4: the dedup journal (persistence/log/dedup_log.h) tells
 // a torn record from a damaged one by its commit word: a flipped bit in the
 // last record (zeros after it) is Corruption, not a torn tail; a kill at any
 // point of an Append reads as no record or the whole one; a deleted journal
@@ -15,7 +15,7 @@
 
 #include "shardfilter/engine/dedup_store.h"
 #include "shardfilter/filters/hash.h"
-#include "shardfilter/persistence/internal/dedup_log.h"
+#include "shardfilter/persistence/log/dedup_log.h"
 #include "store_test_util.h"
 
 namespace shardfilter {

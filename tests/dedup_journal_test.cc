@@ -1,4 +1,4 @@
-// The dedup store's own journal (persistence/internal/dedup_log.h,
+// The dedup store's own journal (persistence/log/dedup_log.h,
 // persistence/internal/dedup_journal.h): the log format round trip, torn tails,
 // damage and foreign files, the fuzzed decoder; and through DedupStore:
 // a process that dies without closing leaves acknowledged inserts and
@@ -20,7 +20,7 @@
 #include <set>
 
 #include "shardfilter/engine/dedup_store.h"
-#include "shardfilter/persistence/internal/dedup_log.h"
+#include "shardfilter/persistence/log/dedup_log.h"
 #include "store_test_util.h"
 
 namespace shardfilter {

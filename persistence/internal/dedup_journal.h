@@ -1,6 +1,6 @@
 // DedupJournal: durability journal for a dedup set without a RocksDB write
 // per call. A commit is one record copied into the set's memory-mapped log
-// (persistence/internal/dedup_log.h) plus the ops put into an in-memory
+// (persistence/log/dedup_log.h) plus the ops put into an in-memory
 // overlay; when the log's active region is full the records move into RocksDB
 // in one WriteBatch (WAL on) and the region is cleared. Reads consult the
 // overlay first, then RocksDB. Recovery (Replay) moves whatever a crash left in
@@ -45,7 +45,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "shardfilter/persistence/internal/dedup_log.h"
+#include "shardfilter/persistence/log/dedup_log.h"
 #include "shardfilter/persistence/internal/dedup_table.h"
 
 namespace shardfilter::persistence {

@@ -190,7 +190,7 @@ class Store {
   Status Compact();
 
   // The epoch of the filter's memory-mapped journal
-  // (persistence/internal/filter_journal.h): 0 when it has none. Create, Drop
+  // (persistence/log/paths.h): 0 when it has none. Create, Drop
   // and CommitMigration delete it in their WriteBatch, so that a later filter
   // of the name never replays an earlier one's segments.
   Result<uint64_t> GetFilterJournalEpoch(std::string_view name) const;

@@ -1,4 +1,4 @@
-// Fuzzes the dedup journal file reader (persistence/dedup_log.cc:
+// Fuzzes the dedup journal file reader (persistence/log/dedup_log.cc:
 // DedupLog::OpenExisting and ReadAll), what a dedup set's open replays after
 // a crash. The reader maps a file, so each input is written into a copy of a
 // real, empty journal (made once with DedupLog::Create, two 64 KiB regions)
@@ -27,7 +27,7 @@
 #include "fuzz_exercise.h"
 #include "fuzz_fixup.h"
 #include "shardfilter/filters/hash.h"
-#include "shardfilter/persistence/internal/dedup_log.h"
+#include "shardfilter/persistence/log/dedup_log.h"
 #include "shardfilter/persistence/log/fs_env.h"
 
 namespace {

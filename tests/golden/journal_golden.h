@@ -25,9 +25,9 @@
 
 #include "shardfilter/filters/status.h"
 #include "shardfilter/persistence/internal/boot_id.h"
-#include "shardfilter/persistence/internal/dedup_log.h"
-#include "shardfilter/persistence/internal/filter_journal.h"
-#include "shardfilter/persistence/internal/thread_journal.h"
+#include "shardfilter/persistence/log/dedup_log.h"
+#include "shardfilter/persistence/log/segment.h"
+#include "shardfilter/persistence/log/paths.h"
 
 namespace shardfilter::golden {
 

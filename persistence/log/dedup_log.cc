@@ -1,8 +1,7 @@
-// The dedup set's memory-mapped journal (dedup_log.h): create, open, the
-// reader of both record versions and the writer. Over 400 lines on purpose:
-// the record layout's writer and its two readers change together, and
-// splitting them would put one format in two files.
-#include "shardfilter/persistence/internal/dedup_log.h"
+// The dedup set's memory-mapped journal (log/dedup_log.h; its bytes:
+// log/format.h section 3): create, open, the reader of both record versions
+// and the writer, kept in one file because they change together.
+#include "shardfilter/persistence/log/dedup_log.h"
 
 #include <algorithm>
 #include <atomic>
@@ -11,6 +10,7 @@
 
 #include "shardfilter/filters/hash.h"
 #include "shardfilter/filters/internal/coding.h"
+#include "shardfilter/persistence/log/format.h"
 
 namespace shardfilter::persistence {
 
@@ -111,13 +111,6 @@ bool DecodeBody(std::string_view body, uint64_t* gen, DedupLogRecord* rec) {
 
 }  // namespace
 
-std::string DedupLogPath(std::string_view store_path, std::string_view set) {
-  char hex[17];
-  snprintf(hex, sizeof hex, "%016llx",
-           static_cast<unsigned long long>(HashKey(set, kCheckSeed)));
-  return std::string(store_path) + "/dedup-journal/" + hex + ".sfdl";
-}
-
 size_t DedupLogRecordBytes(const std::vector<DedupOp>& ops) {
   size_t n = kRecordHeader + kBodyHeader;
   for (const DedupOp& op : ops) n += kOpHeader + op.key.size();
@@ -137,14 +130,14 @@ Result<std::unique_ptr<DedupLog>> DedupLog::Create(Env& env,
   const size_t size = kFileHeader + 2 * region_bytes;
   // The file header, then each region's header (generation 1): what the
   // file starts with, synced before it takes its name (the records need
-  // not survive a power loss, see the top).
+  // not survive a power loss: D4).
   std::string h(kFileMagic, 8);
   PutU32(&h, kVersion);
   PutU32(&h, 0);
   PutU64(&h, region_bytes);
   PutU32(&h, static_cast<uint32_t>(set.size()));
   h.append(set);
-  const std::string boot = CurrentBootId().substr(0, 64);
+  const std::string boot = BootIdToRecord();
   PutU32(&h, static_cast<uint32_t>(boot.size()));
   h.append(boot);
   PutU64(&h, Check(h.data(), h.size()));
@@ -217,7 +210,7 @@ Result<std::unique_ptr<DedupLog>> DedupLog::OpenExisting(
   if (name != set) return fail("belongs to another set");
   log->region_bytes_ = region;
   log->version_ = version;
-  log->from_earlier_boot_ = boot != CurrentBootId();
+  log->from_earlier_boot_ = LaterBoot(boot);
   for (int i = 0; i < 2; ++i) {
     const char* h = log->Region(i);
     if (std::memcmp(h, kRegionMagic, 8) != 0 ||
@@ -262,7 +255,7 @@ Status DedupLog::Read(int r, std::vector<DedupLogRecord>* out) const {
       continue;
     }
     // Written before a reboot: the write-back kept pages in any order, and
-    // what survived ends here (the boot id rule, see dedup_log.h).
+    // what survived ends here (P2, D4: the boot id rule).
     if (from_earlier_boot_) break;
     // Within one boot a published record is whole: a bad one is damage,
     // wherever it is (also the last one, with zeros after it).

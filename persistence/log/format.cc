@@ -1,18 +1,16 @@
-// The filters' journal segment (filter_journal.h): header and record codec,
-// the segment file's create / open / sync, and the fault hooks. Over 400
-// lines on purpose: the record layout's writer, reader and commit word
-// change together and are kept in one file with the format they implement.
-#include "shardfilter/persistence/internal/filter_journal.h"
+// The journal component's segment header and per-shard record codec
+// (log/format.h, sections 1 and 2): the record layout's writer, reader and
+// commit word change together and are kept in one file. The thread
+// records' codec is thread_records.cc, the dedup log's dedup_log.cc.
+#include "shardfilter/persistence/log/format.h"
 
 #include <xxhash.h>
 
-#include <cstdio>
 #include <cstring>
-#include <mutex>
 
 #include "shardfilter/filters/detail/xxh3_short.h"
 #include "shardfilter/filters/internal/coding.h"
-#include "shardfilter/persistence/internal/keys.h"
+#include "shardfilter/persistence/internal/boot_id.h"
 
 namespace shardfilter::persistence {
 
@@ -24,7 +22,7 @@ using shardfilter::internal::PutU32;
 using shardfilter::internal::PutU64;
 
 constexpr char kMagic[8] = {'S', 'F', 'F', 'J', 'S', 'E', 'G', '1'};
-constexpr uint64_t kSeed = 0x6a6c66746c696673;  // "sfiltflj"
+constexpr uint64_t kSeed = kFormatSeed;
 constexpr uint32_t kMaxBody = 1u << 30;
 
 void StoreU32(char* p, uint32_t v) {
@@ -82,62 +80,14 @@ bool AllZero(const char* p, size_t n) {
   return true;
 }
 
-std::mutex& HookMu() {
-  static std::mutex mu;
-  return mu;
-}
-JournalFaultFn& FaultHook() {
-  static JournalFaultFn fn;
-  return fn;
-}
-JournalSyncedFn& SyncedHook() {
-  static JournalSyncedFn fn;
-  return fn;
-}
-// Whether a hook is set: without one, a sync or creation takes no lock.
-std::atomic<bool> fault_hook_set{false};
-std::atomic<bool> synced_hook_set{false};
-// The hook runs outside HookMu: a test's hook may block (holding a sync
-// back until the test lets it go) while other threads make segments.
-Status Fault(std::string_view what, const std::string& path) {
-  if (!fault_hook_set.load(std::memory_order_acquire)) return Status::OK();
-  JournalFaultFn fn;
-  {
-    std::lock_guard lock(HookMu());
-    fn = FaultHook();
-  }
-  return fn ? fn(what, path) : Status::OK();
-}
-void Synced(const std::string& path, std::string_view bytes) {
-  if (!synced_hook_set.load(std::memory_order_acquire)) return;
-  JournalSyncedFn fn;
-  {
-    std::lock_guard lock(HookMu());
-    fn = SyncedHook();
-  }
-  if (fn) fn(path, bytes);
-}
-
 }  // namespace
 
-namespace {
-std::atomic<uint64_t> segment_bytes_override{0};
-}  // namespace
-
-void SetSegmentBytesForTesting(uint64_t bytes) {
-  segment_bytes_override.store(bytes);
+std::string BootIdToRecord() {
+  return CurrentBootId().substr(0, kMaxBootIdBytes);
 }
-uint64_t SegmentBytesForTesting() { return segment_bytes_override.load(); }
 
-void SetJournalFaultForTesting(JournalFaultFn fn) {
-  std::lock_guard lock(HookMu());
-  fault_hook_set.store(fn != nullptr, std::memory_order_release);
-  FaultHook() = std::move(fn);
-}
-void SetJournalSyncedForTesting(JournalSyncedFn fn) {
-  std::lock_guard lock(HookMu());
-  synced_hook_set.store(fn != nullptr, std::memory_order_release);
-  SyncedHook() = std::move(fn);
+bool LaterBoot(std::string_view written_boot) {
+  return written_boot != BootIdToRecord();
 }
 
 std::string EncodeSegmentHeader(const SegmentHeader& h) {
@@ -182,7 +132,7 @@ Result<SegmentHeader> DecodeSegmentHeader(std::string_view bytes,
       check != XXH3_64bits_withSeed(bytes.data(), covered, kSeed)) {
     return bad("header checksum mismatch");
   }
-  // 3: a thread segment (thread_journal.h), told apart by its name too.
+  // 3: a thread segment (section 2), told apart by its name too.
   if (h.version < 1 || h.version > 3) {
     return Status::NotSupported(what + ": version " +
                                 std::to_string(h.version) +
@@ -361,115 +311,6 @@ void UncommitRecord(char* p) {
   }
   const uint32_t len = static_cast<uint32_t>(LoadLE(p, 4));
   CommitSlot(p, len)->store(0, std::memory_order_release);
-}
-
-std::string FilterJournalEpochKey(std::string_view name) {
-  std::string out{static_cast<char>(0xF7), 'J', 'e'};
-  out += NamePrefix(name);
-  return out;
-}
-
-std::string EncodeFilterJournalEpoch(uint64_t epoch) {
-  std::string out;
-  out.push_back(1);
-  PutU64(&out, epoch);
-  PutU64(&out, XXH3_64bits_withSeed(out.data(), out.size(), kSeed));
-  return out;
-}
-
-Result<uint64_t> DecodeFilterJournalEpoch(std::string_view value,
-                                          const std::string& what) {
-  if (value.size() != 17 || value[0] != 1 ||
-      LoadLE(value.data() + 9, 8) !=
-          XXH3_64bits_withSeed(value.data(), 9, kSeed) ||
-      LoadLE(value.data() + 1, 8) == 0) {
-    return Status::Corruption(what + ": bad filter journal epoch value");
-  }
-  return LoadLE(value.data() + 1, 8);
-}
-
-std::string FilterJournalDir(std::string_view store_path) {
-  return std::string(store_path) + "/filter-journal";
-}
-
-std::string FilterJournalEpochDir(std::string_view store_path, uint64_t epoch) {
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx",
-                static_cast<unsigned long long>(epoch));
-  return FilterJournalDir(store_path) + "/" + hex;
-}
-
-std::string SegmentPath(std::string_view store_path, uint64_t epoch,
-                        uint32_t shard, uint64_t number) {
-  char name[48];
-  std::snprintf(name, sizeof name, "/%03u-%08llu.sfj", shard,
-                static_cast<unsigned long long>(number));
-  return FilterJournalEpochDir(store_path, epoch) + name;
-}
-
-Result<std::shared_ptr<Segment>> Segment::Create(Env& env,
-                                                 const std::string& path,
-                                                 const SegmentHeader& h,
-                                                 bool prefault_write) {
-  SF_RETURN_IF_ERROR(Fault("create", path));
-  const std::string head = EncodeSegmentHeader(h);
-  if (head.size() > kSegmentHeaderBytes) {
-    return Status::InvalidArgument("filter name too long for its journal");
-  }
-  MapOptions options;
-  options.prefault_write = prefault_write;
-  SF_ASSIGN_OR_RETURN(
-      std::unique_ptr<MappedFile> file,
-      env.CreateMapped(
-          path, h.file_bytes,
-          [&](char* p) { std::memcpy(p, head.data(), head.size()); }, options));
-  std::shared_ptr<Segment> seg(new Segment());
-  seg->path_ = path;
-  seg->header_ = h;
-  seg->base_ = file->data();
-  seg->size_ = file->size();
-  seg->file_ = std::move(file);
-  Synced(path, std::string_view(seg->base_, kSegmentHeaderBytes));
-  return seg;
-}
-
-Result<std::shared_ptr<Segment>> Segment::OpenExisting(
-    Env& env, const std::string& path) {
-  auto opened = env.OpenReadOnly(path);
-  if (opened.status().IsNotFound()) {
-    // Listed, then gone: an I/O error, never a filter "not found".
-    return Status::IOError("filter journal " + path + " vanished while read");
-  }
-  SF_ASSIGN_OR_RETURN(std::unique_ptr<ReadOnlyFile> file, std::move(opened));
-  std::shared_ptr<Segment> seg(new Segment());
-  seg->path_ = path;
-  seg->base_ = const_cast<char*>(file->bytes().data());
-  seg->size_ = file->bytes().size();
-  seg->loaded_ = std::move(file);
-  SF_ASSIGN_OR_RETURN(seg->header_,
-                      DecodeSegmentHeader(std::string_view(seg->base_,
-                                                           seg->size_),
-                                          "filter journal " + path));
-  return seg;
-}
-
-Segment::~Segment() = default;
-
-void Segment::ReleaseSpace() {
-  if (file_ != nullptr) file_->ReleaseSpace();
-}
-
-Status Segment::Sync() {
-  SF_RETURN_IF_ERROR(Fault("sync", path_));
-  if (file_ == nullptr) return Status::OK();  // read back: nothing to sync
-  // The copy is taken before the fdatasync starts: the least a power loss
-  // right after it keeps.
-  std::string copy;
-  const bool hooked = synced_hook_set.load(std::memory_order_acquire);
-  if (hooked) copy.assign(base_, size_);
-  SF_RETURN_IF_ERROR(file_->Sync());
-  if (hooked) Synced(path_, copy);
-  return Status::OK();
 }
 
 }  // namespace shardfilter::persistence
