@@ -58,7 +58,7 @@ inline uint64_t PresentKey(uint64_t i) { return Remix(2 * i); }
 inline uint64_t AbsentKey(uint64_t i) { return Remix(2 * i + 1); }
 
 // The key bytes as a user hands them over (hashing is part of every
-// measured operation, as in the targets).
+// measured operation, as in docs/performance.md's targets).
 inline std::string_view KeyBytes(const uint64_t& k) {
   return std::string_view(reinterpret_cast<const char*>(&k), sizeof k);
 }

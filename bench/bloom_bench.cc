@@ -397,9 +397,10 @@ BENCHMARK(BM_AddFloor)
     ->Iterations(4'000'000 / kRun)
     ->UseRealTime();
 
-// The floor of a one-at-a-time counting add against the Bloom add (issue
-// 15: the counting add within 1.5x of the Bloom add), at 5e7 items (at
-// 1e6 the counting add already runs under the Bloom add's time, and a
+// The floor of a one-at-a-time counting add against the Bloom add (the
+// target: the counting add within 1.5x of the Bloom add;
+// docs/performance.md, "The targets and where each stands"), at 5e7 items
+// (at 1e6 the counting add already runs under the Bloom add's time, and a
 // loop of 4e6 adds would overfill a 1e6 Bloom filter until its adds find
 // their bits set), per key from an array (kRun per iteration) with the
 // filters' XXH3, on tables of the filters' sizes and placement
@@ -416,8 +417,7 @@ BENCHMARK(BM_AddFloor)
 //      64-bit atomic stores (lock-free readers load the words atomically)
 //   6  1 with the filter's kernel (CountersAddAvx2: the key's eight
 //      counter positions, their nibble increment, the saturation test, the
-//      write-back: eight atomic stores until session 27, since then two
-//      vector stores)
+//      write-back in two vector stores)
 //   2  the counting filter itself (CountingBloomFilter::Add)
 //   3  the Bloom block's four locked ORs (BM_AddFloor's variant 4)
 //   4  the Bloom filter itself (BloomFilter::Add)
@@ -425,12 +425,12 @@ BENCHMARK(BM_AddFloor)
 // is touched before the timing, as the floors' are by their memset. At
 // 5e7 each add waits on DRAM and a loop of them runs as fast as the CPU
 // overlaps consecutive adds' misses, so work that does not wait on the
-// miss still costs time: it fills the window. Session 26 (native, medians
+// miss still costs time: it fills the window. Measured (native, medians
 // of 5 interleaved repetitions, ns per add): 0 21.7, 1 27.7, 5 34.0, 6
 // 47.0, 2 52.5; 3 26.0, 4 23.8. The layout and its lock (1) are 1.16x the
-// Bloom add (4): the tables do not rule out issue 15's 1.5x; the kernel's
-// arithmetic (6 against 5: 13 ns) and its scalar stores (5 against 1: 6
-// ns) are the gap.
+// Bloom add (4): the tables do not rule out the 1.5x target; the kernel's
+// arithmetic (6 against 5: 13 ns) and scalar stores (5 against 1: 6 ns)
+// are what a kernel must avoid.
 //   build/bench/bloom_bench --benchmark_filter=BM_CountingAddFloor
 struct alignas(64) FloorStripe {
   std::atomic<uint32_t> lock{0};
@@ -438,8 +438,8 @@ struct alignas(64) FloorStripe {
 
 #if SHARDFILTER_SPLIT_AVX2
 // Variant 5's write-back: the block's eight words stored one by one with
-// relaxed 64-bit atomic stores, each extracted from the vector (the
-// counting kernels' write-back until session 27; now two vector stores).
+// relaxed 64-bit atomic stores, each extracted from the vector (what a
+// kernel costs that does not write the block back in two vector stores).
 SHARDFILTER_FLOOR_TARGET inline void EightAtomicStores(
     std::atomic<uint64_t>* block, __m256i lo, __m256i hi) {
   const __m128i w01 = _mm256_castsi256_si128(lo);

@@ -172,8 +172,9 @@ void SetCounters(benchmark::State& state, const Built& b) {
 //  2 one line: as 1, but both buckets in one 64-byte line (ten 6-byte
 //    buckets a line): one miss per query, the block-local pair of a
 //    Morton- or vacuum-style layout (what that layout's load factor
-//    allows is another matter: docs/performance.md, session 24).
-// Session 24, 5 interleaved rounds against efficient/cuckoofilter's query
+//    allows is another matter: docs/performance.md, "Tried and not
+//    kept").
+// Measured in 5 interleaved rounds against efficient/cuckoofilter's query
 // in one process (its 31.7-31.9 ns at 5e7, 4.7-5.1 at 1e6): bare 33.0-34.5
 // / 6.5-6.7, seqlock 46.3-46.8 / 7.4-7.5, one line 50.0 / 8.7; the
 // filter 47.8-51.0 / 8.9-9.8. At 5e7 the seqlock, not the second miss, is

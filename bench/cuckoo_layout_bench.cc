@@ -12,7 +12,7 @@
 //
 //   build/bench/cuckoo_layout_bench --benchmark_counters_tabular=true
 //
-// Session 24 (2^18 buckets): a window of 8 buckets (48 bytes, a line)
+// Measured (2^18 buckets): a window of 8 buckets (48 bytes, a line)
 // holds 45% (27 bits/item), 16 buckets 55%, 64 buckets 75%, 1024 92%,
 // anywhere 96% (12.5 bits/item). With half of the fingerprints anywhere
 // a 16-bucket window reaches 95.6% (12.5 bits/item), an 8-bucket one 88%
@@ -21,7 +21,7 @@
 // the queries take two lines. So a line-local pair alone cannot keep the
 // filter's 13 bits/item, and cuckoo_bench BM_QueryFloor shows a
 // line-local probe would not be faster anyway (docs/performance.md,
-// session 24).
+// "Tried and not kept").
 #include <benchmark/benchmark.h>
 
 #include <cstdint>

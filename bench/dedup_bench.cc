@@ -14,7 +14,7 @@
 // 16-byte strings. The stores live under $TMPDIR (default /tmp).
 //
 // SF_DEDUP_BENCH_JOURNAL_BYTES=N sets DedupOptions::journal_bytes (0: no
-// journal file, a RocksDB write per call, as before the journal).
+// journal file: a RocksDB write per call).
 //
 // SF_DEDUP_BENCH_BASELINE_MEMTABLE=hash gives the baseline the dedup
 // family's hash-indexed memtable too (persistence/internal/hash_memtable.h,

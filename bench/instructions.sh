@@ -11,9 +11,9 @@
 #
 # The budget file is checked first (the second form checks only that, a
 # unit test): every line that is not blank or a comment must be
-# "scenario integer", each scenario once. A comment line that lost its
-# '#' once read as a second bloom_query budget, and the two-line budget
-# made the check compare strings ("100.0" > "58<newline>58" is false).
+# "scenario integer", each scenario once: a comment line that lost its
+# '#' would read as a second budget, and a two-line budget makes the check
+# compare strings ("100.0" > "58<newline>58" is false: a silent pass).
 # Needs valgrind, and a build without AVX-512 (SHARDFILTER_NATIVE=OFF; the
 # CI and package builds): Debian's valgrind 3.19 cannot decode it.
 set -u

@@ -1,11 +1,15 @@
 // Instructions per one-at-a-time call, counted by callgrind, so that a
-// regression in the per-call paths shows without timing noise (issue 15).
+// regression in the per-call paths shows without timing noise.
 // bench/instructions.sh runs each scenario below under
 //   valgrind --tool=callgrind --toggle-collect=sf_ic_<scenario>
 // and divides the instructions counted inside the scenario's loop by its
-// kOps calls. Only the loop is counted: building and filling the filter
-// happen before it. The loop includes hashing an 8-byte key, the call and
-// the loop's own bookkeeping, as the issue's figures do.
+// calls (kOps; kCreateOps for the creates and loads). Only the loop is
+// counted: building and filling the filter happen before it. The loop
+// includes hashing an 8-byte key, the call and the loop's own bookkeeping,
+// as the issue's figures do. The reserve_* and load_* scenarios make and
+// free a small filter per call (the Redis module's BF.RESERVE / CF.RESERVE
+// of 500 items, and the decode of its RDB value), after one of the same
+// spec was made before the loop.
 //
 // Build without AVX-512 (the package's portable build is what CI uses):
 // Debian's valgrind 3.19 cannot decode it.
@@ -24,6 +28,7 @@
 
 #include "bench_util.h"
 #include "shardfilter/engine/database.h"
+#include "shardfilter/engine/export.h"
 #include "shardfilter/engine/sharded_filter.h"
 #include "shardfilter/filters/bloom_filter.h"
 #include "shardfilter/filters/counting_bloom_filter.h"
@@ -34,6 +39,8 @@ namespace {
 
 constexpr uint64_t kOps = 100'000;
 constexpr uint64_t kCapacity = 1'000'000;
+// Creates and loads per scenario: each costs thousands of instructions.
+constexpr uint64_t kCreateOps = 1'000;
 
 // Keeps results alive so the compiler cannot drop the calls.
 volatile uint64_t g_sink;
@@ -90,6 +97,21 @@ std::shared_ptr<ShardedFilter> MakeHandle(FilterType type, uint32_t shards) {
   return std::move(*f);
 }
 
+// What the Redis module makes of `BF.RESERVE k 0.01 500` (its
+// ToFilterSpec: one shard, scaling, expansion 2, MAX-FILTER-BYTES 1 GiB) or
+// of `CF.RESERVE k 500` (buckets of 2).
+FilterSpec ReserveSpec(FilterType type) {
+  FilterSpec spec;
+  spec.type = type;
+  spec.capacity = 500;
+  spec.fpp = 0.01;
+  spec.expansion = 2;
+  spec.max_bytes = uint64_t{1} << 30;
+  spec.durability = Durability::kNone;
+  if (type == FilterType::kCuckoo) spec.bucket_size = 2;
+  return spec;
+}
+
 template <typename F>
 void FillHalf(F& f) {
   for (uint64_t i = 0; i < kCapacity / 2; ++i)
@@ -141,6 +163,22 @@ SF_COUNTED_LOOP void sf_ic_handle_add(ShardedFilter& f) {
   }
   g_sink = ok;
 }
+// A filter made and freed per call (BF.RESERVE, then DEL).
+SF_COUNTED_LOOP void sf_ic_create(const FilterSpec& spec) {
+  uint64_t ok = 0;
+  for (uint64_t i = 0; i < kCreateOps; ++i) {
+    ok += ShardedFilter::Create(spec).ok();
+  }
+  g_sink = ok;
+}
+// An export decoded and freed per call (the module's RDB load, RESTORE).
+SF_COUNTED_LOOP void sf_ic_load(const std::string& bytes) {
+  uint64_t ok = 0;
+  for (uint64_t i = 0; i < kCreateOps; ++i) {
+    ok += LoadExportedFilter(bytes).ok();
+  }
+  g_sink = ok;
+}
 }
 
 namespace {
@@ -175,7 +213,25 @@ struct Scenario {
   const char* name;
   const char* function;  // the counted loop
   void (*run)();
+  uint64_t ops = kOps;  // calls the loop makes
 };
+
+// One filter of `spec` made before the counted loop (what the process has
+// seen once), then the loop's creates of the same spec.
+void Create(const FilterSpec& spec) {
+  if (!ShardedFilter::Create(spec).ok()) abort();
+  sf_ic_create(spec);
+}
+// The export of a filter of `spec` holding 20 keys, decoded once before
+// the counted loop, then the loop's decodes.
+void Load(const FilterSpec& spec) {
+  auto f = ShardedFilter::Create(spec);
+  if (!f.ok()) abort();
+  for (uint64_t i = 0; i < 20; ++i) (void)(*f)->Add(KeyBytes(PresentKey(i)));
+  const std::string bytes = ExportShardedFilter(**f);
+  if (!LoadExportedFilter(bytes).ok()) abort();
+  sf_ic_load(bytes);
+}
 
 // A Bloom filter half full, then the counted query loop: with the hash
 // (sf_ic_bloom_query) or over precomputed hashes (the kernel alone).
@@ -256,6 +312,12 @@ const Scenario kScenarios[] = {
     SF_JOURNAL_ADD("counting_16", FilterType::kCountingBloom, 16),
     SF_JOURNAL_ADD("cuckoo_16", FilterType::kCuckoo, 16),
 #undef SF_JOURNAL_ADD
+    {"reserve_bloom_500", "sf_ic_create",
+     [] { Create(ReserveSpec(FilterType::kBloom)); }, kCreateOps},
+    {"reserve_cuckoo_500", "sf_ic_create",
+     [] { Create(ReserveSpec(FilterType::kCuckoo)); }, kCreateOps},
+    {"load_bloom_500", "sf_ic_load",
+     [] { Load(ReserveSpec(FilterType::kBloom)); }, kCreateOps},
 };
 
 }  // namespace
@@ -264,7 +326,7 @@ int main(int argc, char** argv) {
   if (argc == 2 && std::strcmp(argv[1], "--list") == 0) {
     for (const Scenario& s : kScenarios) {
       std::printf("%s %s %llu\n", s.name, s.function,
-                  static_cast<unsigned long long>(kOps));
+                  static_cast<unsigned long long>(s.ops));
     }
     return 0;
   }

@@ -195,7 +195,7 @@ BENCHMARK(BM_AddBatchDurability)
 // (`busy_cores`). If one writer keeps b cores busy, two writers on two
 // cores reach at most 2 / b times its rate: a journalled add's fresh
 // page-cache pages cost the spare thread CPU time (docs/performance.md,
-// session 34).
+// "Durable adds").
 class ProcessCpu {
  public:
   void Start() {
@@ -278,9 +278,9 @@ void DurableAdd(benchmark::State& state, uint64_t capacity, uint32_t shards,
 // 16 shards of 1e7 items. The rows of durability none and journal add a
 // fixed 4e6 keys a thread, so that two threads (8e6) stay in each shard's
 // first link, as one does: run for a time, two threads at 25M adds/s
-// passed the capacity, and the row measured adds to two-link chains
-// (ChainAdd and a query of the older link per add) against one thread's
-// one-link adds (session 26). The sync rows run for a time (~10k adds/s).
+// would pass the capacity, and the row would measure adds to two-link
+// chains (ChainAdd and a query of the older link per add) against one
+// thread's one-link adds. The sync rows run for a time (~10k adds/s).
 void BM_DurableAdd(benchmark::State& state) {
   DurableAdd(state, 10'000'000, 16, false);
 }
@@ -311,7 +311,7 @@ BENCHMARK(BM_DurableAdd)
 // 10.4-12.7k / 17.3-20.3k (1.16-1.28 and 2.1-2.2 records a sync): the
 // device completes concurrent flushes of different files nearly in
 // parallel, so sharing one file's syncs never won here, and the journal
-// keeps per-shard files (docs/performance.md, session 15).
+// keeps per-shard files (docs/performance.md, "Durable adds").
 struct SyncFloorFile {
   int fd = -1;
   char* map = nullptr;
@@ -419,7 +419,8 @@ BENCHMARK(BM_SyncFloor)
 // writing zeros instead of fallocating (as a `sync` segment is made): one
 // thread ran faster here (113 against 50-59M records/s), two no faster
 // than one (114-122M), and the library's journalled adds with thread
-// segments made so measured the same as with fallocated ones (session 28).
+// segments made so measured the same as with fallocated ones
+// (docs/performance.md, "Tried and not kept").
 //   build/bench/persistence_bench --benchmark_filter=JournalBytesFloor
 std::vector<std::atomic<uint64_t>> g_floor_table(size_t{2} << 20);
 

@@ -2,9 +2,9 @@
 # Sync-durability writes through shardfilter-server, and what they cost the
 # other clients: CLIENTS connections send BF.ADD to a `sync` filter (each
 # reply waits for an fsync) while one more connection sends BF.EXISTS to a
-# journal filter. Before the SyncWorkers (tools/server/sync_workers.h) the
-# fsync ran on the event loop, so the reader waited behind the writers'
-# syncs; now it should not notice them. Prints requests/s and p50 of both.
+# journal filter. The fsyncs run on the SyncWorkers
+# (tools/server/sync_workers.h), not on the event loop, so the reader should
+# not wait behind the writers' syncs. Prints requests/s and p50 of both.
 #
 #   bench/server_sync_bench.sh [SERVER_BIN]   (default build/tools/shardfilter-server)
 #

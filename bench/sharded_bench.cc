@@ -144,8 +144,8 @@ BENCHMARK(BM_RawBloomQuery);
 // the shards (0: the raw filter).
 //   build/bench/sharded_bench --benchmark_filter=TypedQuery
 // The raw filter's query loop, instantiated per type: its inline query in
-// the loop itself (through a function pointer, as before session 17, the
-// raw side paid a call the handle's inline path does not).
+// the loop itself (through a function pointer the raw side would pay a
+// call the handle's inline path does not).
 template <typename F>
 uint64_t RawQueries(benchmark::State& state, const Filter& filter,
                     uint64_t* asked) {
@@ -266,9 +266,9 @@ BENCHMARK(BM_AddBatch)
 // The raw filter's one-at-a-time add is its type's own inline call, in a
 // loop instantiated per type (no call between the loop and the add), not
 // Filter::AddHash (a virtual call returning a Status, the hash computed out
-// of line): against that path a Bloom handle looked 1.1x its raw filter
-// where it is 1.45x (portable build; ~2x in session 17's native
-// side-by-side, docs/performance.md).
+// of line): against that path a Bloom handle looks 1.1x its raw filter
+// where it measures 1.45x (portable build; docs/performance.md, "The
+// sharded handle against its link").
 template <typename F>
 bool RawAdd(F& f, std::string_view key) {
   if constexpr (std::is_same_v<F, CuckooFilter>) {
@@ -328,9 +328,9 @@ BENCHMARK(BM_OneAdd)
                    {int64_t{1} << 22, 50'000'000}});
 
 // The four timed loops, each in a function of its own: in one function the
-// handle's inline add (three types' paths) and the raw add shared one
-// register allocation, and a change to the handle's path moved the raw
-// loop's time by 10% (session 31).
+// handle's inline add (three types' paths) and the raw add would share one
+// register allocation, and a change to the handle's path would move the
+// raw loop's time (by 10%, measured).
 [[gnu::noinline]] uint64_t HandleAdds(ShardedFilter& h, const uint64_t* keys,
                                       uint64_t b, uint64_t e) {
   uint64_t failed = 0;
@@ -435,17 +435,17 @@ template <typename F>
 // Two tables allocated apart, as in BM_OneAdd and BM_TypedQuery, or in two
 // cells of a side-by-side, sit in different physical memory, and on this
 // VM that alone moved a raw cuckoo query at 5e7 between 58 and 71 ns
-// (docs/performance.md, session 31). Every present key is asked through
-// the handle afterwards (a miss aborts: no false negatives). arg 0 the
-// type (1 Bloom, 2 counting, 3 cuckoo), arg 1 the items. A cuckoo filter's
-// adds alternate among three sides: the handle's add bounds a key's copies
-// (invariant 8) and so reads both buckets first, which the raw Add does
-// not, and the link's own capped add is the like-for-like figure
-// (add_ratio_capped). Session 32, native, at 5e7: handle over capped link
-// 1.06-1.07x where the link's uncapped add alone alternated with the
-// handle gave 1.36-1.38x; with the three sides, 0.98x capped, 1.15-1.16x
-// uncapped. Bloom and counting queries alternate among three sides too,
-// the third the floor of any handle's query (ReloadedQueries): its ratio
+// (docs/performance.md, "The sharded handle against its link"). Every
+// present key is asked through the handle afterwards (a miss aborts: no
+// false negatives). arg 0 the type (1 Bloom, 2 counting, 3 cuckoo), arg 1
+// the items. A cuckoo filter's adds alternate among three sides: the
+// handle's add bounds a key's copies (invariant 8) and so reads both
+// buckets first, which the raw Add does not, and the link's own capped
+// add is the like-for-like figure (add_ratio_capped): against the
+// uncapped add alone the handle's cuckoo add looks a third slower than
+// its own cost (native, 5e7: 1.36-1.38x against 1.06-1.07x over the
+// capped add). Bloom and counting queries alternate among three sides
+// too, the third the floor of any handle's query (ReloadedQueries): its ratio
 // to the link (floor_query_ratio) is what no handle that follows its link
 // from call to call can beat, and handle over floor is this handle's own.
 //   build/bench/sharded_bench --benchmark_filter=HandleAgainstLink
@@ -466,10 +466,11 @@ void HandleAgainstLink(benchmark::State& state, FilterType type,
   double add_ns[3] = {0, 0, 0}, query_ns[3] = {0, 0, 0};
   uint64_t adds[3] = {0, 0, 0}, asked[3] = {0, 0, 0}, positives = 0, failed = 0;
   double bits_per_item = 0;
-  // The keys come from arrays, as in issue 15's side-by-side: a loop that
-  // computes each key runs more instructions per op on both sides, which
-  // hides part of the handle's own (a Bloom query at 5e7: 1.03x its link
-  // with computed keys, 1.12-1.20x from arrays, session 31).
+  // The keys come from arrays, as in the side-by-side with the peers
+  // (docs/performance.md): a loop that computes each key runs more
+  // instructions per op on both sides, which hides part of the handle's
+  // own (a Bloom query at 5e7 measured 1.03x its link with computed keys,
+  // 1.12-1.20x from arrays).
   std::vector<uint64_t> present_keys(items), absent_keys(items);
   for (uint64_t i = 0; i < items; ++i) {
     present_keys[i] = PresentKey(i);
@@ -480,7 +481,7 @@ void HandleAgainstLink(benchmark::State& state, FilterType type,
   for (auto _ : state) {
     std::shared_ptr<ShardedFilter> h = MakeTarget(type, 1, items).handle;
     F& link =
-        static_cast<F&>(*internal::ShardedFilterAccess::shard(*h, 0).links[0]);
+        static_cast<F&>(*internal::ShardedFilterAccess::shard(*h, 0).link(0));
     for (uint64_t b = 0, c = 0; b < items; b += chunk, ++c) {
       const uint64_t e = std::min(items, b + chunk);
       // 0 link, 1 handle, 2 the link's capped add (cuckoo).
@@ -663,9 +664,10 @@ void BM_RepeatAdd(benchmark::State& state) {
 BENCHMARK(BM_RepeatAdd)->ArgName("shards")->Arg(0)->Arg(1)->Arg(16);
 
 // What a growable filter's one-at-a-time query costs over a fixed one's
-// (issue 15: a Database handle's MayContain within 1.15x of its raw
-// link's), on one table (the raw filter's: the same memory, bits and
-// keys), in a caller's loop over an array of absent keys as BM_Query's in
+// (the target: a Database handle's MayContain within 1.15x of its raw
+// link's; docs/performance.md, "The targets and where each stands"), on
+// one table (the raw filter's: the same memory, bits and keys), in a
+// caller's loop over an array of absent keys as BM_Query's in
 // bloom_bench. Arg 0, the variant:
 //   0  the raw layout: XXH3, block, lane test, with the table, its size and
 //      the seed in the loop's registers (what a fixed filter's loop
@@ -823,18 +825,18 @@ BENCHMARK(BM_HandleQueryFloor)
     ->ArgsProduct({{0, 1, 2, 3, 4, 5}, {1'000'000, 50'000'000}})
     ->UseRealTime();
 
-// The scaling floor of writers that share per-shard state (issue 15's
-// "two journalled writers at 1.7x one"): each op ORs a bit into a random
-// word of a 64 MiB table (a locked OR, as a Bloom add's) and, for the key's
-// shard (one of 16), a locked add to each of `lines` cache lines of that
-// shard's own, nothing else. With random keys a shard's lines were last
-// written by the other thread about half the time, so each such line is a
-// transfer between cores. A writer of this library writes per op: the
-// shard's first line (its fill and sequence; engine/detail/
-// shard_fast_path.h), and with a memory-mapped journal the log shard's line
-// (the reservation and watermark) and the record's line (16-byte records,
-// four to a line; engine/internal/filter_log.h): 1 without a journal, 3
-// with one. Compare threads:2 with threads:1 for each `lines`.
+// The scaling floor of writers that share per-shard state (the target "two
+// journalled writers at 1.7x one", docs/performance.md): each op ORs a bit
+// into a random word of a 64 MiB table (a locked OR, as a Bloom add's) and,
+// for the key's shard (one of 16), a locked add to each of `lines` cache
+// lines of that shard's own, nothing else. With random keys a shard's lines
+// were last written by the other thread about half the time, so each such
+// line is a transfer between cores. A writer of this library writes per op:
+// the shard's first line (its fill and sequence;
+// engine/detail/shard_fast_path.h), and with a memory-mapped journal the log
+// shard's line (the reservation and watermark) and the record's line
+// (16-byte records, four to a line; engine/internal/filter_log.h): 1 without
+// a journal, 3 with one. Compare threads:2 with threads:1 for each `lines`.
 //   build/bench/sharded_bench --benchmark_filter=SharedLinesFloor
 struct alignas(64) FloorLine {
   std::atomic<uint64_t> n{0};

@@ -335,6 +335,26 @@ class Database {
   // count fell to 0. NotSupported on a read-only store.
   Status Compact();
 
+  // --- Memory (engine/memory_budget.h) ---
+  // Gives a loaded filter's memory back: checkpoints its dirty shards, then
+  // forgets the loaded copy, which its next use loads again (checkpoint and
+  // journal, as the first use after Open does). A host under memory
+  // pressure unloads filters rather than refusing work. Returns the bytes
+  // given back to the memory budget. Busy, changing nothing, when anything
+  // besides the Database holds the filter (a handle from Get or Create, a
+  // migration, a tiered filter's level) or a shard changed again after the
+  // checkpoint; NotFound when it is not loaded; the checkpoint's error.
+  Result<uint64_t> Unload(std::string_view name);
+  // RocksDB's memory now (memtables, block caches, table readers): memory
+  // a host's limit must count besides the budget's reservations.
+  uint64_t StoreMemoryBytes() const;
+  // When RocksDB's memtables (checkpoints and small filters' journal
+  // entries wait there) hold at least `min_bytes`: writes them out to table
+  // files, giving their memory back. Returns the bytes that freed
+  // (RocksDB's memtable figure before less after; 0 when it did not
+  // flush), or the flush's error. Nothing on a read-only store.
+  Result<uint64_t> FlushStoreMemory(uint64_t min_bytes);
+
   bool read_only() const;
   const DatabaseOptions& options() const;
   DatabaseCounters counters() const;

@@ -146,3 +146,105 @@ Result<OpenFilter> DatabaseImpl::LoadFilter(
 }
 
 }  // namespace shardfilter::internal
+
+namespace shardfilter {
+
+using internal::OpenFilter;
+using internal::ShardedFilterAccess;
+using persistence::DescribeName;
+
+// D4 in reverse. The filter is checkpointed first, outside the catalog
+// mutex (the checkpoint writes and syncs); then, under load_mu and mu, it
+// is unloaded only if the catalog and this call are its only owners (so
+// no mutation can be in flight or start: every other route to it goes
+// through Find, which needs mu) and every shard is clean (its state is the
+// committed descriptor's). It is destroyed before load_mu is released, so
+// its journal's files are closed before a later load of the name opens
+// them.
+Result<uint64_t> Database::Unload(std::string_view name) {
+  SF_RETURN_IF_ERROR(internal::CheckFilterName(name));
+  internal::DatabaseImpl& d = *impl_;
+  OpenFilter of;
+  {
+    internal::MutexLock lock(d.mu);
+    if (d.closed) return Status::NotSupported("the database is closed");
+    auto it = d.filters.find(name);
+    if (it == d.filters.end()) {
+      return Status::NotFound(DescribeName(name) + " is not loaded");
+    }
+    of = it->second;
+  }
+  if (!d.options.read_only) {
+    CheckpointStats stats;
+    SF_RETURN_IF_ERROR(d.CheckpointFilters({of}, &stats));
+  }
+  internal::MutexLock load(d.load_mu);  // lock order 0 (D4)
+  std::shared_ptr<ShardedFilter> doomed;
+  uint64_t freed = 0;
+  {
+    internal::MutexLock lock(d.mu);  // lock order 1
+    if (d.closed) return Status::NotSupported("the database is closed");
+    auto it = d.filters.find(name);
+    if (it == d.filters.end() || it->second.filter != of.filter) {
+      return Status::Busy(DescribeName(name) +
+                          " was dropped or replaced meanwhile");
+    }
+    // Owners: the catalog's entry and `of`.
+    if (of.filter.use_count() != 2) {
+      return Status::Busy(DescribeName(name) + " is in use");
+    }
+    {
+      internal::MutexLock state_lock(of.state->mu);  // lock order 2
+      if (of.state->dropped || of.state->migrating) {
+        return Status::Busy(DescribeName(name) + " is being migrated");
+      }
+      auto locks = ShardedFilterAccess::LockAll(*of.filter);  // order 3
+      if (!d.options.read_only) {
+        for (uint32_t i = 0; i < of.filter->shard_count(); ++i) {
+          if (ShardedFilterAccess::shard(*of.filter, i)
+                  .dirty.load(std::memory_order_relaxed)) {
+            return Status::Busy(DescribeName(name) +
+                                " changed since its checkpoint");
+          }
+        }
+      }
+      ShardedFilterAccess::MarkDetached(*of.filter, internal::kClosed);
+      d.unloaded.emplace(std::string(name), of.state->committed);
+    }
+    d.filters.erase(it);
+    freed = ShardedFilterAccess::account(*of.filter)->charged();
+    doomed = std::move(of.filter);
+  }
+  doomed.reset();  // the last owner: tables and journal files go now
+  return freed;
+}
+
+Result<uint64_t> Database::FlushStoreMemory(uint64_t min_bytes) {
+  internal::DatabaseImpl& d = *impl_;
+  uint64_t held = 0;
+  {
+    internal::MutexLock lock(d.mu);
+    if (d.closed) return Status::NotSupported("the database is closed");
+    held = d.store->ApproximateMemoryUsage().memtables;
+  }
+  if (held < min_bytes || d.options.read_only) return 0;
+  // Close waits for load_mu before destroying the Store; a flush may take
+  // a while, so it holds that, not the catalog mutex.
+  internal::MutexLock load(d.load_mu);
+  {
+    internal::MutexLock lock(d.mu);
+    if (d.closed) return Status::NotSupported("the database is closed");
+  }
+  SF_RETURN_IF_ERROR(d.store->FlushMemtables());
+  const uint64_t left = d.store->ApproximateMemoryUsage().memtables;
+  return held > left ? held - left : 0;
+}
+
+uint64_t Database::StoreMemoryBytes() const {
+  // Close marks `closed` under mu before it destroys the Store.
+  internal::MutexLock lock(impl_->mu);
+  if (impl_->closed || impl_->store == nullptr) return 0;
+  return impl_->store->ApproximateMemoryUsage().total();
+}
+
+}  // namespace shardfilter

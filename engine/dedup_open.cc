@@ -97,10 +97,8 @@ Status CheckRingSpec(const DedupOptions& options) {
       FilterSpec resolved,
       internal::ResolveSpec(RingSpec(options, m.partitions, kDefaultSeed),
                             Durability::kNone));
-  return internal::LinkTableBytes(resolved, 0,
-                                  internal::ShardMaxBytes(resolved))
-      .status()
-      .WithContext("dedup filter");
+  return internal::FirstLinkBytes(resolved).status().WithContext(
+      "dedup filter");
 }
 
 }  // namespace

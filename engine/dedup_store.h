@@ -107,7 +107,7 @@ struct DedupOptions {
   uint32_t lock_stripes = 1024;
   // Largest table one of the set's filters may take (FilterSpec::max_bytes;
   // shardfilter-server's --max-filter-bytes): a set whose filters would be
-  // larger is refused at creation (InvalidArgument, nothing created).
+  // larger is refused at creation (TooLarge, nothing created).
   // 0: the filters' default bound.
   uint64_t max_filter_bytes = 0;
 };

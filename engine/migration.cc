@@ -201,6 +201,18 @@ Status Database::StartMigration(std::string_view name, const FilterSpec& spec,
   // fresh spec, whose router is the new filters' default); a rebuild from
   // retained hashes routes them anew, by the target's.
   if (source == MigrationSource::kFold) target.router = from.router;
+  // The target's first links must fit the memory budget now, as a create's
+  // would: refused here (nothing started) rather than by the migration's
+  // thread, which reserves them again before it allocates them.
+  {
+    Result<uint64_t> first = internal::FirstLinkBytes(target);
+    if (!first.ok()) return first.status().WithContext(who + "the target");
+    const uint64_t link = *first;
+    const uint64_t bytes = link * target.shards;
+    auto account = d.NewAccount();
+    SF_RETURN_IF_ERROR(account->Charge(bytes, who + "building the target"));
+    account->Refund(bytes);
+  }
   internal::MutexLock lock(d.mu);
   if (d.closed) return Status::NotSupported("the database is closed");
   auto it = d.filters.find(name);

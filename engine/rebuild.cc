@@ -67,7 +67,7 @@ Result<std::unique_ptr<ShardedFilter>> Database::FoldedCopy(
   uint64_t need = 0;
   for (uint32_t i = 0; i < src.shard_count(); ++i) {
     const auto& link = static_cast<const BloomFilter&>(
-        *ShardedFilterAccess::shard(src, i).links[0]);
+        *ShardedFilterAccess::shard(src, i).link(0));
     need += link.num_bytes() / factor;  // not Stats(): a scan, under locks
   }
   SF_RETURN_IF_ERROR(account->Charge(need, "fold " + DescribeName(name)));
@@ -89,7 +89,7 @@ Result<std::unique_ptr<ShardedFilter>> Database::FoldedCopy(
                                      " items, more than the folded capacity " +
                                      std::to_string(capacity));
     }
-    const auto& link = static_cast<const BloomFilter&>(*sh.links[0]);
+    const auto& link = static_cast<const BloomFilter&>(*sh.link(0));
     auto folded = link.Fold(factor, capacity);
     if (!folded.ok()) return folded.status().WithContext(what);
     internal::LoadedChain chain;

@@ -89,8 +89,8 @@ Result<Durability> ParseDurability(std::string_view name);
 //    a fingerprint from the low ones) are as uniform within a shard as
 //    over all keys. One multiply: the shard is known ~10 cycles sooner
 //    than through Remix, and an add's lock and table prefetch wait for
-//    it (sharded_bench BM_OneAdd, 5e7 items, 2-16 shards: 87 -> 66 ns
-//    per Bloom add, the 1-shard time).
+//    it (sharded_bench BM_OneAdd, 5e7 items, 2-16 shards: a Bloom add
+//    routed by the multiply takes the 1-shard time, by Remix 1.3x it).
 //  kRemix: the top log2(S) bits of Remix(hash) (filters/hash.h), two
 //    multiplies and three shift-xors: every filter stored before the
 //    router was recorded (those read back as kRemix).
@@ -143,12 +143,14 @@ struct FilterSpec {
   // Cuckoo: relocations before an insert reports Full; 0 = default.
   uint32_t max_kicks = 0;
   // Upper bound on the memory of the whole filter (all shards and all their
-  // links); 0 = the filters' default (64 GiB per shard).
+  // links); 0 = the filters' default (64 GiB per shard). A create whose
+  // tables would exceed it is TooLarge; growth stops there (Full).
   uint64_t max_bytes = 0;
   // Online expansion (docs/design.md, "Online expansion"). When true, a
   // shard whose newest link holds its capacity appends a link of capacity x
-  // `expansion` and half the rate (the compound rate stays under `fpp` at
-  // any size), up to 32 links per shard. When false, the filter holds one
+  // `expansion` and half the rate (a cuckoo link: what the earlier links
+  // leave of the rate; the compound rate stays under `fpp` at any size),
+  // up to 32 links per shard. When false, the filter holds one
   // link per shard and an add that finds it full (Bloom / counting: adds
   // held reached the capacity; cuckoo: that, or no room in the table)
   // returns Full and changes nothing. Scalable filters pay ~1.44 bits/item
@@ -157,7 +159,8 @@ struct FilterSpec {
   bool scalable = true;
   // Capacity growth factor from one link to the next, in [1, 16];
   // 0 = the default, 2. Larger factors mean fewer links (faster queries)
-  // but bigger, rarer allocations.
+  // but bigger, rarer allocations. With 1, Bloom and counting links double
+  // from the 9th on (so that 32 links hold far more than 32 of the first).
   uint32_t expansion = 0;
   // Keep every key's hash in the store (the "hashes" column family: 8
   // bytes of key and 8 of count per distinct hash, written in the same
@@ -218,8 +221,9 @@ class ShardedFilter {
  public:
   // A standalone, in-memory sharded filter (durability is ignored: nothing
   // is persisted). InvalidArgument for bad parameters (shards not a power
-  // of two or > 256, fpp outside (0, 1), capacity 0, ...), and whatever the
-  // filter type's Create reports.
+  // of two or > 256, fpp outside (0, 1), capacity 0, a table past what the
+  // type can address, ...), TooLarge for tables over spec.max_bytes, and
+  // whatever the filter type's Create reports.
   static Result<std::unique_ptr<ShardedFilter>> Create(const FilterSpec& spec);
   // As Create, with the filter's tables (and every link it grows) charged
   // to `budget` (engine/memory_budget.h; null: MemoryBudget::Default()):
@@ -274,9 +278,9 @@ class ShardedFilter {
   //
   // The common add of each type runs in the caller's code (TryFastAdd,
   // TryFastOrderedAdd), any other add is one call (AddHashSlow,
-  // InsertHashSlow). Always inline: left to its heuristics, g++ 12 kept Add
-  // out of line in a caller's loop (a call per add, and so the call
-  // TryFastAdd is inline to avoid; the side-by-side harness, session 21).
+  // InsertHashSlow). Always inline: left to its heuristics, g++ 12 keeps
+  // Add out of line in a caller's loop (a call per add, and so the call
+  // TryFastAdd is inline to avoid).
   [[gnu::always_inline]] Status Add(std::string_view key) {
     return AddHash(Hash(key));
   }
@@ -307,9 +311,9 @@ class ShardedFilter {
   // loop of one-at-a-time queries runs as fast as the CPU overlaps their
   // misses, and a call into the library and its dispatch cost that
   // overlap. Every other shard takes MayContainHashSlow. Always inline:
-  // left to its heuristics, g++ 12 kept MayContain out of line in a
-  // caller's benchmark loop (a call per query; at 5e7 items 39-41 ns
-  // against the raw filter's 24, session 17's side-by-side).
+  // left to its heuristics, g++ 12 keeps MayContain out of line in a
+  // caller's benchmark loop (a call per query: at 5e7 items 1.6x the raw
+  // filter's time).
   [[gnu::always_inline]] bool MayContain(std::string_view key) const {
     return MayContainHash(Hash(key));
   }
@@ -441,16 +445,16 @@ class ShardedFilter {
     return static_cast<uint32_t>(x >> shard_shift_);
   }
   // The fast-path entry the inline paths (MayContainHash, TryFastAdd,
-  // TryFastOrderedAdd) use for `hash`: its shard's entry of fast_, routed
-  // by the multiply alone. A filter of several shards routed by Remix
+  // TryFastOrderedAdd) use for `hash`: its shard's entry of fast_, routed by
+  // the multiply alone. A filter of several shards routed by Remix
   // (ShardRouter::kRemix: stores from before the router was recorded) has
   // inline_fast_ = internal::kNoFastPaths, whose entries are all null, so
-  // those paths hand every call to the slow path, which routes by Remix:
-  // the common case pays neither the router's second branch nor its
-  // jump (16 shards: 13 -> 9 routing instructions per query). One
-  // shard is entry 0, without the multiply: its load then waits on
-  // nothing (through the multiply a 1-shard query at 5e7 took 27.6 ns
-  // against 19.9, issue 15 session 25).
+  // those paths hand every call to the slow path, which routes by Remix: the
+  // common case pays neither the router's second branch nor its jump (16
+  // shards: 9 routing instructions per query, against 13 with the choice of
+  // router). One shard is entry 0, without the multiply: its load then waits
+  // on nothing (through the multiply a 1-shard query at 5e7 takes 1.4x the
+  // time: docs/performance.md, "Tried and not kept").
   [[gnu::always_inline]] const internal::ShardFastPath& InlineFastPath(
       uint64_t hash) const {
     if (shard_shift_ >= 64) return inline_fast_[0];
@@ -526,7 +530,8 @@ class ShardedFilter {
   // before the switch (Q1). Each instruction on these paths counts: at 5e7
   // items one-at-a-time adds run as fast as consecutive adds' misses
   // overlap, and past a number of instructions per add that overlap drops
-  // by one miss (docs/performance.md, session 32).
+  // by one miss (docs/performance.md, "The sharded handle against its
+  // link").
   bool PlainUnderShardLock() const {
     return !fast_blocked_.load(std::memory_order_relaxed);
   }
@@ -545,11 +550,11 @@ class ShardedFilter {
   // InsertHashSlow to decide from scratch: everything else, and anything
   // found changed once the shard's lock is held. Inline because at DRAM
   // sizes a loop of adds runs as fast as the CPU overlaps consecutive adds'
-  // misses, and a call into the library costs that overlap (session 20:
-  // the raw add behind one call, 1.25-1.3x). Inline: callgrind 154 -> 124
-  // instructions per add (1 shard); in time 0-17%, the handle's add
-  // 1.12-1.6x its raw link's in session 21's paired runs, 1.4-1.8x before
-  // (docs/performance.md). Always inline: as MayContain.
+  // misses, and a call into the library costs that overlap (the raw add
+  // behind one call takes 1.25-1.3x its time; inline, the handle's add
+  // runs a fifth fewer instructions, callgrind; its time against its link:
+  // docs/performance.md, "The sharded handle against its link"). Always
+  // inline: as MayContain.
   [[gnu::always_inline]] bool TryFastAdd(uint64_t hash, AddOutcome* outcome) {
     const internal::ShardFastPath& fast = InlineFastPath(hash);
     // Acquire (Q1: `blocks` is written before the table's release); the
@@ -591,17 +596,14 @@ class ShardedFilter {
   // InsertHashSlow, whose shared lock waits for it (S5: a stream of these
   // adds does not starve a checkpoint on order_mu). True when added;
   // false, with nothing changed, for InsertHashSlow to decide from
-  // scratch. Cuckoo (session 22): callgrind, handle_add_cuckoo_16 485 ->
-  // 293 instructions per add. Without the reader slot's shared lock, with
-  // one flag for PlainUnderShardLock and the counting block computed before
-  // the lock (session 32): handle_add_counting_16 205 -> 185, and at 5e7
-  // items the counting handle's add 1.55-1.59x its own link's on the same
-  // table -> 1.22-1.24x (sharded_bench BM_HandleAgainstLink, native). At
-  // DRAM sizes this loop runs in one of two modes, a miss more or less in
-  // flight, and past a count of instructions per add it drops to the slow
-  // one (a scratch variant: 32 no-ops more per add still fast, 40 slow);
-  // this path runs fast with 24 no-ops more (docs/performance.md, session
-  // 32). Keep it short.
+  // scratch. Keep it short: at DRAM sizes this loop runs in one of two
+  // modes, a miss more or less in flight, and past a count of instructions
+  // per add it drops to the slow one, about 1.25x slower (docs/performance.md,
+  // "The sharded handle against its link"). Hence no reader slot's shared
+  // lock, one flag for PlainUnderShardLock and the counting block computed
+  // before the lock: so the counting handle's add at 5e7 runs in the fast
+  // mode, 1.23x its own link's on the same table, with room for about 24
+  // instructions more (sharded_bench BM_HandleAgainstLink, native).
   template <typename LinkFilter>
   [[gnu::always_inline]] bool TryFastOrderedAdd(uint64_t hash) {
     const internal::ShardFastPath& fast = InlineFastPath(hash);
@@ -626,8 +628,8 @@ class ShardedFilter {
     return done;
   }
   // InsertHash and AddHash past their common case; both are InsertSlow,
-  // inline in them (sharded_filter.cc only), so that neither is a call
-  // more than InsertHashSlow alone was.
+  // inline in them (sharded_filter.cc only), so that neither costs a call
+  // more than InsertHashSlow alone.
   Result<AddOutcome> InsertHashSlow(uint64_t hash);
   Status AddHashSlow(uint64_t hash);
   inline Result<AddOutcome> InsertSlow(uint64_t hash);

@@ -14,7 +14,7 @@ namespace shardfilter {
 namespace {
 
 const BloomFilter& BloomLink(const internal::Shard& s, uint32_t i) {
-  return static_cast<const BloomFilter&>(*s.links[i]);  // spec type: Bloom
+  return static_cast<const BloomFilter&>(*s.link(i));  // spec type: Bloom
 }
 
 bool SameShape(const BloomFilter& a, const BloomFilter& b) {
@@ -142,7 +142,7 @@ Status ShardedFilter::UnionWith(const ShardedFilter& other_in) {
       return Status::NotSupported(kMigrating);
     }
     for (uint32_t j = 0; j < links[i]; ++j) {
-      auto& link = static_cast<BloomFilter&>(*s.links[j]);
+      auto& link = static_cast<BloomFilter&>(*s.link(j));
       // Cannot fail: the shapes were checked and links never change (S1).
       (void)link.UnionWith(BloomLink(theirs, j));
       // S9: link 0 also holds its stripes' unflushed adds (read as the
@@ -151,7 +151,7 @@ Status ShardedFilter::UnionWith(const ShardedFilter& other_in) {
       const uint64_t implied = KeysImplied(link);
       const uint64_t unflushed =
           j == 0 ? std::min(s.UnflushedAdds(), link.capacity()) : 0;
-      RaiseFill(s.fill[j], implied - std::min(implied, unflushed),
+      RaiseFill(s.fill(j), implied - std::min(implied, unflushed),
                 link.capacity() - unflushed);
     }
     s.dirty.store(true, std::memory_order_relaxed);

@@ -7,6 +7,7 @@
 #include "shardfilter/filters/bloom_filter.h"
 #include "shardfilter/filters/envelope.h"
 #include "shardfilter/filters/internal/coding.h"
+#include "shardfilter/filters/sizing.h"
 
 namespace shardfilter {
 namespace {
@@ -101,6 +102,20 @@ Result<std::unique_ptr<BloomFilter>> BloomFilter::Deserialize(
   if (env.body.size() != num_bits / 8) {
     return corrupt("body is " + std::to_string(env.body.size()) +
                    " bytes, params announce " + std::to_string(num_bits / 8));
+  }
+  // Capacity, rate and k agree with the table (kDecodedRateSlack): a link
+  // claiming more keys than its table holds would never make its chain grow
+  // and would fill until it answers 1 for everything. The classic rate of
+  // the table is a lower bound of every layout's (a blocked layout adds the
+  // spread of its blocks' loads: Jensen), one pow where the layouts'
+  // models cost a Poisson mixture per decode.
+  if (const double model = ClassicBloomFpr(num_bits, capacity, k);
+      !(model <= fpp * kDecodedRateSlack)) {
+    return corrupt("capacity " + std::to_string(capacity) + ", rate " +
+                   FormatRate(fpp) + " and k = " + std::to_string(k) +
+                   " disagree with its table of " + std::to_string(num_bits) +
+                   " bits, which at that capacity gives at least rate " +
+                   FormatRate(model));
   }
   // `items` is a statistic (approximate under concurrency and after unions):
   // any value is accepted.

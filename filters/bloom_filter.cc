@@ -123,7 +123,8 @@ BloomFilter::BloomFilter(BloomLayout layout, uint32_t k, uint64_t seed,
                    : layout == BloomLayout::kBlocked ? internal::kBlockWords
                                                      : 1),
       blocked_(internal::BlockedOpsFor(k)),
-      hasher_(seed) {}
+      hasher_(seed),
+      items_(num_bits / 8 >= kStripedItemsMinBytes) {}
 
 namespace {
 
@@ -145,7 +146,11 @@ BloomLayout ResolveBloomLayout(uint64_t capacity, double fpp, uint32_t k,
                                uint64_t max_bytes) {
   if (k != 0 && k != internal::kSplitK) return BloomLayout::kBlocked;
   auto split = SplitBlockBloomSizing(capacity, fpp, max_bytes);
-  if (!split.ok()) return BloomLayout::kBlocked;
+  // Past 2^32 blocks the split layout cannot be built (Plan refuses it);
+  // the blocked one, with blocks twice the size, may.
+  if (!split.ok() || split->blocks > internal::kMaxBlocks) {
+    return BloomLayout::kBlocked;
+  }
   auto word = WordBlockedBloomSizing(capacity, fpp, k, UINT64_MAX);
   if (!word.ok()) return BloomLayout::kSplitBlock;
   // Bytes: 32 per split block, 64 per word-blocked block.

@@ -17,9 +17,9 @@
 //    1e6 absent keys): 0.995% at 1%, 0.1025% at 0.1% (sigma 0.003%): the
 //    model is exact, not a bound, so the rate sits at the target. Measured
 //    on a 2-core Zen VM at 5e7 items (bench/bloom_bench.cc, hashing
-//    included): add 77 ns one at a time (was 97; each locked OR is a full
-//    barrier, so one add's DRAM miss cannot overlap the next one's), 18.6
-//    ns batched (was 33.6); absent query 54 ns (was 90), 13.9 batched (17.5).
+//    included): add 77 ns one at a time (each locked OR is a full barrier,
+//    so one add's DRAM miss cannot overlap the next one's), 18.6 ns
+//    batched; absent query 54 ns, 13.9 batched.
 //  * kClassic: k positions over the whole array (k cache misses per probe on
 //    a large filter), m = max(ClassicBloomBits, bits for the chosen k).
 // Bit kernels live in filters/internal/bloom_kernels.h.
@@ -242,8 +242,13 @@ class BloomFilter final : public Filter {
   void Prefetch(uint64_t h, bool write) const;
   // The batch queries' prefetch (into L2: internal/prefetch.h).
   void PrefetchBatchQuery(uint64_t h) const;
-  // A statistic, on the adding thread's own stripe: a plain load and
-  // store, no locked add (internal/thread_stripe.h).
+  // A statistic. On a large table, on the adding thread's own stripe: a
+  // plain load and store, no locked add (internal/thread_stripe.h), since
+  // concurrent adds there land on distinct lines and a shared counter line
+  // would be what they pass between cores. A smaller table counts in one
+  // word: its stripes (1,088 B) would outweigh a table of a few KiB, whose
+  // own lines concurrent adds share anyway.
+  static constexpr uint64_t kStripedItemsMinBytes = uint64_t{64} << 10;
   void CountNewItem() { items_.Add(1); }
   uint64_t items() const;
 
@@ -258,8 +263,9 @@ class BloomFilter final : public Filter {
   const internal::BlockedOps blocked_;  // the blocked kernels for k_
   const KeyHasher hasher_;              // Hash(), seed's share precomputed
   internal::AtomicWordTable table_;
-  // Adds that set a new bit (Stats().items).
-  internal::ThreadStripedCount items_;
+  // Adds that set a new bit (Stats().items): per-thread stripes for a
+  // table of at least kStripedItemsMinBytes, one word below it.
+  internal::OptionalStripedCount items_;
 };
 
 }  // namespace shardfilter

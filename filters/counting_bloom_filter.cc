@@ -11,6 +11,7 @@
 
 #include "shardfilter/filters/envelope.h"
 #include "shardfilter/filters/internal/coding.h"
+#include "shardfilter/filters/sizing.h"
 
 namespace shardfilter {
 
@@ -154,6 +155,16 @@ constexpr size_t kCountingParamsSize = 52;
 
 }  // namespace
 
+// Enough stripes that two writers rarely meet, few enough (64 KiB of locks
+// at most, a line per kTableBytesPerStripe of table) to stay
+// cache-resident and small next to the table.
+uint64_t CountingBloomFilter::StripeCount(uint64_t num_blocks) {
+  const uint64_t table_bytes = num_blocks * internal::kBlockBytes;
+  const uint64_t lines =
+      std::max<uint64_t>(1, table_bytes / kTableBytesPerStripe);
+  return std::min(kMaxStripes, std::bit_floor(lines));
+}
+
 CountingBloomFilter::CountingBloomFilter(uint32_t k, uint64_t seed,
                                          uint64_t capacity, double fpp,
                                          uint64_t num_blocks)
@@ -163,9 +174,7 @@ CountingBloomFilter::CountingBloomFilter(uint32_t k, uint64_t seed,
       capacity_(capacity),
       fpp_(fpp),
       num_blocks_(num_blocks),
-      // Enough stripes that two writers rarely meet, few enough (64 KiB of
-      // locks at most) to stay cache-resident.
-      stripe_mask_(std::bit_ceil(std::min(num_blocks, kMaxStripes)) - 1),
+      stripe_mask_(StripeCount(num_blocks) - 1),
       stripes_(new (std::nothrow) Stripe[stripe_mask_ + 1]) {
   for (uint32_t i = 0; i < 8; ++i) {
     lane_mult_[i] = internal::kProbeMultipliers[i < k ? i : 0];
@@ -406,6 +415,17 @@ Result<std::unique_ptr<CountingBloomFilter>> CountingBloomFilter::Deserialize(
   }
   if (deletes > kMaxCountedOps || items > kMaxCountedOps - deletes) {
     return corrupt("items + deletes exceed 2^63");
+  }
+  // Capacity, rate and k agree with the table (kDecodedRateSlack, and the
+  // classic rate as a lower bound, as the Bloom codec).
+  if (const double model = ClassicBloomFpr(
+          num_blocks * internal::kCountersPerBlock, capacity, k);
+      !(model <= fpp * kDecodedRateSlack)) {
+    return corrupt("capacity " + std::to_string(capacity) + ", rate " +
+                   FormatRate(fpp) + " and k = " + std::to_string(k) +
+                   " disagree with its table of " + std::to_string(num_blocks) +
+                   " blocks, which at that capacity gives at least rate " +
+                   FormatRate(model));
   }
   std::unique_ptr<CountingBloomFilter> f(
       new CountingBloomFilter(k, seed, capacity, fpp, num_blocks));

@@ -267,6 +267,14 @@ class CountingBloomFilter final : public Filter {
     std::atomic<uint64_t> removes{0};  // GUARDED_BY(lock) for writes
   };
   static constexpr uint64_t kMaxStripes = 1024;
+  // At most one stripe (a line) per this many bytes of table, so that a
+  // small table's stripes stay under 7% of it (one per 64-byte block would
+  // make them as large as the table). Writers of a table that small meet on its
+  // lines anyway; the sharded engine serializes a link's writers on its
+  // shard's order lock (S3) before they reach these.
+  static constexpr uint64_t kTableBytesPerStripe = 1024;
+  // A power of two (the stripe of block b is b & (count - 1)).
+  static uint64_t StripeCount(uint64_t num_blocks);
 
   CountingBloomFilter(uint32_t k, uint64_t seed, uint64_t capacity, double fpp,
                       uint64_t num_blocks);

@@ -198,7 +198,9 @@ Result<std::unique_ptr<CuckooFilter>> CuckooFilter::Create(
 Status CuckooFilter::Init(uint64_t buckets, uint32_t bucket_size,
                           uint32_t fp_bits) {
   fp_mask_ = (uint64_t{1} << fp_bits) - 1;
-  if (!table_.Init(buckets, bucket_size, fp_bits) || !stripes_.Init(buckets)) {
+  if (!table_.Init(buckets, bucket_size, fp_bits) ||
+      !stripes_.Init(buckets,
+                     CuckooTableBytes(buckets, bucket_size, fp_bits))) {
     return Status::ResourceExhausted(
         "out of memory allocating a cuckoo table of " +
         std::to_string(CuckooTableBytes(buckets, bucket_size, fp_bits)) +
@@ -372,8 +374,9 @@ CuckooStats CuckooFilter::CuckooStatistics() const {
   b.items = stripes_.Items();
   b.deletes = stripes_.Deletes();
   b.fill_ratio = static_cast<double>(b.items) / static_cast<double>(b.slots);
-  // 1 - (1 - 2^-f)^(2 b load): each of the 2b compared slots is occupied
-  // with probability `load` and then matches with probability 2^-f.
+  // 1 - (1 - s)^(2 b load): each of the 2b compared slots is occupied
+  // with probability `load` and then matches with probability
+  // s = CuckooSlotMatch(f) (filters/sizing.h).
   b.estimated_fpr =
       CuckooFpr(table_.fp_bits(), table_.bucket_size(), b.fill_ratio);
   b.estimated_cardinality = static_cast<double>(b.items);

@@ -48,8 +48,9 @@
 //     of its two buckets' stripes odd before writing and even (+2) after;
 //     the mover holds that stripe (3), so the version has one writer at a
 //     time. A reader of a key checks that same word: the version of
-//     min(stripe(i1), stripe(i2)). (Until session 3 a move bumped, and a
-//     reader checked, both stripes' versions: two more loads per query.)
+//     min(stripe(i1), stripe(i2)): one version word per query, where a
+//     move that bumped both stripes' versions would cost a reader two more
+//     loads.
 //  5. Memory order of a move: version store (relaxed), release fence, slot
 //     stores (relaxed), version store (release). A reader loads the version
 //     (acquire), reads the buckets (relaxed), issues an acquire fence and
@@ -138,8 +139,8 @@ struct CuckooStats {
 
 // Cache-line aligned, so its size is whole lines: every call reads the
 // parameters in this object, and a heap neighbour written by another thread
-// on a shared line made 2 threads of the mixed benchmark slower than one
-// (measured: 1e6 items, 0.75x -> 1.77x once aligned).
+// on a shared line makes 2 threads of the mixed benchmark slower than one
+// (measured, 1e6 items: 0.75x one thread unaligned, 1.77x aligned).
 class alignas(64) CuckooFilter final : public Filter {
  public:
   static constexpr uint8_t kFormatVersion = 1;
@@ -236,9 +237,9 @@ class alignas(64) CuckooFilter final : public Filter {
   // AddHash, RemoveHash and MayContainHash are compiled in
   // cuckoo_filter.cc, not inlined into the caller: at 5e7 items a loop of
   // one-at-a-time calls runs as fast as the CPU overlaps consecutive calls'
-  // misses, and the kernels inlined into a caller's loop came out slower
-  // (register pressure, spills; measured: query 65 -> 53 ns, insert and
-  // remove within noise). The class is final, so these are direct calls.
+  // misses, and the kernels inlined into a caller's loop come out slower
+  // (register pressure, spills; measured: the query 1.2x the time, insert
+  // and remove within noise). The class is final, so these are direct calls.
   Status Add(std::string_view key) { return AddHash(hasher_(key)); }
   Status AddUnique(std::string_view key) { return Insert(hasher_(key), true); }
   bool MayContain(std::string_view key) const {
@@ -276,8 +277,8 @@ class alignas(64) CuckooFilter final : public Filter {
   static constexpr size_t kPrefetchWindow = 12;
   // The batch query's for a table larger than the caches hold, into L2
   // (internal/prefetch.h): L2 tracks more misses in flight than L1's fill
-  // buffers. Session 20, cuckoo_bench BM_QueryBatch at 95% load, 5 rounds:
-  // 5e7 items 33.8 -> 54.2M keys/s; 1e6 (a 1.6 MB table) 77.0 -> 70.5,
+  // buffers. cuckoo_bench BM_QueryBatch at 95% load, 5 rounds, L2 against
+  // L1 prefetches: 5e7 items 1.6x the keys/s; 1e6 (a 1.6 MB table) 0.92x,
   // hence the threshold: smaller tables keep L1 prefetches 12 ahead.
   static constexpr size_t kQueryPrefetchWindow = 32;
   static constexpr uint64_t kL2PrefetchMinBytes = uint64_t{8} << 20;

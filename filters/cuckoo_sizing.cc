@@ -10,10 +10,16 @@
 
 namespace shardfilter {
 
+double CuckooSlotMatch(uint32_t fingerprint_bits) {
+  // sum over v of P(v)^2: 2^f - 2 values at 2^-f, value 1 at 2^(1-f).
+  const double unit = std::ldexp(1.0, -static_cast<int>(fingerprint_bits));
+  return unit * (1.0 + 2.0 * unit);
+}
+
 double CuckooFpr(uint32_t fingerprint_bits, uint32_t bucket_size, double load) {
   if (!(load > 0)) return 0.0;
-  // 1 - (1 - 2^-f)^(2 b load), via expm1/log1p for precision at f = 16.
-  const double per_slot = std::ldexp(1.0, -static_cast<int>(fingerprint_bits));
+  // 1 - (1 - s)^(2 b load), via expm1/log1p for precision at f = 16.
+  const double per_slot = CuckooSlotMatch(fingerprint_bits);
   return -std::expm1(2.0 * bucket_size * load * std::log1p(-per_slot));
 }
 
@@ -42,7 +48,7 @@ namespace {
 
 // Buckets for one (f, b): at the design load if that meets p, otherwise at
 // the load where CuckooFpr == p, solved exactly:
-//   load = ln(1 - p) / (2 b ln(1 - 2^-f)).
+//   load = ln(1 - p) / (2 b ln(1 - s)),  s = CuckooSlotMatch(f).
 // Small tables get slack: the load a table reaches before its first failed
 // insert varies more the fewer buckets it has (a 3-bucket table can fail at
 // 70%), so tables under 4096 buckets get 2*sqrt(buckets) + 1 extra. Returns
@@ -51,8 +57,7 @@ uint64_t CuckooBucketsFor(uint64_t n, double p, uint32_t f, uint32_t b,
                           uint64_t max_bytes) {
   double load = CuckooDesignLoad(b);
   if (CuckooFpr(f, b, load) > p) {
-    const double per_slot = std::ldexp(1.0, -static_cast<int>(f));
-    load = std::log1p(-p) / (2.0 * b * std::log1p(-per_slot));
+    load = std::log1p(-p) / (2.0 * b * std::log1p(-CuckooSlotMatch(f)));
   }
   const long double want = std::ceil(static_cast<long double>(n) / (b * load));
   const long double max_buckets = static_cast<long double>(max_bytes) * 8 /

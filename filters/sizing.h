@@ -26,7 +26,33 @@
 // for a huge capacity under a small memory limit evaluates lambdas of
 // 1e12 and more.
 //
-// Thread-safe: pure functions.
+// The rate a filter realizes. These models give the rate averaged over key
+// sets. One filter realizes the rate of its own key set, and with few
+// blocks that spreads widely around the mean: a block holding a few keys
+// more than the average answers far more positives, and there are few
+// blocks to average it out. For 100 keys in 5 split blocks (link 0 of
+// BF.ADD's default filter, target 0.5%) the mean is 0.40% with a standard
+// deviation of 0.22% between key sets: a third of them realized more than
+// the target, and one such link took a default scaling filter to 1.16% at
+// a 1% target. So every blocked sizing chooses the fewest blocks whose
+//   mean + kRealizedRateSigmas * sqrt(Var g(J) / blocks)  <=  p,
+// g(j) the rate of a block holding j keys, J ~ Poisson(lambda): the spread
+// of the blocks' loads, which is most of it (the placement of bits within
+// a block adds ~5% to the deviation, computed for the split-block layout),
+// with blocks taken as independent (their loads are slightly negatively
+// correlated, so this errs high). Three deviations: a key set realizes
+// more than p about once in a few hundred (the tail is heavier than a
+// normal one at a few blocks; tests/sizing_small_filters_test.cc measures
+// 200 key sets per layout). The deviation shrinks as 1/sqrt(blocks): the
+// bound costs 20% more memory at 100 keys (6 split blocks, not 5), ~3% at
+// 10^4, ~0.3% at 10^6.
+//
+// The blocked searches cost ~10^5 instructions or more each; their results
+// are memoized in a bounded, lock-free table (filters/internal/
+// sizing_memo.h), so sizing a spec seen before costs a lookup and returns
+// exactly what the search returned.
+//
+// Thread-safe: pure functions (the memo changes no result).
 #ifndef SHARDFILTER_FILTERS_SIZING_H_
 #define SHARDFILTER_FILTERS_SIZING_H_
 
@@ -64,13 +90,37 @@ double ClassicBloomFpr(uint64_t m, uint64_t n, uint32_t k);
 double BlockedFpr(uint64_t blocks, uint32_t slots_per_block, uint64_t n,
                   uint32_t k);
 
+// Standard deviations of the realized rate the blocked sizings add to the
+// mean (above).
+inline constexpr double kRealizedRateSigmas = 3;
+
+// A decoded Bloom or counting table must give at most this multiple of
+// its stored rate at its stored capacity (the codecs' check that capacity,
+// rate and k agree with the table: a link claiming far more keys than its
+// table holds would never make its chain grow, and would fill until it
+// answers 1 for everything). The rate checked is the classic one of the
+// table's slots (ClassicBloomFpr), a lower bound of every layout's model,
+// at the cost of one pow per decode. Not 1: a folded link
+// (BloomFilter::Fold) keeps the target spec's per-shard headroom,
+// relatively larger than its source's (up to ~1.3x the rate at 1e6 keys
+// per shard folded 64x), and tables sized by an earlier model must keep
+// loading. Twice the keys multiply a table's rate by ~1.5^k (11x at
+// k = 6), so a claim above ~1.3x the keys it holds fails.
+inline constexpr double kDecodedRateSlack = 2;
+
+// BlockedFpr plus kRealizedRateSigmas standard deviations of the rate one
+// key set realizes (above).
+double BlockedFprBound(uint64_t blocks, uint32_t slots_per_block, uint64_t n,
+                       uint32_t k);
+
 struct BlockedSizing {
   uint64_t blocks = 0;      // number of 64-byte blocks
   uint32_t k = 0;           // slots set per key
-  double expected_fpr = 0;  // BlockedFpr at capacity, <= the target
+  double expected_fpr = 0;  // the mean rate at capacity, below the target
 };
 
-// Smallest blocked layout whose expected FPR at n items is <= p. With
+// Smallest blocked layout whose rate bound (BlockedFprBound) at n items is
+// <= p. With
 // k == 0, chooses the k (1..32) that needs the fewest blocks; otherwise uses
 // the given k. Errors on bad parameters or when the result would exceed
 // max_bytes.
@@ -136,9 +186,14 @@ constexpr uint32_t BlockedBitsInWord(uint32_t k, uint32_t j) {
 // alternating sum keeps an absolute error below 1e-9 up to k = 32.
 double WordBlockedFpr(uint64_t blocks, uint64_t n, uint32_t k);
 
+// WordBlockedFpr plus kRealizedRateSigmas standard deviations of the rate
+// one key set realizes (above; Var g(J) from g(j) = sum_i c(i) mu(i)^j,
+// the block's rate given j keys).
+double WordBlockedFprBound(uint64_t blocks, uint64_t n, uint32_t k);
+
 // As BlockedBloomSizing, for the word-confined layout with 512-bit blocks:
-// the fewest blocks whose WordBlockedFpr at n is <= p (k == 0: the k among
-// the classic optimum +- 3 that needs the fewest).
+// the fewest blocks whose WordBlockedFprBound at n is <= p (k == 0: the k
+// among the classic optimum +- 3 that needs the fewest).
 Result<BlockedSizing> WordBlockedBloomSizing(uint64_t n, double p, uint32_t k,
                                              uint64_t max_bytes);
 
@@ -171,8 +226,11 @@ inline constexpr uint32_t kSplitBlockK = 8;
 
 // Expected FPR of `blocks` split blocks holding n items.
 double SplitBlockFpr(uint64_t blocks, uint64_t n);
+// SplitBlockFpr plus kRealizedRateSigmas standard deviations of the rate
+// one key set realizes (above).
+double SplitBlockFprBound(uint64_t blocks, uint64_t n);
 
-// The fewest 256-bit blocks whose SplitBlockFpr at n is <= p (k is 8).
+// The fewest 256-bit blocks whose SplitBlockFprBound at n is <= p (k is 8).
 // Errors on bad parameters or past max_bytes.
 Result<BlockedSizing> SplitBlockBloomSizing(uint64_t n, double p,
                                             uint64_t max_bytes);
@@ -190,12 +248,14 @@ double EstimateCardinality(uint64_t slots, uint64_t set, uint32_t k);
 // per slot; every key has two candidate buckets. A query for an absent key
 // compares its fingerprint with the 2b slots of its two buckets; at load
 // alpha (occupied / total slots) each slot is occupied with probability
-// alpha, so
-//   FPR(f, b, alpha) = 1 - (1 - 2^-f)^(2 b alpha)  ~  2 b alpha / 2^f.
-// (Fingerprint 0 means "empty" and is mapped to 1, so value 1 is twice as
-// likely as the others: this raises the rate by a factor (1 + 2^{1-f}),
-// 0.8% at f = 8, which the formula ignores.) Figures at b = 4:
-//   f =  8: 2.90% at alpha 0.94, 3.08% full;  8 / 0.94 =  8.5 bits/item
+// alpha, and an occupied slot matches the query's fingerprint with
+// probability s; fingerprint 0 means "empty" and is mapped to 1, so value
+// 1 is twice as likely as the others and s = sum_v P(v)^2 =
+// 2^-f (1 + 2^{1-f}), not 2^-f (0.8% more at f = 8: a table sized with
+// 2^-f at a solved load measured that much above its target). So
+//   FPR(f, b, alpha) = 1 - (1 - s)^(2 b alpha)  ~  2 b alpha / 2^f.
+// Figures at b = 4:
+//   f =  8: 2.92% at alpha 0.94, 3.11% full;  8 / 0.94 =  8.5 bits/item
 //   f = 12: 0.183% at alpha 0.94, 0.195% full; 12 / 0.94 = 12.8 bits/item
 //   f = 16: 0.0115% at alpha 0.94, 0.0122% full; 16 / 0.94 = 17.0 bits/item
 // The load a table reaches before an insert first fails (two choices,
@@ -209,7 +269,10 @@ double EstimateCardinality(uint64_t slots, uint64_t set, uint32_t k);
 
 inline constexpr uint32_t kCuckooMaxKicksLimit = 1u << 16;
 
-// 1 - (1 - 2^-f)^(2 b load). 0 when load <= 0.
+// s = 2^-f (1 + 2^{1-f}): the chance that an occupied slot matches a
+// query's fingerprint (above).
+double CuckooSlotMatch(uint32_t fingerprint_bits);
+// 1 - (1 - s)^(2 b load). 0 when load <= 0.
 double CuckooFpr(uint32_t fingerprint_bits, uint32_t bucket_size, double load);
 
 // Load at capacity that Create sizes for: 0.80 (b=2), 0.94 (b=4), 0.96

@@ -28,6 +28,8 @@ const char* StatusCodeName(StatusCode code) {
       return "Aborted";
     case StatusCode::kResourceExhausted:
       return "ResourceExhausted";
+    case StatusCode::kTooLarge:
+      return "TooLarge";
   }
   return "Unknown";
 }

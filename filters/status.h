@@ -29,7 +29,12 @@ enum class StatusCode : int {
   kWrongType = 8,           // a named filter exists but is of another type
   kBusy = 9,                // resource held elsewhere (lock, running migration)
   kAborted = 10,            // interrupted by the caller (e.g. SIGINT)
-  kResourceExhausted = 11,  // memory could not be allocated
+  kResourceExhausted = 11,  // memory cannot be had now: a memory budget
+                            // (engine/memory_budget.h) or the allocator
+                            // refused; it may fit once memory is freed
+  kTooLarge = 12,           // over a configured memory limit of one object
+                            // (a filter's FilterSpec::max_bytes): the
+                            // request never fits, whatever is freed
 };
 
 // Name of a code, e.g. "Corruption". Never null.
@@ -38,7 +43,7 @@ const char* StatusCodeName(StatusCode code);
 // One pointer: OK is null, an error owns its code and message. The OK
 // status every per-call path returns is so one store, its test one compare
 // and its destruction one predicted branch (a {code, std::string} status
-// was ~10 instructions on each of an add's several returns: issue 15).
+// costs ~10 instructions on each of an add's several returns).
 class [[nodiscard]] Status {
  public:
   Status() = default;  // OK
@@ -103,6 +108,9 @@ class [[nodiscard]] Status {
   }
   static Status ResourceExhausted(std::string m) {
     return {StatusCode::kResourceExhausted, std::move(m)};
+  }
+  static Status TooLarge(std::string m) {
+    return {StatusCode::kTooLarge, std::move(m)};
   }
 
   bool ok() const { return rep_ == nullptr; }

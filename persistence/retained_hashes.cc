@@ -10,6 +10,8 @@
 #include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
 
+#include <vector>
+
 #include "shardfilter/persistence/internal/hash_memtable.h"
 #include "shardfilter/persistence/internal/keys.h"
 #include "shardfilter/persistence/internal/rocks_status.h"
@@ -196,6 +198,30 @@ Status Store::Compact() {
                                  "compacting the store"));
   }
   return Status::OK();
+}
+
+Store::MemoryUsage Store::ApproximateMemoryUsage() const {
+  MemoryUsage m;
+  // A property RocksDB cannot compute leaves its figure 0.
+  (void)db_->GetAggregatedIntProperty("rocksdb.cur-size-all-mem-tables",
+                                      &m.memtables);
+  (void)db_->GetAggregatedIntProperty("rocksdb.block-cache-usage",
+                                      &m.block_cache);
+  (void)db_->GetAggregatedIntProperty("rocksdb.estimate-table-readers-mem",
+                                      &m.table_readers);
+  return m;
+}
+
+Status Store::FlushMemtables() {
+  if (read_only_) return Status::OK();  // a read-only store writes none
+  std::vector<rocksdb::ColumnFamilyHandle*> cfs;
+  for (rocksdb::ColumnFamilyHandle* cf :
+       {default_cf_, catalog_cf_, shards_cf_, journal_cf_,
+        hashes_cf_.load(std::memory_order_acquire)}) {
+    if (cf != nullptr) cfs.push_back(cf);
+  }
+  return FromRocks(db_->Flush(rocksdb::FlushOptions(), cfs),
+                   "flushing the store's memtables");
 }
 
 Status Store::SyncWal() {

@@ -206,12 +206,16 @@ Result<std::string> Store::LoadShardBlob(std::string_view name, uint32_t shard,
   std::string blob;
   blob.reserve(record.byte_length);
   std::string value;
+  // A shard's chunks are read once, at its load: caching them would only
+  // hold a second copy of the table in RocksDB's block cache.
+  rocksdb::ReadOptions once;
+  once.fill_cache = false;
   for (uint32_t chunk = 0; chunk < record.chunk_count; ++chunk) {
     std::string what = ShardWhat(name, shard) + " generation " +
                        std::to_string(record.generation) + " chunk " +
                        std::to_string(chunk);
     rocksdb::Status s =
-        db_->Get(rocksdb::ReadOptions(), shards_cf_,
+        db_->Get(once, shards_cf_,
                  ChunkKey(name, shard, record.generation, chunk), &value);
     if (s.IsNotFound()) {
       return Status::Corruption(what + ": missing (checkpoint has " +

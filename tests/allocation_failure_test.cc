@@ -1,8 +1,8 @@
 // Out of memory is ResourceExhausted for every filter type, from Create and
-// from Deserialize alike (issue 19: counting Deserialize said
-// InvalidArgument, as if the bytes were bad). Each case runs in a child
-// whose address space is capped just above what it already uses, so the
-// table cannot be allocated; the child reports the status code it got.
+// from Deserialize alike, never InvalidArgument (as if the bytes were bad).
+// Each case runs in a child whose address space is capped just above what it
+// already uses, so the table cannot be allocated; the child reports the
+// status code it got.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/wait.h>

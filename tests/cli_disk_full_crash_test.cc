@@ -1,10 +1,11 @@
-// Issue 13, case 6, on a real full disk: a 30 MB tmpfs (needs root to
-// mount; skipped otherwise). `add --durability journal --ack` until the
-// disk fills used to abort (exit 134: an assertion in RocksDB's own info-log
-// writer, reached from SstFileManagerImpl::ClearError). Now: exit 3 with
-// "the disk is full", every acknowledged key present, `checkpoint` and
-// `import` on the full disk exit 3 (not 134), and once the tmpfs grows the
-// store takes writes again.
+// A full disk never aborts the CLI, on a real full disk: a 30 MB tmpfs
+// (needs root to mount; skipped otherwise). `add --durability journal
+// --ack` until the disk fills exits 3 with "the disk is full", never 134
+// (RocksDB's own info-log writer asserts on a failed write, reached from
+// SstFileManagerImpl::ClearError: persistence/internal/info_log.h); every
+// acknowledged key is present, `checkpoint` and `import` on the full disk
+// exit 3 (not 134), and once the tmpfs grows the store takes writes
+// again.
 #include <gtest/gtest.h>
 #include <sys/mount.h>
 

@@ -1,5 +1,5 @@
-// The CLI's side of issue 14 (resource limits and honest counting): what
-// `add` reports for keys already present, copy bounds, the memory budget.
+// The CLI's side of resource limits and honest counting: what `add` reports
+// for keys already present, copy bounds, the memory budget.
 #include <gtest/gtest.h>
 #include <rocksdb/db.h>
 #include <sys/stat.h>

@@ -1,7 +1,7 @@
-// Issue 13, case 5: read-only commands beside a process that holds the
-// store for writing see one consistent state or get Busy naming the holder
-// (DESIGN.md invariant 7; docs/design.md "Readers beside a writer"). Every
-// CLI run happens in a forked child (tests/cli_child_util.h).
+// Read-only commands beside a process that holds the store for writing see
+// one consistent state or get Busy naming the holder (DESIGN.md invariant 7;
+// docs/design.md "Readers beside a writer"). Every CLI run happens in a
+// forked child (tests/cli_child_util.h).
 #include <gtest/gtest.h>
 
 #include <cinttypes>
@@ -86,7 +86,7 @@ TEST_F(ReadBesideWriterTest, WriterWaitsForTheReader) {
       << err;
 }
 
-// The issue's loop: a writer starts (its open recovers and rewrites files)
+// Opens that race: a writer starts (its open recovers and rewrites files)
 // while `exists` runs. Every answer is whole (exit 0, every key present) or
 // Busy (exit 3); never a 0 for a present key with exit 0, never IOError.
 TEST_F(ReadBesideWriterTest, RacingOpensNeverGiveAPartialState) {

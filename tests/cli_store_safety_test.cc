@@ -1,7 +1,7 @@
-// Issue 13, cases 1 and 2: a directory that holds a damaged store is
-// Corruption (exit 3) naming what is missing, never "no store", and no
-// command re-initialises it; a non-empty directory that is not a store is
-// refused and left as it was (DESIGN.md invariant 6).
+// A directory that holds a damaged store is Corruption (exit 3) naming what
+// is missing, never "no store", and no command re-initialises it; a
+// non-empty directory that is not a store is refused and left as it was
+// (DESIGN.md invariant 6).
 #include <gtest/gtest.h>
 
 #include <filesystem>

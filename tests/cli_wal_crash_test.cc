@@ -1,6 +1,6 @@
-// Issue 13, case 3: damage inside RocksDB's write-ahead log is detected,
-// never silently discarded; a torn tail (what a power loss leaves) still
-// opens, with a prefix of the acknowledged writes.
+// Damage inside RocksDB's write-ahead log is detected, never silently
+// discarded; a torn tail (what a power loss leaves) still opens, with a
+// prefix of the acknowledged writes.
 //
 // A child runs `add --ack` with keys only in the WAL (no checkpoint) and is
 // SIGKILLed after its last ack; then copies of the store are damaged: one

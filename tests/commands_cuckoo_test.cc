@@ -1,6 +1,8 @@
 // CF.* through the command layer: RedisBloom's replies and errors, the
 // bucket-size mapping, RESP3 forms.
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "commands_test_util.h"
 
@@ -43,6 +45,29 @@ TEST_F(CuckooCommandsTest, InsertAndInsertNx) {
             "-Unknown argument received\r\n");
   EXPECT_EQ(Run({"CF.INSERT", "d", "ITEMS"}),
             "-ERR wrong number of arguments for 'CF.INSERT' command\r\n");
+}
+
+// Growth that the server's --maxmemory refuses is an error element, never
+// -1, which says the filter is full (an error is never an answer); a
+// single add answers the same error.
+TEST_F(CuckooCommandsTest, GrowthRefusedByMaxmemoryIsAnErrorNotFull) {
+  memory_budget_ = std::make_shared<MemoryBudget>(uint64_t{64} << 20);
+  OpenStore();
+  ASSERT_EQ(Run({"CF.RESERVE", "c", "1000"}), "+OK\r\n");
+  memory_budget_->SetLimit(memory_budget_->total());  // no room to grow
+  std::vector<std::string> insert = {"CF.INSERT", "c", "ITEMS"};
+  for (int i = 0; i < 3000; ++i) insert.push_back("i" + std::to_string(i));
+  const std::string reply = Run(insert);
+  const std::string oom =
+      "-OOM command not allowed when used memory > 'maxmemory'.\r\n";
+  EXPECT_NE(reply.find(oom), std::string::npos) << reply.substr(0, 200);
+  EXPECT_EQ(reply.find(":-1\r\n"), std::string::npos);
+  std::string last;
+  for (int i = 0; i < 3000 && last != oom; ++i) {
+    last = Run({"CF.ADD", "c", "a" + std::to_string(i)});
+  }
+  EXPECT_EQ(last, oom);
+  EXPECT_EQ(Run({"CF.EXISTS", "c", "i0"}), ":1\r\n");
 }
 
 TEST_F(CuckooCommandsTest, Resp3Forms) {

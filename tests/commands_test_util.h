@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "shardfilter/engine/memory_budget.h"
 #include "store_test_util.h"
 #include "tools/commands/command_stats.h"
 #include "tools/commands/command_table.h"
@@ -62,6 +63,7 @@ class CommandsFixture : public ::testing::Test {
     db_.reset();
     DatabaseOptions o;
     o.path = dir_.db();
+    o.memory_budget = memory_budget_;  // null: MemoryBudget::Default()
     auto db = Database::Open(o);
     ASSERT_TRUE(db.ok()) << db.status().ToString();
     db_ = std::move(db).value();
@@ -82,6 +84,7 @@ class CommandsFixture : public ::testing::Test {
 
   TempDir dir_;
   server::DbKeyspaceOptions ks_options_;
+  std::shared_ptr<MemoryBudget> memory_budget_;  // set before OpenStore
   std::unique_ptr<Database> db_;
   std::unique_ptr<server::DbKeyspace> keyspace_;
   FakeHost host_;

@@ -68,7 +68,7 @@ Status OpenDamaged(const Case& c, size_t pick) {
     }
   }
   // The store opens; the damaged filter is unavailable with the reason
-  // (issue 13 case 10: one bad filter does not take the store down).
+  // (one bad filter does not take the store down: DESIGN.md invariant 6).
   auto db = Database::Open(Options(dir.db()));
   Status s = db.ok() ? (*db)->Get("f").status() : db.status();
   if (db.ok()) {
@@ -240,9 +240,9 @@ TEST(CorruptionVerifyTest, VerifyListsDamageThatOpenDoesNotRead) {
   EXPECT_GT(report->journal_entries, 0u);
 }
 
-// Issue 13 case 10: filters load on first use. Open reads the catalog
-// only; a damaged filter is found when it is used (or by Unavailable()),
-// and the others are never held back by it.
+// Filters load on first use. Open reads the catalog only; a damaged filter
+// is found when it is used (or by Unavailable()), and the others are never
+// held back by it.
 TEST(LazyLoadTest, OpenLoadsNothingAndDamageStaysWithItsFilter) {
   TempDir dir;
   BuildStore(dir.db());  // "f", damaged below

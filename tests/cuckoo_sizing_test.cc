@@ -10,12 +10,16 @@ namespace shardfilter {
 namespace {
 
 TEST(CuckooSizingTest, FprFormula) {
-  // 1 - (1 - 2^-f)^(2 b load) ~ 2 b load / 2^f.
-  EXPECT_NEAR(CuckooFpr(12, 4, 0.95), 0.001854, 1e-6);
-  EXPECT_NEAR(CuckooFpr(12, 4, 0.94), 0.001834, 1e-6);
-  EXPECT_NEAR(CuckooFpr(8, 4, 0.94), 0.029004, 1e-6);
+  // 1 - (1 - s)^(2 b load) ~ 2 b load / 2^f, s = 2^-f (1 + 2^(1-f)): the
+  // chance that a slot's fingerprint matches, fingerprint 1 (0 mapped to
+  // it) being twice as likely as the others.
+  EXPECT_EQ(CuckooSlotMatch(8), (1.0 / 256) * (1 + 1.0 / 128));
+  EXPECT_NEAR(CuckooFpr(12, 4, 0.95), 0.001855, 1e-6);
+  EXPECT_NEAR(CuckooFpr(12, 4, 0.94), 0.001835, 1e-6);
+  EXPECT_NEAR(CuckooFpr(8, 4, 0.94), 0.029227, 1e-6);
   EXPECT_NEAR(CuckooFpr(16, 4, 0.94), 1.1474e-4, 1e-8);
-  EXPECT_NEAR(CuckooFpr(12, 4, 1.0), 1 - std::pow(1 - 1.0 / 4096, 8), 1e-15);
+  EXPECT_NEAR(CuckooFpr(12, 4, 1.0),
+              1 - std::pow(1 - (1.0 / 4096) * (1 + 1.0 / 2048), 8), 1e-15);
   EXPECT_EQ(CuckooFpr(12, 4, 0.0), 0.0);
 }
 
@@ -46,11 +50,12 @@ TEST(CuckooSizingTest, ChoosesTheCheapestWidth) {
 }
 
 TEST(CuckooSizingTest, NarrowExplicitWidthLowersTheLoad) {
-  // 8 bits at 1% with b = 4: load = ln(0.99) / (8 ln(255/256)) = 0.3210.
+  // 8 bits at 1% with b = 4: load = ln(0.99) / (8 ln(1 - s)) = 0.3185,
+  // s = CuckooSlotMatch(8).
   auto s = CuckooFilterSizing(1'000'000, 0.01, 8, 4, kDefaultMaxFilterBytes);
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(s->fingerprint_bits, 8u);
-  EXPECT_NEAR(s->load_at_capacity, 0.3210, 1e-3);
+  EXPECT_NEAR(s->load_at_capacity, 0.3185, 1e-3);
   EXPECT_LE(s->expected_fpr, 0.01);
   EXPECT_GT(s->expected_fpr, 0.0099);
 }

@@ -1,9 +1,9 @@
-// Issue 13, case 4: the dedup journal (persistence/log/dedup_log.h) tells
-// a torn record from a damaged one by its commit word: a flipped bit in the
-// last record (zeros after it) is Corruption, not a torn tail; a kill at any
-// point of an Append reads as no record or the whole one; a deleted journal
-// file is noticed (the set's journal marker); version-1 files still read
-// with their old rule.
+// The dedup journal (persistence/log/dedup_log.h) tells a torn record
+// from a damaged one by its commit word: a flipped bit in the last record
+// (zeros after it) is Corruption, not a torn tail; a kill at any point of an
+// Append reads as no record or the whole one; a deleted journal file is
+// noticed (the set's journal marker); version-1 files still read with their
+// old rule.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>

@@ -1,9 +1,9 @@
-// Issue 13, case 9: Drop races writers. Drop used to commit its delete and
-// only then detach the filter (taking each shard lock without the S5
-// writer-preference guard): mutations in between were acknowledged on a
-// filter that was gone and left journal entries behind it (orphans), and
-// steady writers could starve the detach while it held the catalog mutex.
-// Now no mutation is acknowledged after the commit and none leaves a value.
+// Drop races writers: no mutation is acknowledged after Drop's commit and
+// none leaves a value behind it (a journal entry of a filter that is gone,
+// an orphan), and steady writers do not starve the detach while it holds
+// the catalog mutex (S5's writer preference). A Drop that commits its
+// delete before it detaches the filter leaves such entries; one whose
+// shard locks lack that preference may never return.
 #include <gtest/gtest.h>
 
 #include <atomic>

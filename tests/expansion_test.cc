@@ -76,10 +76,9 @@ TEST(ExpansionRuleTest, ExpansionIsValidated) {
   EXPECT_TRUE((*f)->spec().scalable);
 }
 
-// The growth test of the issue: a scalable filter grown 64x past its
-// initial capacity; at every doubling, every key added is present and the
-// FPR measured over 2e5 never-added hashes is at most the target plus four
-// standard errors.
+// Growth: a scalable filter grown 64x past its initial capacity; at every
+// doubling, every key added is present and the FPR measured over 2e5
+// never-added hashes is at most the target plus four standard errors.
 TEST_P(ExpansionTest, GrowsSixtyFourTimesWithTheFprUnderTarget) {
   constexpr uint64_t kInitial = 4096, kQueries = 200'000;
   auto f = ShardedFilter::Create(Scalable(GetParam(), kInitial, 2));

@@ -1,4 +1,5 @@
-// A fault-injecting rocksdb::FileSystem for tests (issue 13, case 6):
+// A fault-injecting rocksdb::FileSystem for tests (full and failing disks,
+// power loss):
 //  * a write budget: once `budget` more bytes were appended (all files),
 //    every Append (and Sync) fails with ENOSPC (IOStatus::NoSpace) or EIO;
 //    Heal() lifts it, as freeing disk space would;

@@ -1,9 +1,9 @@
-// Issue 13, case 6: a full disk (ENOSPC) or a failing one (EIO) at any point
-// never loses an acknowledged op, never aborts the process, and the store
-// opens and works again once the fault is gone; a simulated power loss
-// (tests/fault_fs.h drops every byte not synced) keeps every acknowledged
-// op in durability sync, and a prefix of the ops after the last sync in
-// durability journal (DESIGN.md invariant 4).
+// A full disk (ENOSPC) or a failing one (EIO) at any point never loses an
+// acknowledged op, never aborts the process, and the store opens and works
+// again once the fault is gone; a simulated power loss (tests/fault_fs.h
+// drops every byte not synced) keeps every acknowledged op in durability
+// sync, and a prefix of the ops after the last sync in durability journal
+// (DESIGN.md invariant 4).
 #include <gtest/gtest.h>
 
 #include <chrono>

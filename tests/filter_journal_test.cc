@@ -1,7 +1,7 @@
 // The filters' memory-mapped journal (persistence/log/format.h,
 // engine/internal/filter_log.h): record format, damage vs torn tail by boot
-// id (issue 13 case 3), replay in seq order up to the first gap (case 7),
-// no undo after a failed sync (case 8), segment rotation and retirement,
+// id, replay in seq order up to the first gap (L2), no undo after a failed
+// sync (L4), segment rotation and retirement,
 // the old RocksDB journal family still replayed, and a simulated power loss
 // under durability sync.
 //
@@ -414,7 +414,7 @@ TEST(FilterJournalTest, LargeFilterMapsSegmentsSizedByItsTable) {
             uint64_t{2} << 20);
 }
 
-// Issue 13 case 3 for this journal: a flipped bit with records after it is
+// Damage, not a torn tail: a flipped bit with records after it is
 // Corruption at open, and verify lists it.
 TEST(FilterJournalTest, FlippedBitMidJournalIsCorruption) {
   TempDir dir;

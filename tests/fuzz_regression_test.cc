@@ -5,8 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
+#include "fuzz/fuzz_fixup.h"
+#include "shardfilter/engine/export.h"
 #include "shardfilter/engine/sharded_filter.h"
 #include "shardfilter/persistence/internal/values.h"
 #include "store_test_util.h"
@@ -94,11 +97,64 @@ TEST(FuzzRegressionTest, HugeCapacityUnderATinyMemoryLimitIsRefusedAtOnce) {
       spec.shards = 1;
       spec.max_bytes = 64;
       auto f = ShardedFilter::Create(spec);
-      EXPECT_TRUE(f.status().IsInvalidArgument())
+      // Bloom and counting tables that large cannot exist (2^32 blocks);
+      // a cuckoo table can, and only the limit refuses it.
+      EXPECT_EQ(f.status().code(), type == FilterType::kCuckoo
+                                       ? StatusCode::kTooLarge
+                                       : StatusCode::kInvalidArgument)
           << static_cast<int>(type) << " " << capacity << ": "
           << f.status().ToString();
     }
   }
+}
+
+// A dump (BF.SCANDUMP / LOADCHUNK, module DUMP / RESTORE, `export-filter` /
+// `import-filter`: the one export format) whose link claims capacity 2^60,
+// checksums recomputed, was accepted: the chain never grew (its fill never
+// reached that capacity) and the table, filled past what it was sized for,
+// answered 1 for everything. The forged export is in the export_fuzz seeds
+// (tests/fuzz/corpus/export_fuzz/regression-link-capacity-2p60).
+std::string ExportWithLinkCapacity(uint64_t capacity) {
+  FilterSpec spec;
+  spec.type = FilterType::kBloom;
+  spec.capacity = 1000;
+  spec.fpp = 0.01;
+  spec.shards = 1;
+  auto f = ShardedFilter::Create(spec);
+  EXPECT_TRUE(f.ok());
+  for (int i = 0; i < 500; ++i) EXPECT_TRUE((*f)->Add(std::to_string(i)).ok());
+  std::string bytes = ExportShardedFilter(**f);
+  // The one link's envelope ("SFLT"); capacity at params offset 12.
+  const size_t link = bytes.find("SFLT");
+  EXPECT_NE(link, std::string::npos);
+  for (int i = 0; i < 8; ++i) {
+    bytes[link + 20 + 12 + i] = static_cast<char>(capacity >> (8 * i));
+  }
+  fuzz::FixExport(&bytes);
+  return bytes;
+}
+
+TEST(FuzzRegressionTest, ExportedLinkClaimingCapacity2p60IsCorruption) {
+  // Unforged (the link's own capacity): loads.
+  const std::string good = ExportWithLinkCapacity(1000);
+  ASSERT_TRUE(LoadExportedFilter(good).ok());
+  const std::string forged = ExportWithLinkCapacity(uint64_t{1} << 60);
+  auto loaded = LoadExportedFilter(forged);
+  ASSERT_FALSE(loaded.ok())
+      << "accepted: " << (*loaded)->shard_links(0) << " link(s) of capacity "
+      << (*loaded)->shard_filter(0).capacity();
+  std::printf("%s\n", loaded.status().ToString().c_str());
+  EXPECT_TRUE(loaded.status().IsCorruption()) << loaded.status().ToString();
+  EXPECT_NE(loaded.status().message().find("capacity"), std::string::npos)
+      << loaded.status().ToString();
+  // import-filter: refused, and nothing is created.
+  TempDir dir;
+  auto db = testing::MustOpen(testing::Options(dir.db()));
+  ASSERT_NE(db, nullptr);
+  Status s = ImportFilter(*db, "f", forged, Durability::kNone);
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_TRUE(db->Get("f").status().IsNotFound());
+  SF_ASSERT_OK(db->Close());
 }
 
 }  // namespace

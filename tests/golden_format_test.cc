@@ -30,11 +30,11 @@
 namespace shardfilter {
 namespace {
 
-// The items a filter reports. The golden data was written when a Bloom add
-// that set no new bit still counted as an item; now it is "already
-// present" (issue 14), so a Bloom filter recovered or imported from those
-// bytes may count the few false-positive adds of its journal replay once
-// less. Counting and cuckoo counts are exact.
+// The items a filter reports. The golden data was written by a build that
+// counted a Bloom add that set no new bit as an item; such an add is
+// "already present" and counts nothing, so a Bloom filter recovered or
+// imported from those bytes may count the few false-positive adds of its
+// journal replay once less. Counting and cuckoo counts are exact.
 void ExpectItems(const ShardedFilter& f, uint64_t recorded) {
   const uint64_t items = f.Stats().total.items;
   if (f.type() == FilterType::kBloom) {

@@ -1,5 +1,5 @@
-// Crash recovery under kill -9 with several writers per shard (issue 13
-// case 7), for every filter type, durability journal and sync.
+// Crash recovery under kill -9 with several writers per shard, for every
+// filter type, durability journal and sync.
 //
 // A writer child runs 4 threads on a filter of 1 or 2 shards; every thread
 // adds and removes keys of one shared universe (so ops of different threads
@@ -13,9 +13,9 @@
 //     removes exactly (counting, cuckoo; Bloom: present if ever added), so
 //     no acknowledged op is lost and none is applied twice;
 //   - a key with ops in flight: between the two sides of those ops.
-// Before the fix (seq taken under order_mu, journal written after it),
-// seq n+1 could be journalled and acknowledged before n, and replay applied
-// it without n.
+// It fails when an op can be acknowledged before a lower seq of its shard
+// is journalled (engine/internal/filter_log.h L2): replay would apply seq
+// n+1 without n.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>

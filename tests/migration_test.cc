@@ -286,10 +286,10 @@ TEST(Migration, DropAfterMigrationReachesTheNewFilter) {
   EXPECT_EQ(p->items_done, 0u);
 }
 
-// Issue 14: retained hashes whose count fell to 0 were never removed, so
-// under churn (add, remove, add other keys...) the family grew without
-// bound. A compaction now removes them (retained_hashes.cc R1) and the
-// multiset read back is unchanged: the keys still held migrate whole.
+// Retained hashes whose count fell to 0 are removed by a compaction
+// (retained_hashes.cc R1), so that under churn (add, remove, add other
+// keys...) the family stays bounded, and the multiset read back is
+// unchanged: the keys still held migrate whole.
 TEST(RetainedHashGc, CountsOfZeroAreCollectedAndTheRestSurvive) {
   for (FilterType type : {FilterType::kCountingBloom, FilterType::kCuckoo}) {
     TempDir dir;

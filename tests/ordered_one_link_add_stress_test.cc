@@ -247,7 +247,7 @@ TEST_P(OrderedOneLinkAddTest, ExclusiveLockHoldsOffTheOneLinkAdd) {
   };
   auto look = [&](uint32_t i) {
     internal::Shard& s = ShardedFilterAccess::shard(*f, i);
-    return Seen{s.fill[0].load(std::memory_order_relaxed),
+    return Seen{s.fill(0).load(std::memory_order_relaxed),
                 s.last_seq.load(std::memory_order_relaxed),
                 f->shard_filter(i).Counts().items};
   };

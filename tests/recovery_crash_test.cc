@@ -15,8 +15,13 @@
 // The key universe is small (kKeys) and the filter large, so a false
 // positive touching these keys' counts is far below 1e-6 per run. The
 // "growing" variants start the filter at capacity 16 (4 shards), so its
-// chains grow while the writer runs and kills land mid-growth; their rate
-// (1e-7, compound) keeps false positives as rare.
+// chains grow while the writer runs and kills land mid-growth. A growing
+// Bloom or counting filter's rate (1e-7, compound) keeps false positives as
+// rare. A cuckoo chain cannot promise that (it ends where a link would need
+// fingerprints wider than 16 bits, filter_factory.h), so the growing cuckoo
+// filter uses 16-bit fingerprints at 1e-2 and the keys are chosen with
+// pairwise distinct fingerprints: a key's count then never includes
+// another key's copies, whatever the links' sizes.
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
@@ -28,9 +33,12 @@
 #include <map>
 #include <random>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "crash_child_util.h"
 #include "shardfilter/engine/database.h"
+#include "shardfilter/filters/hash.h"
 #include "store_test_util.h"
 
 namespace shardfilter {
@@ -46,7 +54,26 @@ using testing::TempDir;
 constexpr int kKeys = 200;
 constexpr int kIterationsPerType = 16;  // x 3 types = 48 kills per mode
 
-std::string KeyName(int k) { return "key-" + std::to_string(k); }
+// kKeys names whose 16-bit cuckoo fingerprints (CuckooFilter::Locate:
+// the hash's low 16 bits, 0 read as 1) are pairwise distinct.
+const std::vector<std::string>& KeyNames() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    std::vector<bool> taken(1 << 16);
+    for (int i = 0; static_cast<int>(out.size()) < kKeys; ++i) {
+      std::string name = "key-" + std::to_string(i);
+      uint32_t fp = HashKey(name, kDefaultSeed) & 0xFFFF;
+      fp += fp == 0;
+      if (taken[fp]) continue;
+      taken[fp] = true;
+      out.push_back(std::move(name));
+    }
+    return out;
+  }();
+  return names;
+}
+
+const std::string& KeyName(int k) { return KeyNames()[k]; }
 
 // Cuckoo holds at most 2b copies per key; counting counters saturate at 15.
 int MaxCount(FilterType t) { return t == FilterType::kBloom ? 1 : 4; }
@@ -72,6 +99,10 @@ DatabaseOptions StoreOptions(const std::string& path) {
   if (!f.ok()) {
     FilterSpec spec = Spec(type, grow ? 16 : 200'000, 4, durability);
     spec.fpp = grow ? 1e-7 : 0.001;
+    if (grow && type == FilterType::kCuckoo) {
+      spec.fpp = 1e-2;
+      spec.fingerprint_bits = 16;
+    }
     f = (*db)->Create("f", spec);
     if (!f.ok()) fail(f.status());
   }

@@ -1,8 +1,8 @@
-// Resource limits and honest counting (issue 14): repeated keys never use
-// capacity or grow a filter, copies are bounded, memory stays within the
-// engine's budget.
+// Resource limits and honest counting: repeated keys never use capacity or
+// grow a filter, copies are bounded, memory stays within the engine's
+// budget.
 //
-// Over 400 lines: one case per limit the issue named, sharing its fixtures.
+// Over 400 lines: one case per limit, sharing their fixtures.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -428,8 +428,8 @@ TEST(MigratedHandleTest, ReplaceRefusesLaterWritesOfEveryDurability) {
   }
 }
 
-// Case 6: ReplaceFilter installed a filter derived before later writes,
-// silently dropping them. Now it is refused and nothing changes.
+// Case 6: ReplaceFilter refuses a filter derived before later writes (it
+// would drop them silently), and nothing changes.
 TEST(MigratedHandleTest, ReplaceRefusesAFilterDerivedBeforeLaterWrites) {
   testing::TempDir dir;
   DatabaseOptions o;

@@ -2,8 +2,9 @@
 // more threads than there are owned stripes (so some threads take the
 // shared one) are all counted; reads during the adds never exceed the
 // total and never go back; a stripe given back by an ending thread keeps
-// its count for the next owner; and a Bloom filter's `items`, bumped
-// through them by every add that set a new bit, stays exact (TSan in CI).
+// its count for the next owner; an OptionalStripedCount is exact striped
+// or not; and a Bloom filter's `items`, bumped through them by every add
+// that set a new bit, stays exact, large or small (TSan in CI).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -135,9 +136,44 @@ TEST(ThreadStripeStressTest, StripesOutliveTheirThreadsAndAreReused) {
   EXPECT_EQ(ClaimedCounterStripes(), before);
 }
 
-TEST(ThreadStripeStressTest, BloomItemsExactUnderManyWriters) {
+// OptionalStripedCount, striped or one word: the owners' plain stores,
+// the unowned threads' and AddShared's locked adds all count, from more
+// threads than owned stripes.
+TEST(ThreadStripeStressTest, OptionalStripedCountIsExactEitherWay) {
+  for (const bool striped : {true, false}) {
+    OptionalStripedCount c(striped);
+    EXPECT_EQ(c.striped(), striped);
+    constexpr int kThreads = kOwnedStripes + 4, kAdds = 20000;
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < kAdds; ++i) {
+          if ((i + t) % 5 == 0) {
+            c.AddShared(3);
+          } else {
+            c.Add(1);
+          }
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    uint64_t want = 0;
+    for (int t = 0; t < kThreads; ++t) {
+      for (int i = 0; i < kAdds; ++i) want += (i + t) % 5 == 0 ? 3 : 1;
+    }
+    EXPECT_EQ(c.Load(), want) << "striped " << striped;
+    c.Reset(7);
+    EXPECT_EQ(c.Load(), 7u);
+  }
+}
+
+// A Bloom filter's items, striped (a large table) or one word (a small
+// one, BloomFilter::kStripedItemsMinBytes).
+class BloomItemsTest : public ::testing::TestWithParam<uint64_t> {};
+
+TEST_P(BloomItemsTest, ExactUnderManyWriters) {
   BloomOptions o;
-  o.capacity = 400000;
+  o.capacity = GetParam();
   o.fpp = 0.001;
   auto r = BloomFilter::Create(o);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -159,6 +195,9 @@ TEST(ThreadStripeStressTest, BloomItemsExactUnderManyWriters) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(f.Stats().items, new_bits.load());
 }
+
+INSTANTIATE_TEST_SUITE_P(LargeAndSmall, BloomItemsTest,
+                         ::testing::Values(uint64_t{400000}, uint64_t{500}));
 
 }  // namespace
 }  // namespace shardfilter::internal

@@ -35,7 +35,8 @@ enum ExitCode : int {
   // The store or filter said no: unknown filter (NotFound), AlreadyExists,
   // WrongType, NotSupported (e.g. remove on a Bloom filter, or a store
   // format from the future), Corruption, IOError, Busy (store locked),
-  // ResourceExhausted (over the memory budget: --memory-budget).
+  // ResourceExhausted (over the memory budget: --memory-budget), TooLarge
+  // (over a filter's own memory limit).
   kExitError = 3,
   // Interrupted by SIGINT (`import`): the work done so far is kept and the
   // message says how to resume. 128 + SIGINT, as shells report it.

@@ -80,17 +80,26 @@ int RunImportFilter(CommandContext& ctx) {
   }
   Result<std::string> bytes = ReadWholeFile(path, ctx.in);
   if (!bytes.ok()) return ReportError(ctx.err, bytes.status());
+  // A foreign file is a bad input file, not a bad command line (exit 3),
+  // and is refused before the store is opened (or created). After this
+  // check the file's other faults are Corruption or NotSupported, so
+  // ImportFilter's InvalidArgument is the command line's (the name).
+  if (bytes->size() < sizeof kExportMagic ||
+      bytes->compare(0, sizeof kExportMagic, kExportMagic,
+                     sizeof kExportMagic) != 0) {
+    ctx.err << "shardfilter: " << EscapeBytes(path)
+            << ": not a shardfilter export (the file does not start with "
+               "\"SFEX\")\n";
+    return kExitError;
+  }
   auto db = OpenStore(ctx, OpenMode::kWriteOrCreate);
   if (!db.ok()) return ReportError(ctx.err, db.status());
   Status s = ImportFilter(**db, name, *bytes, durability);
   if (!s.ok()) {
-    // A foreign file is a bad input file, not a bad command line: exit 3.
     ctx.err << "shardfilter: " << EscapeBytes(path) << ": " << s.ToString()
             << "\n";
-    const bool usage =
-        s.IsInvalidArgument() &&
-        s.message().find("not a shardfilter export") == std::string::npos;
-    return CloseStore(**db, ctx.err, usage ? kExitUsage : kExitError);
+    return CloseStore(**db, ctx.err,
+                      s.IsInvalidArgument() ? kExitUsage : kExitError);
   }
   auto f = (*db)->Get(name);
   if (f.ok()) {

@@ -3,7 +3,7 @@
 // shard without Shard (engine/internal/shard.h), which the public header cannot
 // see: one ShardFastPath entry per shard, in an array of its own, and the
 // shard's first cache line (ShardHead: its lock, sequence, dirty flag and
-// fills), which Shard derives from.
+// link 0's fill), which Shard derives from.
 //
 // Installed (engine/sharded_filter.h includes it), not API: names here may
 // change in any release.
@@ -51,7 +51,9 @@ class Filter;
 namespace shardfilter::internal {
 
 // Most links a shard's chain may have; an add that would need one more
-// reports Full. With expansion 2 the last link holds 2^31 x the first.
+// reports Full. With expansion 2 the last link holds 2^31 x the first, with
+// expansion 1 (Bloom, counting: doubling from link 8) 2^24 x. For a cuckoo
+// filter it is RedisBloom's cf-max-expansions (32 sub-filters).
 inline constexpr uint32_t kMaxLinks = 32;
 // Copies of one key a counting chain keeps (MaxOwnCopies below): where its
 // 4-bit counters saturate (a copy past it would not be counted anyway).
@@ -61,17 +63,16 @@ inline constexpr uint32_t kMaxCountingCopies = 15;
 // CAS per add.
 inline constexpr uint32_t kFillFlush = 64;
 
-// A shard's first cache line: what every mutation writes (the lock word,
-// the order lock, the sequence, the dirty flag and the first links' fill),
+// A shard's first cache line: what every mutation writes (the lock word, the
+// order lock, the sequence, the dirty flag and link 0's fill),
 // shared by the fields so that an add writes one line of the shard's. Two
 // threads adding to one filter spread over all its shards, so a shard's
-// written lines were last written by the other core about half the time,
-// and each such line is a transfer between cores (three lines per add
-// before). A Bloom add far from the capacity writes none of it (but the
-// dirty flag once after each checkpoint), only its thread's own unflushed
-// line (S9) and reader slot (ShardMutex). The invariants these fields keep
-// (S2, S3, S7, S8, S9) are Shard's (engine/internal/shard.h), which
-// derives from this.
+// written lines were last written by the other core about half the time, and
+// each such line is a transfer between cores. A Bloom add far from the
+// capacity writes none of it (but the dirty flag once after each
+// checkpoint), only its thread's own unflushed line (S9) and reader slot
+// (ShardMutex). The invariants these fields keep (S2, S3, S7, S8, S9) are
+// Shard's (engine/internal/shard.h), which derives from this.
 struct alignas(64) ShardHead {
   ShardMutex mu;        // S2, S4, S5
   ShortMutex order_mu;  // S3 (shard_mutex.h)
@@ -92,8 +93,8 @@ struct alignas(64) ShardHead {
   // add that set a new bit keeps its unit, S8), which
   // ShardedFilterAccess::Mutations counts for Bloom filters. That is one
   // locked instruction fewer per add: at DRAM sizes each one waits for the
-  // table's miss or holds up the next add's (issue 15; docs/performance.md,
-  // session 23).
+  // table's miss or holds up the next add's (docs/performance.md, "The
+  // filters, one at a time and batched").
   std::atomic<uint64_t> last_seq{0};
   // The fill below which the fast paths add to link 0 of a one-link chain
   // (Q1), written before the release store of `table` or `link` that
@@ -107,17 +108,19 @@ struct alignas(64) ShardHead {
   // through ShardFastAdd's stripe path since it last added them to fill[0]
   // (every kFillFlush). Written by that owner only, under `mu` shared; read
   // by anyone (relaxed: the lock orders what must be exact). A line per
-  // stripe: on one line, two threads adding to one shard passed it between
-  // their cores on every add. Allocated (kOwnedStripes lines, 1 KiB) with
-  // the fast path of a one-link split-block Bloom shard whose limit is
-  // above 0, before the shard is shared (Q1), and constant afterwards;
-  // null for every other shard (the stripe path never runs there), so that
-  // many small filters do not pay a KiB a shard.
+  // stripe: on one line, two threads adding to one shard would pass it
+  // between their cores on every add. Allocated (kOwnedStripes lines, 1 KiB)
+  // with the fast path of a one-link split-block Bloom shard whose limit is
+  // above 0, before the shard is shared (Q1), and constant afterwards; null
+  // for every other shard (the stripe path never runs there), so that many
+  // small filters do not pay a KiB a shard.
   struct alignas(64) UnflushedLine {
     std::atomic<uint32_t> n{0};
   };
   std::unique_ptr<UnflushedLine[]> unflushed;
-  std::atomic<uint64_t> fill[kMaxLinks];  // S7 (zero: C++20)
+  // fill[0], link 0's fill (S7). The later links' are in the shard's link
+  // tail (Shard::fill, engine/internal/shard.h), allocated when it grows.
+  std::atomic<uint64_t> link0_fill{0};
 
   // Adds of link 0 not yet in fill[0] (S9).
   uint64_t UnflushedAdds() const {
@@ -129,20 +132,19 @@ struct alignas(64) ShardHead {
     }
     return n;
   }
-  // The adds link i holds (S7, S8): fill[i], and for link 0 the adds not
-  // yet flushed into it. Exact under `mu` exclusive; otherwise a figure.
-  uint64_t Fill(uint32_t i) const {
-    const uint64_t f = fill[i].load(std::memory_order_relaxed);
-    return i == 0 ? f + UnflushedAdds() : f;
+  // The adds link 0 holds (S7, S8, S9): fill[0] and the adds not yet
+  // flushed into it. Exact under `mu` exclusive; otherwise a figure.
+  uint64_t Link0Fill() const {
+    return link0_fill.load(std::memory_order_relaxed) + UnflushedAdds();
   }
 
   // Takes the next sequence of a counting or cuckoo shard: last_seq + 1.
   // Every taker of an ordered shard's sequence holds its order_mu (S3),
   // so a load and a store suffice, no locked RMW (Bloom adds, which race
   // without it, keep fetch_add). At 5e7 items one locked instruction less
-  // per add took the counting handle add from 10.1 to 12.5M adds/s
-  // (sharded_bench BM_OneAdd, 1 shard, medians of 5 interleaved, session
-  // 22). REQUIRES: order_mu held.
+  // per add gives the counting handle add about a quarter more adds/s
+  // (sharded_bench BM_OneAdd, 1 shard, medians of 5 interleaved).
+  // REQUIRES: order_mu held.
   uint64_t TakeOrderedSeq() {
     const uint64_t seq = last_seq.load(std::memory_order_relaxed) + 1;
     last_seq.store(seq, std::memory_order_relaxed);
@@ -152,6 +154,7 @@ struct alignas(64) ShardHead {
 static_assert(sizeof(ShardMutex) + sizeof(ShortMutex) + 4 + 8 + 8 + 8 + 8 <= 64,
               "the lock, sequence, dirty flag, add limit, unflushed lines "
               "and link 0's fill share the shard's first line");
+static_assert(sizeof(ShardHead) == 64, "the head is one line");
 
 // A line each (the inline paths index the array with one shift).
 struct alignas(64) ShardFastPath {
@@ -170,10 +173,10 @@ struct alignas(64) ShardFastPath {
   // link, of k <= 8, where CountingBloomFilter::kTableQuery (set and
   // cleared with `link`). The handle's query runs the filter's kernel on
   // them (CountingBloomFilter::MayContainInTable) from this entry alone:
-  // through `link` it loaded the link, its type, k, table and block count
-  // first, ten instructions more a query, and at 5e7 items one-at-a-time
-  // queries overlap fewer misses the more instructions each takes
-  // (docs/performance.md, session 29).
+  // through `link` it would load the link, its type, k, table and block
+  // count first, ten instructions more a query, and at 5e7 items
+  // one-at-a-time queries overlap fewer misses the more instructions each
+  // takes (docs/performance.md, "The filters, one at a time and batched").
   std::atomic<const std::atomic<uint64_t>*> counters{nullptr};
   // Link 0's lane multipliers and k, written before `counters`' release
   // store.
@@ -192,8 +195,8 @@ extern const ShardFastPath kNoFastPaths[kNoFastPathCount];
 // non-null) with more than kBloomReserveSlack of its capacity left in
 // fill[0]. There ChainAdd (engine/internal/shard_chain.h) would ask no
 // link before reserving (S8), and this does what it does, without its
-// call, loop and virtual calls (callgrind, handle_add_bloom_16: 247 -> 184
-// instructions; at DRAM sizes a loop of adds runs as fast as the CPU
+// call, loop and virtual calls (a quarter of the handle add's instructions,
+// callgrind; at DRAM sizes a loop of adds runs as fast as the CPU
 // overlaps consecutive adds' misses, and each instruction per add shrinks
 // that overlap): the bits set, and a new key's add counted (S7, S8; an
 // add that set no new bit is kAlreadyPresent, *added false, and counts
@@ -209,14 +212,14 @@ extern const ShardFastPath kNoFastPaths[kNoFastPathCount];
 // more links, near the capacity, a CAS lost to another add): ChainAdd
 // decides then, counting the unflushed adds too.
 //
-// Measured (sharded_bench, native, medians of 7 alternating runs, session
-// 26), the unit CAS per add against S9's stripe count: BM_OneAdd, one
-// thread, 2^22 items: 1 shard 41.0 -> 45.0M adds/s, 16 shards 40.7 ->
-// 44.8 (the raw link 50-51); 5e7: within the noise (each add waits on
-// DRAM). BM_ConcurrentAdd, two threads into one handle at 5e7: 1 shard
-// 16.3 -> 58.5M adds/s (16.9 with the stripes' counts on one shared line:
-// hence a line each), 16 shards 27.8 -> 49.3. Callgrind: 13 instructions
-// more per add (the stripe's TLS and the count) for the locked CAS less.
+// Why S9's stripe count rather than a unit CAS per add (sharded_bench,
+// native, medians of 7 alternating runs): BM_OneAdd, one thread, 2^22
+// items, 1.10x the adds/s with 1 or 16 shards; 5e7: within the noise
+// (each add waits on DRAM). BM_ConcurrentAdd, two threads into one handle
+// at 5e7: 3.6x with 1 shard (1.04x with the stripes' counts on one shared
+// line: hence a line each), 1.8x with 16 shards. Callgrind: 13 plain
+// instructions more per add (the stripe's TLS and the count) for the
+// locked CAS less.
 // REQUIRES: as ChainAdd's (`mu` held shared, S2), for a Bloom filter (Q1
 // keeps `table` null for the other types, so asking is harmless: false).
 [[gnu::always_inline]] inline bool ShardFastAdd(const ShardFastPath& fast,
@@ -231,7 +234,7 @@ extern const ShardFastPath kNoFastPaths[kNoFastPathCount];
   // stripes' unflushed adds can be (fewer than kFillFlush each, one more in
   // flight; shard_chain.h checks), so link 0 holds fewer than its capacity
   // (S9).
-  uint64_t f = h.fill[0].load(std::memory_order_relaxed);
+  uint64_t f = h.link0_fill.load(std::memory_order_relaxed);
   if (f >= h.fast_add_limit) [[unlikely]] {
     return false;
   }
@@ -246,7 +249,7 @@ extern const ShardFastPath kNoFastPaths[kNoFastPathCount];
       if (n == kFillFlush) [[unlikely]] {
         // fill[0] first: a reader between the two counts these adds twice
         // (too full, never too empty).
-        h.fill[0].fetch_add(n, std::memory_order_relaxed);
+        h.link0_fill.fetch_add(n, std::memory_order_relaxed);
         u.store(0, std::memory_order_relaxed);
       } else {
         u.store(n, std::memory_order_relaxed);
@@ -254,13 +257,14 @@ extern const ShardFastPath kNoFastPaths[kNoFastPathCount];
     }
     return true;
   }
-  if (!h.fill[0].compare_exchange_strong(f, f + 1, std::memory_order_relaxed)) {
+  if (!h.link0_fill.compare_exchange_strong(f, f + 1,
+                                            std::memory_order_relaxed)) {
     return false;
   }
   *added = SplitAdd(block, static_cast<uint32_t>(hash));
   if (!*added) {
     // S8: our own unit (fill >= 1), so no CAS loop is needed to stay >= 0.
-    h.fill[0].fetch_sub(1, std::memory_order_relaxed);
+    h.link0_fill.fetch_sub(1, std::memory_order_relaxed);
   }
   return true;
 }
@@ -268,9 +272,10 @@ extern const ShardFastPath kNoFastPaths[kNoFastPathCount];
 // The most copies of one key a chain keeps (DESIGN.md invariant 8: copies
 // are bounded and never grow a filter), by the newest link's type. Cuckoo:
 // 2b - 1 for buckets of b slots, so a key's own copies never fill its
-// bucket pair and starve the displacement search (8 copies of a key in an
-// 8-slot pair made every later copy report Full and append a link twice as
-// large: 81 copies asked for 51 GB). Counting: kMaxCountingCopies.
+// bucket pair and starve the displacement search (with 8 copies of a key
+// in an 8-slot pair every later copy would report Full and append a link
+// twice as large: 81 copies would ask for 51 GB). Counting:
+// kMaxCountingCopies.
 inline uint32_t MaxOwnCopies(const CountingBloomFilter&) {
   return kMaxCountingCopies;
 }
@@ -281,14 +286,13 @@ static_assert(kMaxCountingCopies == kCounterMax,
               "a counting link's copy bound is where its counters saturate "
               "(SoleWriterAdd)");
 
-// The link's add of one more copy of the key, capped at MaxOwnCopies,
-// as its only writer (REQUIRES: the shard's order_mu held, S3): true when
-// added; false, with nothing changed, at the cap. A counting link's cap is
-// its counters' own saturation, so its add refuses when no counter could
-// grow (AddHashUnlessSaturatedSoleWriter), without the capped add's count
-// first (callgrind, portable, handle_add_counting_16: 225 -> 205
-// instructions); at 5e7 items one-at-a-time adds overlap more misses the
-// fewer each takes.
+// The link's add of one more copy of the key, capped at MaxOwnCopies, as its
+// only writer (REQUIRES: the shard's order_mu held, S3): true when added;
+// false, with nothing changed, at the cap. A counting link's cap is its
+// counters' own saturation, so its add refuses when no counter could grow
+// (AddHashUnlessSaturatedSoleWriter), without the capped add's count first
+// (a tenth of the counting handle add's instructions, callgrind); at 5e7
+// items one-at-a-time adds overlap more misses the fewer each takes.
 inline bool SoleWriterAdd(CountingBloomFilter& link, uint64_t hash,
                           std::atomic<uint64_t>* block) {
   return link.AddToBlockUnlessSaturatedSoleWriter(block, hash);
@@ -320,9 +324,8 @@ inline std::nullptr_t PrepareOrderedAdd(const CuckooFilter& link,
 // or cuckoo): one link with room. There ChainAdd counts no older link and
 // makes the link's capped add with the whole MaxOwnCopies (invariant 8);
 // this makes the same add without its call, loop and virtual calls, through
-// the link's inline capped add (callgrind, handle_add_counting_16: 421 ->
-// 332 instructions; 355 -> 277 since the handle's add runs it in the
-// caller's code, session 21; handle_add_cuckoo_16 485 -> 293, session 22).
+// the link's inline capped add (callgrind: a fifth of the counting handle
+// add's instructions, two fifths of the cuckoo one's).
 // The shard's order_mu (S3, REQUIRED) makes this the link's only writer, so
 // the link's add takes no stripe lock of its own (SoleWriterAdd:
 // a locked CAS and a store fewer), and holds the chain and its fill still:
@@ -336,11 +339,11 @@ inline std::nullptr_t PrepareOrderedAdd(const CuckooFilter& link,
 // slot or a layout without the inline add): ChainAdd decides and reports
 // then. REQUIRES: a shard of a LinkFilter filter (the spec's type),
 // order_mu held (with or without `mu` shared: S2, ExclusiveShardLock
-// takes order_mu too). Always inline: g++
-// -O3 -march=native (an AVX-512 build, whose capped counting add is
-// longer) made it a call, and the call's spills and vzeroupper took the
-// counting handle's add at 5e7 from 53 to 64 ns (side-by-side harness,
-// session 27); portable builds (-O2, -O3) inlined it already.
+// takes order_mu too). Always inline: g++ -O3 -march=native (an AVX-512
+// build, whose capped counting add is longer) would make it a call, and
+// the call's spills and vzeroupper cost the counting handle's add a fifth
+// more time at 5e7 (side-by-side harness); portable builds (-O2, -O3)
+// inline it anyway.
 template <typename LinkFilter, typename Prepared>
 [[gnu::always_inline]] inline bool ShardFastOrderedAdd(
     const ShardFastPath& fast, uint64_t hash, const LinkFilter& prepared_link,
@@ -352,14 +355,14 @@ template <typename LinkFilter, typename Prepared>
     return false;
   }
   ShardHead& h = *fast.head;
-  const uint64_t f = h.fill[0].load(std::memory_order_relaxed);
+  const uint64_t f = h.link0_fill.load(std::memory_order_relaxed);
   if (f >= h.fast_add_limit) return false;
   // The type is fixed by the spec (DecodeLinkFilter checks it); links are
   // mutable filters, published const for the queries.
   auto& filter = const_cast<LinkFilter&>(prepared_link);
   // Without the link's stripe lock: order_mu serializes its writers (S3).
   if (!SoleWriterAdd(filter, hash, prepared)) return false;
-  h.fill[0].store(f + 1, std::memory_order_relaxed);
+  h.link0_fill.store(f + 1, std::memory_order_relaxed);
   return true;
 }
 

@@ -20,14 +20,12 @@
 //   announces itself by storing the lock's address in its slot, then loads
 //   the lock word: writer bit clear, it is in. Unlock stores null. Neither
 //   is a locked instruction, nor a write to a line another thread writes:
-//   a handle's add used to pay two locked RMWs on the shard's line here,
-//   and the unlock's, which waits for the table's locked ORs (and their
-//   miss) before it, cost 7 ns of a 51 ns add in a scratch loop (issue 15;
-//   docs/performance.md, session 19).
+//   locked RMWs on the shard's line would cost every handle add two, and
+//   the unlock's, which waits for the table's locked ORs (and their miss)
+//   before it, measured 7 ns of a 51 ns add in a scratch loop.
 // - Through the counter (a thread whose slot is already busy: a batch
 //   holding several shards, or a thread being torn down): bits 0-30 of the
-//   lock word count such readers; fetch_add(1) in, fetch_sub(1) out, as
-//   before the slots.
+//   lock word count such readers; fetch_add(1) in, fetch_sub(1) out.
 //
 // The lock word's bit 31: a writer holds or wants the lock.
 //
@@ -50,28 +48,27 @@
 // The announcement (a Dekker handshake). Reader: store slot, load word.
 // Writer: set bit (a locked RMW: a full barrier), load every slot. Either
 // the reader's load sees the bit or the writer's load sees the slot; both
-// missing would need each thread's store to pass its own later load. In
-// the asymmetric mode (the default where the kernel offers it) the reader
-// orders the two with a compiler barrier only, and the writer pays for
-// both sides with membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED): the kernel
-// runs a full barrier on every CPU running one of the process's threads
-// before it returns (a thread not running has passed a context switch, a
-// barrier too), so a reader's store before that point is visible to the
-// writer's loads after it, and a reader's load after that point sees the
-// bit (Linux membarrier(2); userspace RCU and folly's hazard pointers rely
-// on the same pairing). Without membarrier (an older kernel, a seccomp
-// filter that denies it) readers take the counter's path only, as before
-// the slots. Under TSan (which does not model membarrier) the reader's
-// store is seq_cst instead: the handshake holds by the total order of
-// seq_cst operations, at the cost of one locked store to the thread's own
-// line. A writer's membarrier costs ~0.3-5 us; writers are
-// checkpoints and admin operations, not the op path.
+// missing would need each thread's store to pass its own later load. In the
+// asymmetric mode (the default where the kernel offers it) the reader orders
+// the two with a compiler barrier only, and the writer pays for both sides
+// with membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED): the kernel runs a full
+// barrier on every CPU running one of the process's threads before it
+// returns (a thread not running has passed a context switch, a barrier too),
+// so a reader's store before that point is visible to the writer's loads
+// after it, and a reader's load after that point sees the bit (Linux
+// membarrier(2); userspace RCU and folly's hazard pointers rely on the same
+// pairing). Without membarrier (an older kernel, a seccomp filter that
+// denies it) readers take the counter's path only. Under TSan (which does
+// not model membarrier) the reader's store is seq_cst instead: the handshake
+// holds by the total order of seq_cst operations, at the cost of one locked
+// store to the thread's own line. A writer's membarrier costs ~0.3-5 us;
+// writers are checkpoints and admin operations, not the op path.
 //
 // Writers are preferred: once the bit is set no new reader gets in through
 // either path, so a steady stream of mutations cannot starve a checkpoint
-// (S5). Hence, as before, a thread must not take one shard's lock shared
-// twice (a second lock_shared of the lock its slot holds would count a
-// reader that no unlock releases: the slot's unlock comes first).
+// (S5). Hence a thread must not take one shard's lock shared twice (a second
+// lock_shared of the lock its slot holds would count a reader that no unlock
+// releases: the slot's unlock comes first).
 // Memory order: a reader's acquire load of the word (or its acquire
 // fetch_add) reads the writer's release fetch_and or a later value of the
 // word, so the previous writer's section happens-before the reader's; the
@@ -87,32 +84,31 @@
 // table's miss). It spins a little before it sleeps. std::mutex sleeps at
 // once (a futex wait, then the holder's futex wake: microseconds on this
 // VM), and two threads adding to a 16-shard counting or cuckoo filter meet
-// on one shard every ~25 ops: a perf profile of two such writers had a
-// quarter of their samples in the scheduler and the futex, and two threads
-// added no faster than one (persistence_bench BM_DurableAdd, cuckoo,
-// durability none: 5.3 -> 5.1M adds/s).
-//   Where membarrier is registered (ShardMutex's asymmetric mode, not
-//   under TSan), the unlock is a plain release store: a locked exchange
-//   after the op's stores waits for them to drain, and so for the table
-//   line the op wrote (its miss), which then cannot overlap the next op's
-//   (the scratch variants of session 22: a counting handle add without
-//   order_mu's two locked instructions 10.1 -> 13.0M adds/s at 5e7; the
-//   exchange alone was 43% of the add's samples, cpu-clock). state 0 free,
-//   1 held; `sleepers_` counts threads past their spin. lock: CAS 0 -> 1
-//   (acquire); else spin up to kSpins pauses retrying it; else sleepers_ +1,
-//   a heavy barrier (membarrier), then CAS 0 -> 1 or sleep while the word is
-//   1, until the CAS wins; sleepers_ -1. unlock: store 0 (release), a
-//   compiler barrier, then wake one sleeper if sleepers_ is not 0. A Dekker
-//   handshake as ShardMutex's: an unlock whose load of sleepers_ comes
-//   after the sleeper's barrier sees its increment; one whose load comes
-//   before it had made its store of 0 visible by then (the barrier runs a
-//   full fence on the unlocker's CPU), so the sleeper's CAS or the
-//   futex's check sees 0 and it does not sleep on that unlock. Otherwise
-//   (no membarrier, TSan) the classic three-state futex mutex: state 2 =
-//   held and a thread may sleep on it; lock spins, then exchanges 2 until
-//   it returns 0, sleeping while the word is 2; unlock exchanges 0 and
-//   wakes one sleeper if it was 2. Memory order (both): each lock's acquire
-//   RMW reads the previous unlock's release store or exchange.
+// on one shard every ~25 ops: with std::mutex a perf profile of two such
+// writers has a quarter of their samples in the scheduler and the futex,
+// and two threads add no faster than one (persistence_bench BM_DurableAdd,
+// cuckoo, durability none).
+//   Where membarrier is registered (ShardMutex's asymmetric mode, not under
+//   TSan), the unlock is a plain release store: a locked exchange after the
+//   op's stores waits for them to drain, and so for the table line the op
+//   wrote (its miss), which then cannot overlap the next op's (a scratch
+//   counting handle add without order_mu's two locked instructions ran 1.3x
+//   the adds/s at 5e7; the exchange alone is 43% of the add's samples,
+//   cpu-clock). state 0 free, 1 held; `sleepers_` counts threads past their
+//   spin. lock: CAS 0 -> 1 (acquire); else spin up to kSpins pauses retrying
+//   it; else sleepers_ +1, a heavy barrier (membarrier), then CAS 0 -> 1 or
+//   sleep while the word is 1, until the CAS wins; sleepers_ -1. unlock:
+//   store 0 (release), a compiler barrier, then wake one sleeper if
+//   sleepers_ is not 0. A Dekker handshake as ShardMutex's: an unlock whose
+//   load of sleepers_ comes after the sleeper's barrier sees its increment;
+//   one whose load comes before it had made its store of 0 visible by then
+//   (the barrier runs a full fence on the unlocker's CPU), so the sleeper's
+//   CAS or the futex's check sees 0 and it does not sleep on that unlock.
+//   Otherwise (no membarrier, TSan) the classic three-state futex mutex:
+//   state 2 = held and a thread may sleep on it; lock spins, then exchanges
+//   2 until it returns 0, sleeping while the word is 2; unlock exchanges 0
+//   and wakes one sleeper if it was 2. Memory order (both): each lock's
+//   acquire RMW reads the previous unlock's release store or exchange.
 #ifndef SHARDFILTER_ENGINE_DETAIL_SHARD_MUTEX_H_
 #define SHARDFILTER_ENGINE_DETAIL_SHARD_MUTEX_H_
 
@@ -150,8 +146,8 @@ class ShortMutex {
     return state_.compare_exchange_strong(free, 1, std::memory_order_acquire);
   }
   // Always inline, the wake out of line: with notify_one inline, g++ -O3
-  // -march=native made the whole unlock a call on the cuckoo handle's add
-  // (session 27).
+  // -march=native makes the whole unlock a call on the cuckoo handle's
+  // add.
   [[gnu::always_inline]] void unlock() {
     // The library's flag, not this caller's build: a caller built with TSan
     // against a plain library unlocks as the library's sleepers expect.

@@ -118,7 +118,7 @@ class ShardedFilterAccess {
         n += s.last_seq.load(std::memory_order_relaxed);
         continue;
       }
-      for (uint32_t l = 0; l < kMaxLinks; ++l) n += s.Fill(l);  // S9
+      for (uint32_t l = 0; l < s.links_visible(); ++l) n += s.Fill(l);  // S9
     }
     return n;
   }

@@ -1,5 +1,6 @@
 #include "shardfilter/engine/internal/filter_factory.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <string>
@@ -86,9 +87,15 @@ uint64_t ShardMaxBytes(const FilterSpec& spec) {
 
 uint64_t LinkCapacity(const FilterSpec& spec, uint32_t link) {
   uint64_t c = ShardCapacity(spec);
-  for (uint32_t i = 0; i < link; ++i) {
-    if (c > UINT64_MAX / spec.expansion) return 0;
-    c *= spec.expansion;
+  for (uint32_t i = 1; i <= link; ++i) {
+    // The factor from link i - 1 to link i (the rule in the header).
+    const uint32_t factor = spec.expansion == 1 &&
+                                    spec.type != FilterType::kCuckoo &&
+                                    i >= kSameSizeLinks
+                                ? 2
+                                : spec.expansion;
+    if (c > UINT64_MAX / factor) return 0;
+    c *= factor;
   }
   return c;
 }
@@ -103,6 +110,45 @@ double ChainTargetFpp(const FilterSpec& spec, uint32_t links) {
   double sum = 0;
   for (uint32_t i = 0; i < links; ++i) sum += LinkFpp(spec, i);
   return sum;
+}
+
+double LinkPromisedRate(const Filter& link) {
+  const double stored = link.target_fpr();
+  if (link.type() != FilterType::kCuckoo) return stored;
+  // The type is checked: the cast follows it, as everywhere else.
+  const auto& c = static_cast<const CuckooFilter&>(link);
+  const double slots = static_cast<double>(c.num_buckets()) * c.bucket_size();
+  return std::min(stored, CuckooFpr(c.fingerprint_bits(), c.bucket_size(),
+                                    static_cast<double>(c.capacity()) / slots));
+}
+
+Result<double> NextLinkFpp(const FilterSpec& spec,
+                           std::span<const Filter* const> older) {
+  const uint32_t n = static_cast<uint32_t>(older.size());
+  if (n == 0 || !spec.scalable || spec.type != FilterType::kCuckoo) {
+    return LinkFpp(spec, n);
+  }
+  double promised = 0;
+  for (const auto& link : older) promised += LinkPromisedRate(*link);
+  const double left = spec.fpp - promised;
+  // Link 0's bucket size is the chain's (every link is built from one
+  // spec); the widest fingerprint the spec allows at its design load.
+  const uint32_t b = static_cast<const CuckooFilter&>(*older[0]).bucket_size();
+  const uint32_t widest =
+      spec.fingerprint_bits != 0 ? spec.fingerprint_bits : 16;
+  const double floor = CuckooFpr(widest, b, CuckooDesignLoad(b));
+  const double later = static_cast<double>(kMaxLinks - 1 - n);
+  double fpp = std::min(left / 2, left - later * floor);
+  if (!(fpp >= floor)) fpp = left / 2;
+  if (!(fpp >= floor)) {
+    return Status::InvalidArgument(
+        "link " + std::to_string(n) + " would need rate " + FormatRate(fpp) +
+        ", below what " + std::to_string(widest) +
+        "-bit fingerprints give at the design load (" + FormatRate(floor) +
+        "): a cuckoo chain ends where a link would take more memory per "
+        "item");
+  }
+  return fpp;
 }
 
 Result<std::unique_ptr<Filter>> MakeShardFilter(const FilterSpec& spec) {
@@ -137,28 +183,81 @@ Status OverflowingLink(uint32_t link) {
 }  // namespace
 
 Result<uint64_t> LinkTableBytes(const FilterSpec& spec, uint32_t link,
-                                uint64_t max_bytes) {
+                                double fpp, uint64_t max_bytes) {
   const uint64_t capacity = LinkCapacity(spec, link);
   if (capacity == 0) return OverflowingLink(link);
-  return FilterTableBytes(
-      LinkParams(spec, capacity, LinkFpp(spec, link), max_bytes));
+  Result<uint64_t> sized =
+      FilterTableBytes(LinkParams(spec, capacity, fpp, max_bytes));
+  if (sized.ok() || !sized.status().IsInvalidArgument() ||
+      max_bytes == UINT64_MAX) {
+    return sized;
+  }
+  // The filters refuse a table over their max_bytes as InvalidArgument
+  // (to them it is a parameter). Here max_bytes is the host's memory limit:
+  // if the table exists without it, the limit is what refused (TooLarge,
+  // with the bytes it needs); if not, the request is invalid whatever the
+  // limit (a rate out of range, past the structure's 2^32 blocks).
+  Result<uint64_t> unbounded =
+      FilterTableBytes(LinkParams(spec, capacity, fpp, UINT64_MAX));
+  if (!unbounded.ok()) return unbounded.status();
+  return Status::TooLarge("capacity " + std::to_string(capacity) + " at rate " +
+                          FormatRate(fpp) + " needs " +
+                          std::to_string(*unbounded) +
+                          " bytes, over the memory limit of " +
+                          std::to_string(max_bytes) + " bytes");
+}
+
+Result<uint64_t> LinkTableBytes(const FilterSpec& spec, uint32_t link,
+                                uint64_t max_bytes) {
+  return LinkTableBytes(spec, link, LinkFpp(spec, link), max_bytes);
+}
+
+Result<std::unique_ptr<Filter>> MakeLinkFilter(const FilterSpec& spec,
+                                               uint32_t link, double fpp,
+                                               uint64_t max_bytes) {
+  const uint64_t capacity = LinkCapacity(spec, link);
+  if (capacity == 0) return OverflowingLink(link);
+  return CreateFilter(LinkParams(spec, capacity, fpp, max_bytes));
 }
 
 Result<std::unique_ptr<Filter>> MakeLinkFilter(const FilterSpec& spec,
                                                uint32_t link,
                                                uint64_t max_bytes) {
-  const uint64_t capacity = LinkCapacity(spec, link);
-  if (capacity == 0) return OverflowingLink(link);
-  return CreateFilter(
-      LinkParams(spec, capacity, LinkFpp(spec, link), max_bytes));
+  return MakeLinkFilter(spec, link, LinkFpp(spec, link), max_bytes);
+}
+
+Result<uint64_t> FirstLinkBytes(const FilterSpec& spec) {
+  Result<uint64_t> sized = LinkTableBytes(spec, 0, ShardMaxBytes(spec));
+  if (sized.status().code() != StatusCode::kTooLarge) return sized;
+  // TooLarge means the link exists without the limit (LinkTableBytes).
+  Result<uint64_t> shard = LinkTableBytes(spec, 0, UINT64_MAX);
+  if (!shard.ok()) return shard.status();
+  const uint64_t need =
+      *shard > UINT64_MAX / spec.shards ? UINT64_MAX : *shard * spec.shards;
+  const uint64_t limit = spec.max_bytes != 0
+                             ? spec.max_bytes
+                             : kDefaultMaxFilterBytes * uint64_t{spec.shards};
+  std::string m =
+      "capacity " + std::to_string(spec.capacity) + " at rate " +
+      FormatRate(spec.fpp) + " needs " + std::to_string(need) + " bytes in " +
+      std::to_string(spec.shards) + (spec.shards == 1 ? " shard" : " shards") +
+      ", over the filter's memory limit of " + std::to_string(limit) + " bytes";
+  if (spec.scalable) {
+    m += " (a scalable filter's first link is sized for half the rate, " +
+         FormatRate(LinkFpp(spec, 0)) +
+         ", so that the compound rate of its links stays under " +
+         FormatRate(spec.fpp) + ")";
+  }
+  return Status::TooLarge(std::move(m));
 }
 
 Result<std::vector<std::unique_ptr<Filter>>> MakeShardFilters(
     const FilterSpec& spec, MemoryAccount& account, std::string_view what) {
   // Every shard's first link is the same size: the whole is checked
   // against the budget before anything is allocated.
-  auto sized = LinkTableBytes(spec, 0, ShardMaxBytes(spec));
-  if (!sized.ok() && spec.scalable) {
+  auto sized = FirstLinkBytes(spec);
+  if (!sized.ok() && spec.scalable &&
+      sized.status().code() != StatusCode::kTooLarge) {
     // The rate in the message is link 0's: say why it is not the target.
     return Status(sized.status().code(),
                   sized.status().message() +

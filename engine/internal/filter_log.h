@@ -22,18 +22,18 @@
 //      every lower seq of its shard is durable. A kill therefore leaves
 //      unacknowledged ops only above the first missing seq, and replay,
 //      which applies a shard's records in seq order and stops at the first
-//      gap, restores every acknowledged op and no op out of order (case 7
-//      of issue 13). Writers commit all their records before waiting, and a
-//      batch waits shard by shard in ascending order, so waits never cycle.
+//      gap, restores every acknowledged op and no op out of order. Writers
+//      commit all their records before waiting, and a batch waits shard by
+//      shard in ascending order, so waits never cycle.
 //  L3. Group commit (sync): a shard's SegmentList syncs its segments by
 //      log/segment_list.h S1 and S2, reading L2's watermark as what the
 //      records <= it are in: concurrent writers share one fdatasync.
 //  L4. Never undo: an op that changed memory and then failed to become
 //      durable stops the filter (log/segment_list.h S4, WriteStop): every
-//      later mutation fails with IOError
-//      naming the cause, and the writers whose ops were not acknowledged
-//      un-commit their records, so that a reload (reopen) from checkpoint +
-//      journal recovers exactly the acknowledged ops. Such an op's outcome
+//      later mutation fails with IOError naming the cause, and the writers
+//      whose ops were not acknowledged un-commit their records, so that a
+//      reload (reopen) from checkpoint + journal recovers exactly the
+//      acknowledged ops. Such an op's outcome
 //      is unknown to its caller (as after a timeout): it may or may not
 //      survive. On the memory-mapped path space is reserved first (L1), so a
 //      full disk fails the op before it changes anything and does not stop
@@ -69,7 +69,7 @@
 //      journals a single-key add of a thread that owns a counter stripe
 //      (filters/internal/thread_stripe.h) in that stripe's own segment, not
 //      its shard's: no seq, no reservation lock, no watermark, so two
-//      writers share no line per op (docs/performance.md, session 28).
+//      writers share no line per op (docs/performance.md, "Two threads").
 //      Space before the apply (ThreadSlot, L1's rule), the record after it,
 //      then the ack. Every other add (a thread without a stripe, a batch,
 //      counting and cuckoo ops, durability sync, whose group commit is per

@@ -118,7 +118,7 @@ Status FoldInto(Migration& m, ShardedFilter& src, uint32_t factor,
   for (uint32_t i = 0; i < src.shard_count(); ++i) {
     Shard& sh = ShardedFilterAccess::shard(src, i);
     // num_bytes, not Stats(): this runs under the cut's locks.
-    need += static_cast<const BloomFilter&>(*sh.links[0]).num_bytes() / factor;
+    need += static_cast<const BloomFilter&>(*sh.link(0)).num_bytes() / factor;
   }
   SF_RETURN_IF_ERROR(account->Charge(need, "folding the migration target"));
   auto target = ShardedFilterAccess::MakeEmpty(src.name(), ts, account);
@@ -131,7 +131,7 @@ Status FoldInto(Migration& m, ShardedFilter& src, uint32_t factor,
           " links: only a filter whose shards have one link folds (its "
           "links have different sizes); migrate it from retained hashes");
     }
-    const auto& link = static_cast<const BloomFilter&>(*sh.links[0]);
+    const auto& link = static_cast<const BloomFilter&>(*sh.link(0));
     const uint64_t fill = sh.Fill(0);  // S9: exact under the cut's locks
     const uint64_t capacity = LinkCapacity(ts, 0);
     if (fill > capacity) {

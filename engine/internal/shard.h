@@ -3,7 +3,8 @@
 // so that writers of neighbouring shards never share one.
 //
 // Invariants (numbered; the code cites them):
-//  S1. The chain only grows: links[i] (and capacity[i]) is written once,
+//  S1. The chain only grows: links[i] (and capacity[i]; Shard::link(i),
+//      capacity(i), stored as S10 says) is written once,
 //      before `link_count` is raised above i with a release store, and is
 //      neither replaced nor freed while the filter lives. Queries load
 //      `link_count` (acquire) and use links[0 .. count) with no lock (Filter
@@ -51,7 +52,7 @@
 //      (holding `mu` exclusive) therefore never sees a half-built chain.
 //  S7. fill[i] counts the adds link i holds (minus removes from it for
 //      counting and cuckoo filters; for a Bloom link 0, with its
-//      unflushed adds, S9: ShardHead::Fill). An add reserves a unit of the
+//      unflushed adds, S9: Shard::Fill). An add reserves a unit of the
 //      newest link's fill with a CAS that never exceeds the link's
 //      capacity, so a link never holds more adds than it was sized for,
 //      even when Bloom adds (which skip `order_mu`) race; except that a
@@ -80,10 +81,19 @@
 //      holds: exact under `mu` exclusive (no add runs), a figure otherwise,
 //      too high (never too low) for the instant between a flush's two
 //      stores. Every reader of link 0's fill reads that sum
-//      (ShardHead::Fill), and ChainAdd reserves against the capacity less
+//      (Shard::Fill), and ChainAdd reserves against the capacity less
 //      the unflushed adds. An add that read fill[0] far from full and was
 //      delayed past other adds that filled the link lands anyway: at most
 //      one per stripe (each owner has one add in flight), the S7 excess.
+//  S10. Links 1 .. kMaxLinks - 1 (their filters, capacities and fills) live
+//      in `tail`, one block allocated by the shard's writer before it
+//      writes link 1 (so before `link_count` is raised above 1, S1) and
+//      freed only with the shard: never moved, never reallocated. A
+//      reader that acquired a count above 1 sees the pointer and the
+//      block's links below it; a reader of a one-link shard never looks
+//      at it. So the lock-free readers of S1 never see a block freed or
+//      replaced under them, and a one-link shard holds no per-link
+//      arrays but link 0's (192 bytes in all on x86-64, not 1 KiB).
 //  Q1. `fast` (the shard's ShardFastPath, engine/detail/shard_fast_path.h)
 //      holds link 0's table only while the shard has that one link, a
 //      split-block Bloom filter (or, as `counters`, a counting filter of
@@ -96,6 +106,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <shared_mutex>  // std::shared_lock
 #include <thread>
 #include <utility>  // std::exchange
@@ -108,16 +119,27 @@ namespace shardfilter::internal {
 
 class MemoryAccount;
 
+// Links 1 .. kMaxLinks - 1 of a shard that has grown (S1, S10): their
+// fills (S7), capacities and filters. A shard of one link, which most
+// filters are, does not pay for 31 more.
+struct alignas(64) LinkTail {
+  std::atomic<uint64_t> fill[kMaxLinks - 1];  // fill[i] at i - 1 (C++20: 0)
+  alignas(64) uint64_t capacity[kMaxLinks - 1] = {};
+  std::unique_ptr<Filter> links[kMaxLinks - 1];
+};
+
 // The first line (ShardHead, engine/detail/shard_fast_path.h: the lock,
-// the order lock, the sequence, the dirty flag and the first links' fill)
-// is what every mutation writes; the read-mostly fields follow on lines of
-// their own, so that queries do not miss on them either.
+// the order lock, the sequence, the dirty flag and link 0's fill) is what
+// every mutation writes; the read-mostly fields follow on lines of their
+// own, so that queries do not miss on them either. Link 0 (its filter,
+// capacity and fill) is held inline; links 1.. in `tail` (S10).
 struct alignas(64) Shard : ShardHead {
-  alignas(64) std::unique_ptr<Filter> links[kMaxLinks];  // S1
-  // links[i]->capacity(), written with links[i] (S1: before `link_count`
-  // is raised above i, constant afterwards), so that an add reads the
-  // newest link's capacity without two virtual calls.
-  uint64_t capacity[kMaxLinks] = {};
+  alignas(64) std::unique_ptr<Filter> link0;  // links[0], S1
+  // links[0]->capacity(), written with link 0 (S1: before `link_count` is
+  // raised above 0, constant afterwards), so that an add reads the newest
+  // link's capacity without two virtual calls; the tail holds the later
+  // links' the same way.
+  uint64_t capacity0 = 0;
   std::atomic<uint32_t> link_count{0};  // S1
   std::mutex grow_mu;                   // S6
   // The filter's memory account (engine/internal/memory_account.h), charged
@@ -137,9 +159,47 @@ struct alignas(64) Shard : ShardHead {
   uint32_t sized_link = 0;
   uint64_t sized_bytes = 0;
 
+  // Links 1.. (S10): null until the shard has a second link.
+  std::unique_ptr<LinkTail> tail;
+
   // The links a query must consult (S1: acquire pairs with growth).
   uint32_t links_visible() const {
     return link_count.load(std::memory_order_acquire);
+  }
+  // links[i], its capacity and its fill (S7). REQUIRES: i < the link count
+  // the caller loaded (S1), or i being installed by the shard's writer.
+  Filter* link(uint32_t i) const {
+    return i == 0 ? link0.get() : tail->links[i - 1].get();
+  }
+  uint64_t capacity(uint32_t i) const {
+    return i == 0 ? capacity0 : tail->capacity[i - 1];
+  }
+  std::atomic<uint64_t>& fill(uint32_t i) {
+    return i == 0 ? link0_fill : tail->fill[i - 1];
+  }
+  const std::atomic<uint64_t>& fill(uint32_t i) const {
+    return i == 0 ? link0_fill : tail->fill[i - 1];
+  }
+  // The adds link i holds (S7, S8): fill[i], and for link 0 the adds not
+  // yet flushed into it (S9). Exact under `mu` exclusive; otherwise a
+  // figure. REQUIRES: as link(i).
+  uint64_t Fill(uint32_t i) const {
+    return i == 0 ? Link0Fill()
+                  : tail->fill[i - 1].load(std::memory_order_relaxed);
+  }
+  // Writes link i, its capacity and its fill, before `link_count` is
+  // raised above i (S1); the tail first, for i > 0 (S10). False, with
+  // nothing changed, when the tail cannot be allocated. REQUIRES: the
+  // shard's writer (grow_mu held, or the shard not yet shared).
+  bool SetLink(uint32_t i, std::unique_ptr<Filter> f, uint64_t fill_now) {
+    if (i > 0 && tail == nullptr) {
+      tail.reset(new (std::nothrow) LinkTail);
+      if (tail == nullptr) return false;
+    }
+    fill(i).store(fill_now, std::memory_order_relaxed);
+    (i == 0 ? capacity0 : tail->capacity[i - 1]) = f->capacity();
+    (i == 0 ? link0 : tail->links[i - 1]) = std::move(f);
+    return true;
   }
 
   // The committed checkpoint, for Stats(): written by the checkpointer

@@ -8,6 +8,7 @@
 #include "shardfilter/engine/internal/memory_account.h"
 #include "shardfilter/filters/bloom_filter.h"
 #include "shardfilter/filters/cuckoo_filter.h"
+#include "shardfilter/filters/sizing.h"
 #include "shardfilter/persistence/internal/chain_blob.h"
 
 namespace shardfilter::internal {
@@ -25,12 +26,12 @@ void SetFastPath(Shard& s, uint32_t links) {
   if (s.fast == nullptr) return;
   std::atomic<uint64_t>* table = nullptr;
   const std::atomic<uint64_t>* counters = nullptr;
-  if (links == 1 && s.links[0]->type() != FilterType::kBloom) {
-    s.fast_add_limit = s.capacity[0];  // ShardFastOrderedAdd
+  if (links == 1 && s.link(0)->type() != FilterType::kBloom) {
+    s.fast_add_limit = s.capacity(0);  // ShardFastOrderedAdd
   }
   if constexpr (CountingBloomFilter::kTableQuery) {
-    if (links == 1 && s.links[0]->type() == FilterType::kCountingBloom) {
-      const auto& c = static_cast<const CountingBloomFilter&>(*s.links[0]);
+    if (links == 1 && s.link(0)->type() == FilterType::kCountingBloom) {
+      const auto& c = static_cast<const CountingBloomFilter&>(*s.link(0));
       if (c.k() <= 8) {
         s.fast->blocks = c.num_blocks();
         s.fast->mult = c.lane_multipliers();
@@ -39,13 +40,13 @@ void SetFastPath(Shard& s, uint32_t links) {
       }
     }
   }
-  if (links == 1 && s.links[0]->type() == FilterType::kBloom) {
-    auto& bloom = static_cast<BloomFilter&>(*s.links[0]);
+  if (links == 1 && s.link(0)->type() == FilterType::kBloom) {
+    auto& bloom = static_cast<BloomFilter&>(*s.link(0));
     table = bloom.split_table();
     if (table != nullptr) {
       s.fast->blocks = bloom.num_blocks();
-      s.fast_add_limit = s.capacity[0] > kBloomReserveSlack
-                             ? s.capacity[0] - kBloomReserveSlack
+      s.fast_add_limit = s.capacity(0) > kBloomReserveSlack
+                             ? s.capacity(0) - kBloomReserveSlack
                              : 0;
       // S9: the stripes' lines, which ShardFastAdd uses below a limit
       // above 0; without them (allocation failed) the limit is 0 and every
@@ -57,7 +58,7 @@ void SetFastPath(Shard& s, uint32_t links) {
       }
     }
   }
-  s.fast->link.store(links == 1 ? s.links[0].get() : nullptr,
+  s.fast->link.store(links == 1 ? s.link(0) : nullptr,
                      std::memory_order_release);
   s.fast->table.store(table, std::memory_order_release);
   s.fast->counters.store(counters, std::memory_order_release);
@@ -94,13 +95,14 @@ Status Grow(const FilterSpec& spec, Shard& s, uint32_t n, Status full) {
   if (!spec.scalable) return full;
   if (n >= kMaxLinks) {
     return Status::Full("the shard's chain has " + std::to_string(kMaxLinks) +
-                        " links, the most it may have");
+                        " links, the most it may have (for a cuckoo filter, "
+                        "RedisBloom's cf-max-expansions)");
   }
   uint64_t budget = ShardMaxBytes(spec);
   if (spec.max_bytes != 0) {
     // The budget covers all links (Counts(): no scan under the lock).
     uint64_t used = 0;
-    for (uint32_t i = 0; i < n; ++i) used += s.links[i]->Counts().bytes;
+    for (uint32_t i = 0; i < n; ++i) used += s.link(i)->Counts().bytes;
     if (used >= budget) {
       return Status::Full("the shard's links use " + std::to_string(used) +
                           " bytes of its " + std::to_string(budget) +
@@ -112,10 +114,16 @@ Status Grow(const FilterSpec& spec, Shard& s, uint32_t n, Status full) {
     return Status::Full("the shard cannot grow to link " + std::to_string(n) +
                         ": " + why.message());
   };
+  // The link's rate follows from the links before it (NextLinkFpp: a
+  // function of the chain's state, so replay grows the same chain, S6).
+  const Filter* older[kMaxLinks];
+  for (uint32_t i = 0; i < n; ++i) older[i] = s.link(i);
+  auto fpp = NextLinkFpp(spec, std::span<const Filter* const>(older, n));
+  if (!fpp.ok()) return cannot_grow(fpp.status());
   // The memory budget is checked before the link is allocated (invariant
   // 8); over it, the add fails with ResourceExhausted and nothing changes.
   if (s.sized_link != n || s.sized_bytes == 0) {
-    auto bytes = LinkTableBytes(spec, n, budget);
+    auto bytes = LinkTableBytes(spec, n, *fpp, budget);
     if (!bytes.ok()) return cannot_grow(bytes.status());
     s.sized_link = n;
     s.sized_bytes = *bytes;
@@ -125,17 +133,22 @@ Status Grow(const FilterSpec& spec, Shard& s, uint32_t n, Status full) {
     SF_RETURN_IF_ERROR(s.account->Charge(
         bytes, "growing a shard's chain to link " + std::to_string(n)));
   }
-  auto link = MakeLinkFilter(spec, n, budget);
+  auto link = MakeLinkFilter(spec, n, *fpp, budget);
   if (!link.ok()) {
     if (s.account != nullptr) s.account->Refund(bytes);
     return cannot_grow(link.status());
   }
-  s.fill[n].store(0, std::memory_order_relaxed);
-  s.capacity[n] = (*link)->capacity();
-  s.links[n] = std::move(*link);
+  if (!s.SetLink(n, std::move(*link), 0)) {  // S10: the tail, first
+    if (s.account != nullptr) s.account->Refund(bytes);
+    return Status::ResourceExhausted(
+        "out of memory allocating the shard's link tail (" +
+        std::to_string(sizeof(LinkTail)) + " bytes) to grow to link " +
+        std::to_string(n));
+  }
   SetFastPath(s, n + 1);  // Q1: before the count is published
-  // S1: the release publishes links[n] (and fill[n], capacity[n]) to
-  // readers that acquire the new count.
+  // S1: the release publishes links[n] (and fill[n], capacity[n], and for
+  // link 1 the tail that holds them, S10) to readers that acquire the new
+  // count.
   s.link_count.store(n + 1, std::memory_order_release);
   return Status::OK();
 }
@@ -165,9 +178,10 @@ Status TooManyCopies(const Filter& link, uint32_t held) {
 void InstallChain(Shard& s, LoadedChain chain) {
   const uint32_t n = static_cast<uint32_t>(chain.links.size());
   for (uint32_t i = 0; i < n; ++i) {
-    s.capacity[i] = chain.links[i]->capacity();
-    s.links[i] = std::move(chain.links[i]);
-    s.fill[i].store(chain.fill[i], std::memory_order_relaxed);
+    // S10: a chain of two or more links needs the tail.
+    if (!s.SetLink(i, std::move(chain.links[i]), chain.fill[i])) {
+      throw std::bad_alloc();
+    }
   }
   if (s.unflushed != nullptr) {  // S9: all in chain.fill[0]
     for (uint32_t k = 0; k < kOwnedStripes; ++k) {
@@ -197,9 +211,9 @@ Status ChainAdd(const FilterSpec& spec, Shard& s, uint64_t hash,
   if (bloom) {
     const uint32_t n = s.links_visible();
     const bool near_full =
-        s.Fill(n - 1) + kBloomReserveSlack >= s.capacity[n - 1];  // S9
+        s.Fill(n - 1) + kBloomReserveSlack >= s.capacity(n - 1);  // S9
     for (uint32_t i = near_full ? n : n - 1; i-- > 0;) {
-      if (s.links[i]->MayContainHash(hash)) {
+      if (s.link(i)->MayContainHash(hash)) {
         *outcome = AddOutcome::kAlreadyPresent;
         return Status::OK();
       }
@@ -207,18 +221,18 @@ Status ChainAdd(const FilterSpec& spec, Shard& s, uint64_t hash,
   }
   for (;;) {
     const uint32_t n = s.links_visible();
-    Filter& newest = *s.links[n - 1];
+    Filter& newest = *s.link(n - 1);
     Status full;
     // S9: a Bloom link 0 also holds its stripes' unflushed adds.
     const uint64_t unflushed = bloom && n == 1 ? s.UnflushedAdds() : 0;
     const uint64_t room =
-        s.capacity[n - 1] > unflushed ? s.capacity[n - 1] - unflushed : 0;
-    if (Reserve(s.fill[n - 1], room)) {
+        s.capacity(n - 1) > unflushed ? s.capacity(n - 1) - unflushed : 0;
+    if (Reserve(s.fill(n - 1), room)) {
       if (bloom) {
         // The type is fixed by the spec (DecodeLinkFilter checks it).
         // Uncounted: fill is the count (S8; ChainStatistics reports it).
         if (!static_cast<BloomFilter&>(newest).AddHashUncounted(hash)) {
-          Release(s.fill[n - 1]);  // S8: present, or a racing add won
+          Release(s.fill(n - 1));  // S8: present, or a racing add won
           *outcome = AddOutcome::kAlreadyPresent;
         }
         return Status::OK();
@@ -231,12 +245,12 @@ Status ChainAdd(const FilterSpec& spec, Shard& s, uint64_t hash,
       // add's time, bench/sharded_bench OneAdd).
       const uint32_t max = MaxCopies(newest);
       uint32_t older = 0;
-      for (uint32_t i = 0; i + 1 < n; ++i) older += s.links[i]->CountHash(hash);
+      for (uint32_t i = 0; i + 1 < n; ++i) older += s.link(i)->CountHash(hash);
       uint32_t own = 0;
       Status st = older < max ? newest.AddHashCapped(hash, max - older, &own)
                               : Status::Full("");
       if (st.ok()) return st;
-      Release(s.fill[n - 1]);
+      Release(s.fill(n - 1));
       if (older + own >= max) return TooManyCopies(newest, older + own);
       if (!st.IsFull()) return st;
       // A cuckoo pair at least half full of the key's own copies is not a
@@ -263,12 +277,12 @@ Status ChainRemove(Shard& s, uint64_t hash) {
   const uint32_t n = s.links_visible();
   uint32_t holder = n, holders = 0;
   for (uint32_t i = n; i-- > 0;) {
-    if (s.links[i]->MayContainHash(hash)) {
+    if (s.link(i)->MayContainHash(hash)) {
       if (holders++ == 0) holder = i;
     }
   }
   if (holders == 0) {
-    return s.links[n - 1]->RemoveHash(hash);  // the type's own NotFound
+    return s.link(n - 1)->RemoveHash(hash);  // the type's own NotFound
   }
   if (holders > 1) {
     // The key tests positive in two links: it was added on both sides of a
@@ -280,14 +294,14 @@ Status ChainRemove(Shard& s, uint64_t hash) {
         " links of its shard's chain; nothing was removed (the key stays "
         "present)");
   }
-  Status st = s.links[holder]->RemoveHash(hash);
-  if (st.ok()) Release(s.fill[holder]);
+  Status st = s.link(holder)->RemoveHash(hash);
+  if (st.ok()) Release(s.fill(holder));
   return st;
 }
 
 bool ChainMayContain(const Shard& s, uint64_t hash) {
   for (uint32_t i = s.links_visible(); i-- > 0;) {
-    if (s.links[i]->MayContainHash(hash)) return true;
+    if (s.link(i)->MayContainHash(hash)) return true;
   }
   return false;
 }
@@ -295,26 +309,26 @@ bool ChainMayContain(const Shard& s, uint64_t hash) {
 uint32_t ChainCount(const Shard& s, uint64_t hash) {
   const uint32_t n = s.links_visible();
   // A Bloom key is present or not (0/1), whichever links hold it.
-  if (s.links[0]->type() == FilterType::kBloom) {
+  if (s.link(0)->type() == FilterType::kBloom) {
     return ChainMayContain(s, hash) ? 1 : 0;
   }
   uint32_t count = 0;
-  for (uint32_t i = n; i-- > 0;) count += s.links[i]->CountHash(hash);
+  for (uint32_t i = n; i-- > 0;) count += s.link(i)->CountHash(hash);
   return count;
 }
 
 void ChainPrefetch(const Shard& s, uint64_t hash, bool for_write) {
-  s.links[s.links_visible() - 1]->PrefetchHash(hash, for_write);
+  s.link(s.links_visible() - 1)->PrefetchHash(hash, for_write);
 }
 
 void ChainMayContainHashes(const Shard& s, std::span<const uint64_t> hashes,
                            std::span<uint8_t> out) {
   const uint32_t n = s.links_visible();
-  s.links[n - 1]->MayContainHashes(hashes, out);
+  s.link(n - 1)->MayContainHashes(hashes, out);
   if (n == 1) return;
   std::vector<uint8_t> more(hashes.size());
   for (uint32_t i = n - 1; i-- > 0;) {
-    s.links[i]->MayContainHashes(hashes, more);
+    s.link(i)->MayContainHashes(hashes, more);
     for (size_t j = 0; j < hashes.size(); ++j) out[j] |= more[j];
   }
 }
@@ -324,10 +338,10 @@ std::string ChainSerialize(const Shard& s) {
   std::vector<std::string> envelopes(n);
   std::vector<persistence::ChainLinkBytes> links(n);
   for (uint32_t i = 0; i < n; ++i) {
-    envelopes[i] = s.links[i]->Serialize();
+    envelopes[i] = s.link(i)->Serialize();
     // S9: exact under mu exclusive. S7: at most the capacity (a Bloom link
     // 0 may hold a few adds more, which decoding would call corrupt).
-    links[i] = {envelopes[i], std::min(s.Fill(i), s.capacity[i])};
+    links[i] = {envelopes[i], std::min(s.Fill(i), s.capacity(i))};
   }
   return persistence::EncodeChainBlob(links);
 }
@@ -362,6 +376,7 @@ Result<LoadedChain> DecodeChainLinks(const FilterSpec& spec,
                               " links");
   }
   LoadedChain chain;
+  double promised = 0;
   for (uint32_t i = 0; i < links.size(); ++i) {
     std::string link_what = std::string(what) + " link " + std::to_string(i);
     SF_ASSIGN_OR_RETURN(
@@ -371,8 +386,18 @@ Result<LoadedChain> DecodeChainLinks(const FilterSpec& spec,
           link_what + ": holds " + std::to_string(links[i].fill) +
           " adds, more than its capacity " + std::to_string(f->capacity()));
     }
+    promised += LinkPromisedRate(*f);
     chain.links.push_back(std::move(f));
     chain.fill.push_back(links[i].fill);
+  }
+  // The chain rule's promise (filter_factory.h): the links' rates together
+  // stay under the target, whatever rule sized each one. (A little slack
+  // for the sum's rounding.)
+  if (promised > spec.fpp * (1 + 1e-9)) {
+    return Status::Corruption(
+        std::string(what) + ": its " + std::to_string(links.size()) +
+        " links promise rates summing to " + FormatRate(promised) +
+        ", above the filter's target rate " + FormatRate(spec.fpp));
   }
   return chain;
 }
@@ -384,7 +409,7 @@ FilterStats ChainStatistics(const FilterSpec& spec, const Shard& s, bool scan) {
   FilterStats t;
   double filled = 0, pass = 1;
   for (uint32_t i = 0; i < n; ++i) {
-    FilterStats f = scan ? s.links[i]->Stats() : s.links[i]->Counts();
+    FilterStats f = scan ? s.link(i)->Stats() : s.link(i)->Counts();
     if (i == 0) t = f;  // type, k
     if (i > 0) {
       t.capacity += f.capacity;
@@ -403,7 +428,10 @@ FilterStats ChainStatistics(const FilterSpec& spec, const Shard& s, bool scan) {
     t.items = 0;
     for (uint32_t i = 0; i < n; ++i) t.items += s.Fill(i);  // S9
   }
-  t.target_fpr = ChainTargetFpp(spec, n);
+  // The links' promises (filter_factory.h): the halving rule's compound
+  // target for Bloom and counting chains, what a cuckoo chain's links keep.
+  t.target_fpr = 0;
+  for (uint32_t i = 0; i < n; ++i) t.target_fpr += LinkPromisedRate(*s.link(i));
   t.estimated_fpr = 1 - pass;
   t.fill_ratio = t.slots ? filled / static_cast<double>(t.slots) : 0;
   t.bits_per_item = t.capacity ? static_cast<double>(t.bytes) * 8.0 /
@@ -416,7 +444,7 @@ bool ChainEquals(const Shard& a, const Shard& b) {
   const uint32_t n = a.links_visible();
   if (n != b.links_visible()) return false;
   for (uint32_t i = 0; i < n; ++i) {
-    if (a.Fill(i) != b.Fill(i) || !a.links[i]->Equals(*b.links[i])) {
+    if (a.Fill(i) != b.Fill(i) || !a.link(i)->Equals(*b.link(i))) {
       return false;
     }
   }

@@ -2,8 +2,9 @@
 // the operations a ShardedFilter applies to one Shard (engine/internal/
 // shard.h), its checkpoint encoding and its statistics.
 //
-// Link i has capacity c_0 x expansion^i and rate p / 2^(i+1) (the rule and
-// its proof are at LinkFpp in filter_factory.h). Adds go to the newest link;
+// Link i's capacity and rate follow the chain rule (LinkCapacity,
+// NextLinkFpp and the proof that the links' rates sum to less than the
+// target: filter_factory.h). Adds go to the newest link;
 // the add that finds it full (S7) appends the next one (S6) and goes there.
 // Queries consult every link, newest first (the newest holds the most keys
 // with expansion >= 2), with no lock (S1). A remove takes one copy out of
@@ -132,17 +133,19 @@ void ChainMayContainHashes(const Shard& s, std::span<const uint64_t> hashes,
 std::string ChainSerialize(const Shard& s);
 // Decodes a shard blob and checks every link against the spec's rule
 // (type, seed, capacity and rate of link i; one link when non-scaling;
-// fill <= capacity). Corruption naming `what` otherwise. With `account`,
-// the blob's size is charged before anything is decoded (ResourceExhausted
-// over the budget) and refunded if decoding fails.
+// fill <= capacity; the links' promised rates, LinkPromisedRate, summing to
+// at most the spec's rate). Corruption naming `what` otherwise. With
+// `account`, the blob's size is charged before anything is decoded
+// (ResourceExhausted over the budget) and refunded if decoding fails.
 Result<LoadedChain> DecodeChain(const FilterSpec& spec, std::string_view blob,
                                 std::string_view what,
                                 MemoryAccount* account = nullptr);
 
 // The links' figures merged: capacity, bytes, slots, items, deletes and
 // cardinality summed; fill slot-weighted; estimated_fpr the compound
-// 1 - prod(1 - fpr_i); target_fpr the chain's compound target
-// (ChainTargetFpp); k of link 0. Approximate while writers run.
+// 1 - prod(1 - fpr_i); target_fpr the links' promised rates summed
+// (LinkPromisedRate: for Bloom and counting chains ChainTargetFpp); k of
+// link 0. Approximate while writers run.
 // scan = false: Filter::Counts() per link (no pass over the tables; the
 // figures computed from them are 0).
 FilterStats ChainStatistics(const FilterSpec& spec, const Shard& s,

@@ -4,8 +4,9 @@
 // the eight nibbles fetched from the 64-byte block with two in-register
 // permutes, instead of a loop of k loads, shifts and compares (callgrind,
 // one-at-a-time query of a 1e6 filter at 1%, k = 7, loop and XXH3
-// included: 146 instructions scalar, 50 with this kernel; 25.5 ns at 5e7
-// keys against 86-101 before, docs/performance.md).
+// included: 146 instructions with the scalar loop, 50 with this kernel; at
+// 5e7 keys a quarter to a third of the scalar loop's time,
+// docs/performance.md).
 //
 // Counter c of a block is nibble c & 7 of its 32-bit word c >> 3 (the same
 // bits as nibble c & 15 of 64-bit word c >> 4, words little-endian). Lanes
@@ -86,14 +87,14 @@ SHARDFILTER_TARGET_AVX2 inline bool CountersNonZeroAvx2(
 // Then byte i of the increment takes bits 2i and 2i + 1 of the set (a byte
 // shuffle from set byte i / 4 and two compares).
 //
-// One-at-a-time raw adds, XXH3 and the loop included (bench/instructions.sh,
-// portable build, the kernel through one indirect call): 275 instructions
-// with the scalar loop, 196 with this kernel; side by side at 5e7 keys, 1%
-// (k = 6), -march=native: 114 -> 71 ns an add, the handle's 204 -> 130 ns
-// (docs/performance.md, session 18). Session 27: the write-back in two
-// vector stores, the saturation test in two shifts, the spread by a table:
-// 198 -> 167 instructions; bloom_bench BM_Add, counting, native, medians
-// of 5 alternating runs: 5e7 18.5 -> 22.3M adds/s, 1e6 64 -> 83.
+// Why the writers run these kernels rather than the scalar loop: at 5e7
+// keys, 1% (k = 6), -march=native, a one-at-a-time raw add takes 0.62x the
+// scalar loop's time and the handle's add 0.64x; within the kernel, the
+// write-back in two vector stores (not eight extracts and atomic stores),
+// the saturation test in two shifts and two ANDs and the spread by a
+// vpshufb table are 31 instructions fewer an add (callgrind), 1.2x the
+// adds/s at 5e7 and 1.3x at 1e6 (bloom_bench BM_Add, counting, native,
+// medians of 5 alternating runs; docs/performance.md).
 
 // The key's eight counter positions (0..127), one per 32-bit lane.
 SHARDFILTER_TARGET_AVX2 inline __m256i CounterPositionsAvx2(
@@ -288,8 +289,8 @@ SHARDFILTER_TARGET_AVX2 inline bool CountersRemoveAvx2(
 // has them); defined in every x86 build outside TSan, so that the tests
 // check them against the scalar loops wherever the CPU has them
 // (CpuHasAvx512Counting). bloom_bench BM_Add, counting, native, medians of
-// 5 alternating runs against the AVX2 kernel: 5e7 21.9 -> 25.3M adds/s,
-// 1e6 78 -> 89.
+// 5 alternating runs against the AVX2 kernel: 1.16x the adds/s at 5e7,
+// 1.14x at 1e6.
 #if SHARDFILTER_SPLIT_AVX2
 // g++ 12's AVX-512 intrinsics pass an "undefined" vector as the unused
 // merge source of their masked builtins and warn that it is used
@@ -356,8 +357,8 @@ SHARDFILTER_TARGET_AVX512_COUNTING inline __m512i NonZeroNibblesAvx512(
 // two and a blend, their zero test one vptestnmd. Memory order as the
 // AVX2 query's: an aligned vector load is loads of aligned 8-byte parts.
 // bloom_bench BM_Query, counting, absent keys, native, medians of 5
-// alternating runs against the AVX2 kernel: 1e6 178.5 -> 217.9M
-// queries/s, 5e7 44.2 -> 48.9.
+// alternating runs against the AVX2 kernel: 1.22x the queries/s at 1e6,
+// 1.11x at 5e7.
 SHARDFILTER_TARGET_AVX512_COUNTING inline bool CountersNonZeroAvx512(
     const std::atomic<uint64_t>* block, const uint32_t* mult, uint32_t h32) {
   const __m256i c = CounterPositionsAvx2(mult, h32);

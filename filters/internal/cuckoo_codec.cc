@@ -105,11 +105,19 @@ Result<std::unique_ptr<CuckooFilter>> CuckooFilter::Deserialize(
   }
   if (!(fpp > 0.0) || !(fpp < 1.0)) return Bad("fpp not in (0, 1)");
   // Create guarantees the rate at capacity meets fpp; anything else was
-  // not written by us.
+  // not written by us. The slack admits tables sized before the model
+  // counted fingerprint 1's double weight (CuckooSlotMatch): 2^{1-f}.
   const double load =
       static_cast<double>(capacity) / static_cast<double>(slots);
-  if (CuckooFpr(f, b, load) > fpp * (1 + 1e-9)) {
-    return Bad("table too small for the promised rate at capacity");
+  if (const double model = CuckooFpr(f, b, load);
+      model >
+      fpp * (1 + std::ldexp(1.0, 1 - static_cast<int>(f))) * (1 + 1e-9)) {
+    return Bad("capacity " + std::to_string(capacity) + " and rate " +
+               FormatRate(fpp) + " disagree with its table of " +
+               std::to_string(buckets) + " buckets of " + std::to_string(b) +
+               " " + std::to_string(f) +
+               "-bit slots, which at that capacity gives rate " +
+               FormatRate(model));
   }
   if (items > slots) return Bad("item count exceeds the slots");
 

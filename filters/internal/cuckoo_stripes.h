@@ -41,9 +41,20 @@ class CuckooStripes {
   // Buckets per stripe unit; equals CuckooTable::kGroupBuckets.
   static constexpr unsigned kGroupShift = 3;
 
-  bool Init(uint64_t buckets) {
+  // A stripe per kTableBytesPerStripe of table at most: a stripe costs a
+  // line and a move version (72 B), so a small table's stripes stay under
+  // 7% of it (a 1 KiB table has one; one per group would be 64, 4.6 KB).
+  // Writers of a table
+  // that small meet on its lines anyway, and the sharded engine serializes
+  // a link's writers on its shard's order lock before they reach these.
+  static constexpr uint64_t kTableBytesPerStripe = 1024;
+
+  // For a table of `buckets` buckets and `table_bytes` bytes.
+  bool Init(uint64_t buckets, uint64_t table_bytes) {
     const uint64_t groups = (buckets >> kGroupShift) + 1;
-    count_ = std::min<uint64_t>(kMaxStripes, std::bit_ceil(groups));
+    const uint64_t by_bytes = std::bit_floor(
+        std::max<uint64_t>(1, table_bytes / kTableBytesPerStripe));
+    count_ = std::min({kMaxStripes, std::bit_ceil(groups), by_bytes});
     mask_ = count_ - 1;
     locks_.reset(new (std::nothrow) Stripe[count_]);
     versions_.reset(new (std::nothrow) std::atomic<uint64_t>[count_]);

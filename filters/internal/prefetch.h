@@ -27,10 +27,10 @@ namespace shardfilter::internal {
 // kQueryPrefetchWindow keys ahead (filters/internal/bloom_kernels.h). A
 // prefetch into L1 holds one of L1's few miss buffers until its line
 // arrives, which bounds the misses in flight; one into L2 does not, and
-// the probe then finds its line in L2. Session 20, 5e7 keys, bench/ab.sh 5
-// rounds of bloom_bench's batched query: split-block 75.6 -> 107.8M keys/s
-// (64 ahead into L2 against 16 into L1), counting 60.4 -> 75.3; 32 or 64
-// ahead into L1 measured no faster than 16.
+// the probe then finds its line in L2. At 5e7 keys (bench/ab.sh 5 rounds of
+// bloom_bench's batched query), 64 ahead into L2 against 16 into L1: 1.43x
+// the keys/s for split block, 1.25x for counting; 32 or 64 ahead into L1
+// measured no faster than 16.
 [[gnu::always_inline]] inline void PrefetchReadL2(const void* p) {
 #if defined(__x86_64__) || defined(__i386__)
   asm volatile("prefetcht1 %0" : : "m"(*static_cast<const char*>(p)));

@@ -2,7 +2,8 @@
 // fewest instructions per one-at-a-time call that a one-miss Bloom probe
 // allows, because at DRAM sizes a loop of independent calls runs only as
 // fast as the CPU overlaps their misses, and every instruction per call
-// shrinks that overlap (docs/performance.md, issue 15).
+// shrinks that overlap (docs/performance.md, "The filters, one at a time
+// and batched").
 //
 // Layout (docs/format-bloom.md): blocks of 256 bits (32 bytes, half a cache
 // line, so one miss), each eight 32-bit lanes; lane i of a block is bits
@@ -161,10 +162,10 @@ SHARDFILTER_TARGET_AVX2 inline __m256i SplitMaskAvx2(uint32_t h32) {
 // fetch_or of each 64-bit word of `mask` into the block's words, the words
 // taken from the register (a store and reloads through the stack cost a
 // frame and ~12 instructions more). Always inline (its one caller,
-// SplitAddAvx2, is built for AVX2 too): g++ -O3 -march=native left it a
+// SplitAddAvx2, is built for AVX2 too): g++ -O3 -march=native leaves it a
 // call in the Database handle's add, which has two paths with the ORs
-// (side-by-side harness, session 27: the handle's Bloom add at 1e6 20.8
-// -> 19.6 ns inline).
+// (side-by-side harness: inline, the handle's Bloom add at 1e6 takes 6%
+// less time).
 [[gnu::always_inline]] SHARDFILTER_TARGET_AVX2 inline void SplitOrAvx2(
     std::atomic<uint64_t>* block, __m256i mask) {
   block[0].fetch_or(static_cast<uint64_t>(_mm256_extract_epi64(mask, 0)),

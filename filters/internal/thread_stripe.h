@@ -2,9 +2,10 @@
 // bumps (a Bloom filter's `items`; the Database's journal counts and a
 // dedup store's per-op counts), so that a bump is a plain load and store
 // on a line only its thread writes, not a locked add, and two threads
-// never pass one counter line back and forth (a perf profile of two
-// threads adding to a journalled Bloom filter once put 22% of all samples
-// on the journal counters' locked adds, docs/performance.md, session 14).
+// never pass one counter line back and forth (with locked adds, a perf
+// profile of two threads adding to a journalled Bloom filter puts 22% of
+// all samples on the journal counters; docs/performance.md, "Two
+// threads").
 //
 // Ownership (the invariant the plain store needs): stripes 0 ..
 // kOwnedStripes - 1 each belong to at most one live thread at a time,
@@ -25,11 +26,11 @@
 // the next owner's first load returns the last value. A reader's sum is a
 // statistic: relaxed loads, concurrent bumps may or may not be in it.
 //
-// Measured (docs/performance.md, session 24): the raw split-block
-// BloomFilter::Add counted `items` with a locked add on one of 16 stripes
-// chosen by the key's hash, so two adding threads shared every stripe:
-// bloom_bench BM_Add at 1e6 items, two threads, 33.6 -> 77.5M adds/s
-// (one thread 42.9 -> 49.9); at 5e7, 27.4 -> 44.7 (one 20.3 -> 22.0).
+// Measured (bloom_bench BM_Add, the raw split-block BloomFilter::Add),
+// against a locked add on one of 16 stripes chosen by the key's hash, which
+// two adding threads share: at 1e6 items two threads add 2.3x as fast (one
+// thread 1.16x), at 5e7 1.6x (one thread 1.08x); docs/performance.md, "Two
+// threads".
 #ifndef SHARDFILTER_FILTERS_INTERNAL_THREAD_STRIPE_H_
 #define SHARDFILTER_FILTERS_INTERNAL_THREAD_STRIPE_H_
 
@@ -37,6 +38,8 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <new>
 
 namespace shardfilter::internal {
 
@@ -120,6 +123,86 @@ class ThreadStripedCount {
 
  private:
   ThreadStripedCounts<1> c_;
+};
+
+// One counter, striped over kCounterStripes lines (1,088 B, as a
+// ThreadStripedCount) only when its owner asks for it: where concurrent
+// bumps are frequent enough that one word's line passing between cores
+// costs more than the stripes' memory. Otherwise one word, every bump a
+// locked add (the shared stripe's path: no owned stripe is below
+// `owned_` = 0). The total is exact either way. Stripes that cannot be
+// allocated leave the one word: slower under contention, never wrong.
+class OptionalStripedCount {
+ public:
+  explicit OptionalStripedCount(bool striped)
+      : stripes_(striped ? new (std::nothrow) Stripe[kCounterStripes]
+                         : nullptr),
+        owned_(stripes_ != nullptr ? kOwnedStripes : 0) {}
+  OptionalStripedCount(const OptionalStripedCount&) = delete;
+  OptionalStripedCount& operator=(const OptionalStripedCount&) = delete;
+
+  // As ThreadStripedCounts::Add: the owner's plain load and store on its
+  // stripe when striped, a locked add otherwise. One comparison decides:
+  // a thread's stripe below `owned_` is an owned one (tls_counter_stripe
+  // is UINT32_MAX before its claim, kSharedStripe without a stripe).
+  void Add(uint64_t n) {
+    const uint32_t s = tls_counter_stripe;
+    if (s < owned_) [[likely]] {
+      BumpOwned(s, n);
+    } else {
+      AddUnowned(n);
+    }
+  }
+  void AddShared(uint64_t n) {
+    Shared().fetch_add(n, std::memory_order_relaxed);
+  }
+  // REQUIRES: as ThreadStripedCounts::Reset (no other thread touches it).
+  void Reset(uint64_t v) {
+    for (uint32_t s = 0; s < owned_; ++s) {
+      stripes_[s].n.store(0, std::memory_order_relaxed);
+    }
+    Shared().store(v, std::memory_order_relaxed);
+  }
+  uint64_t Load() const {
+    uint64_t total = 0;
+    for (uint32_t s = 0; s < owned_; ++s) {
+      total += stripes_[s].n.load(std::memory_order_relaxed);
+    }
+    return total + Shared().load(std::memory_order_relaxed);
+  }
+  bool striped() const { return owned_ != 0; }
+
+ private:
+  struct alignas(64) Stripe {
+    std::atomic<uint64_t> n{0};
+  };
+  // REQUIRES: s < owned_, the calling thread's stripe.
+  void BumpOwned(uint32_t s, uint64_t n) {
+    std::atomic<uint64_t>& c = stripes_[s].n;
+    c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
+  // Not striped, or a thread without a stripe yet: when striped, it
+  // claims one now.
+  void AddUnowned(uint64_t n) {
+    if (owned_ != 0) {
+      const uint32_t s = ThisThreadStripe();
+      if (s < owned_) {
+        BumpOwned(s, n);
+        return;
+      }
+    }
+    AddShared(n);
+  }
+  std::atomic<uint64_t>& Shared() {
+    return owned_ != 0 ? stripes_[kSharedStripe].n : one_;
+  }
+  const std::atomic<uint64_t>& Shared() const {
+    return owned_ != 0 ? stripes_[kSharedStripe].n : one_;
+  }
+
+  const std::unique_ptr<Stripe[]> stripes_;  // kCounterStripes, or null
+  const uint32_t owned_;                     // kOwnedStripes, or 0
+  std::atomic<uint64_t> one_{0};             // the count when not striped
 };
 
 // Owned stripes claimed by live threads now (for tests).

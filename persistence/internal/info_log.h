@@ -1,11 +1,11 @@
 // The store's RocksDB info log (`<store>/LOG`): RocksDB's own file logger
 // aborts the process (an assertion in its file writer, reached from
 // SstFileManagerImpl::ClearError) once one write to the LOG failed, which a
-// full disk does (issue 13, case 6). This one writes each line with one
-// write(2) and ignores failures: a full disk loses log lines, never the
-// process. It also keeps the last warnings in memory, so that an open that
-// fails can say which file RocksDB found damaged ("000017.log: dropping
-// 32768 bytes; Corruption: checksum mismatch").
+// full disk does. This one writes each line with one write(2) and ignores
+// failures: a full disk loses log lines, never the process. It also keeps
+// the last warnings in memory, so that an open that fails can say which file
+// RocksDB found damaged ("000017.log: dropping 32768 bytes; Corruption:
+// checksum mismatch").
 //
 // A read-only store logs to memory only: a read-only open writes nothing
 // (RocksDB's logger would rename LOG to LOG.old.* on every open).

@@ -220,6 +220,21 @@ class Store {
   // inside a record (persistence/internal/wal_tail.h).
   Status Verify(StoreVerifyReport* report) const;
 
+  // RocksDB's memory now, summed over every column family (RocksDB's
+  // approximate figures): memtables (active and unflushed), block caches,
+  // table readers (indexes and filters held outside the cache).
+  struct MemoryUsage {
+    uint64_t memtables = 0;
+    uint64_t block_cache = 0;
+    uint64_t table_readers = 0;
+    uint64_t total() const { return memtables + block_cache + table_readers; }
+  };
+  MemoryUsage ApproximateMemoryUsage() const;
+  // Writes every memtable of the filter families (catalog, shards,
+  // journal, retained hashes, default) out to table files and waits: their
+  // memory goes back (a host under memory pressure). IOError otherwise.
+  Status FlushMemtables();
+
   // --- Writes of durability sync through the log (sync_marker.h) ---
   // W5: OK, or the IOError that stops them. Checked before such a write.
   Status SyncWritable() const;

@@ -17,6 +17,11 @@
 
 #include "shardfilter/filters/hash.h"
 
+// The export's per-shard checksum is XXH3 with the shard index as seed,
+// which filters/hash.h does not offer: xxHash inline, header only.
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 namespace shardfilter::fuzz {
 
 inline uint64_t LoadLE(const std::string& b, size_t at, int bytes) {
@@ -63,10 +68,12 @@ inline void FixValue(std::string* b) {
   if (b->size() >= 10) SetChecksum(b, 0, b->size() - 8);
 }
 
-// An export (docs/format-export.md): each length-prefixed shard blob, then
-// the trailer over everything.
+// An export (docs/format-export.md): each length-prefixed shard blob and,
+// from version 2, its checksum seeded by the shard index; then the trailer
+// over everything.
 inline void FixExport(std::string* b) {
   if (b->size() < 72) return;
+  const uint64_t version = LoadLE(*b, 4, 2);
   const uint64_t shards = LoadLE(*b, 12, 4);
   size_t at = 64;
   for (uint64_t s = 0; s < shards && s < 256; ++s) {
@@ -76,6 +83,11 @@ inline void FixExport(std::string* b) {
     if (l > b->size() - 8 - at) break;
     FixChain(b, at, l);
     at += l;
+    if (version >= 2) {
+      if (at + 8 > b->size() - 8) break;
+      StoreLE64(b, at, XXH3_64bits_withSeed(b->data() + at - l, l, s));
+      at += 8;
+    }
   }
   SetChecksum(b, 0, b->size() - 8);
 }

@@ -80,13 +80,14 @@ void AddAndReply(CommandContext& ctx, std::string_view key,
                  const BloomOptions& o, Args items, bool multi) {
   std::vector<uint8_t> added;
   std::vector<Status> statuses;
+  std::shared_ptr<FilterHandle> filter;
   for (int attempt = 1;; ++attempt) {
-    auto filter = OpenForWrite(ctx, key, o);
+    filter = OpenForWrite(ctx, key, o);
     if (filter == nullptr) return;
     BloomAddReportingNew(*filter, items, &added, &statuses);
     if (!DroppedDuringWrite(statuses) || attempt == kMaxWriteAttempts) break;
   }
-  ReplyBloomAdds(ctx, added, statuses, multi);
+  ReplyBloomAdds(ctx, *filter, added, statuses, multi);
 }
 
 void CheckAndReply(CommandContext& ctx, Args args, bool multi) {
@@ -124,7 +125,8 @@ void CheckAndReply(CommandContext& ctx, Args args, bool multi) {
 
 }  // namespace
 
-void ReplyBloomAdds(CommandContext& ctx, std::span<const uint8_t> added,
+void ReplyBloomAdds(CommandContext& ctx, const FilterHandle& filter,
+                    std::span<const uint8_t> added,
                     std::span<const Status> statuses, bool multi) {
   size_t n = statuses.size();
   for (size_t i = 0; i < statuses.size(); ++i) {
@@ -142,11 +144,15 @@ void ReplyBloomAdds(CommandContext& ctx, std::span<const uint8_t> added,
       } else {
         ctx.out.Integer(added[i] != 0);
       }
-    } else if (s.IsFull()) {
+    } else if (s.IsFull() && !filter.Spec().scalable) {
       ctx.out.Error("ERR non scaling filter is full");
+    } else if (ReplyIfOverMaxmemory(ctx, s)) {
     } else if (s.IsNotFound()) {
       ctx.out.Error(kDroppedDuringWriteError);
     } else {
+      // Also a scaling filter that cannot grow (Full: its chain's last
+      // link, or a link its limits refuse): RedisBloom's answer when
+      // SBChain_Add cannot add a link, with the reason.
       ctx.out.Error("ERR problem inserting into filter: " + s.message());
     }
   }

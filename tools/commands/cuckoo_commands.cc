@@ -23,6 +23,10 @@ constexpr int64_t kMaxIterations = 65535;
 constexpr int64_t kDefaultExpansion = 1;
 constexpr int64_t kMaxExpansion = 32768;
 constexpr double kCuckooErrorRate = 0.01;
+// cf-max-expansions: the most sub-filters a cuckoo filter has; RedisBloom
+// refuses every add from there. The engine's chains stop at the same count.
+constexpr uint32_t kMaxExpansions = 32;
+static_assert(kMaxExpansions == internal::kMaxLinks);
 
 // shardfilter's bucket layout for RedisBloom's BUCKETSIZE (0: refused).
 uint32_t LayoutBucketSize(int64_t redisbloom_size) {
@@ -43,6 +47,19 @@ CreateParams Params(int64_t capacity, int64_t bucket_size,
   p.scalable = expansion > 0;
   p.expansion = expansion > 0 ? static_cast<uint32_t>(expansion) : 1;
   return p;
+}
+
+// RedisBloom's text for an add refused for want of room (Full): "Maximum
+// expansions reached" once a scaling filter has kMaxExpansions
+// sub-filters (RedisBloom checks that before every add); "Filter is full"
+// otherwise: a non-scaling filter without room, or the most copies of one
+// item (which RedisBloom would grow for; this filter does not, DESIGN.md
+// invariant 8).
+const char* FullText(const FilterHandle& filter) {
+  const FilterSummary summary = filter.Summary();
+  return summary.scalable && summary.links >= kMaxExpansions
+             ? "Maximum expansions reached"
+             : "Filter is full";
 }
 
 void ReplyFlag(CommandContext& ctx, bool as_bool, int64_t v) {
@@ -86,6 +103,7 @@ std::shared_ptr<FilterHandle> OpenForWrite(CommandContext& ctx,
 // The error reply of a failed cuckoo add (not Full).
 void ReplyAddError(CommandContext& ctx, const Status& s) {
   if (s.IsNotFound()) return ctx.out.Error(kDroppedDuringWriteError);
+  if (ReplyIfOverMaxmemory(ctx, s)) return;
   ctx.out.Error("ERR problem inserting into filter: " + s.message());
 }
 
@@ -99,8 +117,9 @@ void InsertCommon(CommandContext& ctx, std::string_view key, Args items,
   std::vector<uint8_t> existed(items.size(), 0);
   // A filter dropped between the lookup and the adds is looked up (created)
   // again, and every item added to it.
+  std::shared_ptr<FilterHandle> filter;
   for (int attempt = 1;; ++attempt) {
-    std::shared_ptr<FilterHandle> filter = OpenForWrite(ctx, key, o);
+    filter = OpenForWrite(ctx, key, o);
     if (filter == nullptr) return;
     if (o.nx) {
       // One at a time: a repeated item must see its own earlier copy.
@@ -117,7 +136,7 @@ void InsertCommon(CommandContext& ctx, std::string_view key, Args items,
   if (!o.multi) {
     const Status& s = statuses[0];
     if (s.ok()) return ReplyFlag(ctx, bool_added, existed[0] ? 0 : 1);
-    if (s.IsFull()) return ctx.out.Error("Filter is full");
+    if (s.IsFull()) return ctx.out.Error(FullText(*filter));
     return ReplyAddError(ctx, s);
   }
   ctx.out.Array(items.size());
@@ -125,7 +144,7 @@ void InsertCommon(CommandContext& ctx, std::string_view key, Args items,
     const Status& s = statuses[i];
     if (s.ok()) {
       ReplyFlag(ctx, bool_added, existed[i] ? 0 : 1);
-    } else if (s.IsFull() || s.code() == StatusCode::kResourceExhausted) {
+    } else if (s.IsFull()) {
       ReplyFlag(ctx, bool_full, -1);  // RESP3 CF.INSERT: false
     } else {
       ReplyAddError(ctx, s);
@@ -238,9 +257,10 @@ void CuckooAddCopies(FilterHandle& filter, Args items,
   filter.AddMany(items, statuses, &added);
 }
 
-void ReplyCuckooAdd(CommandContext& ctx, const Status& s) {
+void ReplyCuckooAdd(CommandContext& ctx, const FilterHandle& filter,
+                    const Status& s) {
   if (s.ok()) return ReplyFlag(ctx, ctx.out.protocol() >= 3, 1);
-  if (s.IsFull()) return ctx.out.Error("Filter is full");
+  if (s.IsFull()) return ctx.out.Error(FullText(filter));
   ReplyAddError(ctx, s);
 }
 

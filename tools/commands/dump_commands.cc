@@ -39,10 +39,6 @@ constexpr size_t kHeaderBytes = 16;
 constexpr size_t kChunkBytes = 16u << 20;
 // Largest dump length a header may state at all.
 constexpr uint64_t kMaxDumpBytes = 64ull << 30;
-// Redis's reply when a command would take used memory past maxmemory.
-constexpr std::string_view kOomError =
-    "OOM command not allowed when used memory > 'maxmemory'.";
-
 // LOADCHUNK sequences pending in the process (PendingRestore).
 std::atomic<int> g_pending_restores{0};
 
@@ -138,8 +134,8 @@ void LoadChunk(CommandContext& ctx, Args args, FilterType type) {
     // A new load abandons the connection's older one, whose bytes and slot
     // go back before new ones are taken.
     s.load.reset();
-    auto pending = PendingRestore::Start(std::string(key),
-                                         ctx.keyspace.MustObey());
+    auto pending =
+        PendingRestore::Start(std::string(key), ctx.keyspace.MustObey());
     if (pending == nullptr) {
       return ctx.out.Error("ERR too many restores in progress (at most " +
                            std::to_string(kMaxPendingRestores) +

@@ -42,9 +42,20 @@ bool DroppedDuringWrite(std::span<const Status> statuses) {
   return false;
 }
 
+bool ReplyIfOverMaxmemory(CommandContext& ctx, const Status& s) {
+  if (s.code() != StatusCode::kResourceExhausted ||
+      !ctx.keyspace.BudgetIsMaxmemory()) {
+    return false;
+  }
+  ctx.out.Error(kOomError);
+  return true;
+}
+
 void ReplyCreateError(CommandContext& ctx, const Status& status,
                       std::string_view generic) {
-  if (status.code() == StatusCode::kResourceExhausted) {
+  if (ReplyIfOverMaxmemory(ctx, status)) return;
+  if (status.code() == StatusCode::kResourceExhausted ||
+      status.code() == StatusCode::kTooLarge) {
     return ctx.out.Error("ERR Insufficient memory to create filter");
   }
   if (status.code() == StatusCode::kAlreadyExists) {

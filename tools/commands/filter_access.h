@@ -34,9 +34,15 @@ bool ReplyIfUnreadable(CommandContext& ctx, std::string_view key,
 // NotFound): the command starts again from its lookup (kMaxWriteAttempts).
 bool DroppedDuringWrite(std::span<const Status> statuses);
 
-// Replies to a failed Keyspace::Create: ResourceExhausted -> "ERR
-// Insufficient memory to create filter", AlreadyExists -> "ERR item
-// exists", else `generic` followed by the reason.
+// Writes kOomError and returns true when `s` is the host's maxmemory
+// refusing an allocation (ResourceExhausted where
+// Keyspace::BudgetIsMaxmemory).
+bool ReplyIfOverMaxmemory(CommandContext& ctx, const Status& s);
+
+// Replies to a failed Keyspace::Create: over the host's maxmemory ->
+// kOomError; TooLarge or another budget's ResourceExhausted -> "ERR
+// Insufficient memory to create filter"; AlreadyExists -> "ERR item
+// exists"; else `generic` followed by the reason.
 void ReplyCreateError(CommandContext& ctx, const Status& status,
                       std::string_view generic);
 
@@ -57,8 +63,12 @@ void BloomAddReportingNew(FilterHandle& filter, Args items,
                           std::vector<uint8_t>* added,
                           std::vector<Status>* statuses);
 
-// BF.ADD (multi = false) / BF.MADD / BF.INSERT's reply for computed adds.
-void ReplyBloomAdds(CommandContext& ctx, std::span<const uint8_t> added,
+// BF.ADD (multi = false) / BF.MADD / BF.INSERT's reply for computed adds
+// to `filter`. RedisBloom's texts: Full is "ERR non scaling filter is full"
+// when the filter is non-scaling; a scaling filter that cannot grow
+// answers "ERR problem inserting into filter".
+void ReplyBloomAdds(CommandContext& ctx, const FilterHandle& filter,
+                    std::span<const uint8_t> added,
                     std::span<const Status> statuses, bool multi);
 
 // Adds a copy of each item to a cuckoo filter (cuckoo_commands.cc). The
@@ -67,8 +77,12 @@ void ReplyBloomAdds(CommandContext& ctx, std::span<const uint8_t> added,
 void CuckooAddCopies(FilterHandle& filter, Args items,
                      std::vector<Status>* statuses);
 
-// CF.ADD's reply for one add's status.
-void ReplyCuckooAdd(CommandContext& ctx, const Status& status);
+// CF.ADD's reply for one add's status. RedisBloom's texts for Full:
+// "Maximum expansions reached" when `filter` scales and has as many
+// sub-filters as it may (its cf-max-expansions, 32), else "Filter is full"
+// (a non-scaling filter without room, or the most copies of one item).
+void ReplyCuckooAdd(CommandContext& ctx, const FilterHandle& filter,
+                    const Status& status);
 
 }  // namespace shardfilter::commands
 

@@ -1,8 +1,8 @@
 // The host-independent command layer's view of filters and keys.
 //
 // Each host implements these interfaces: shardfilter-server over a Database
-// directory (tools/server/db_keyspace.h), the Redis module (issue 17) over
-// Redis's own keyspace. The command layer (tools/commands/) includes no
+// directory (tools/server/db_keyspace.h), the Redis module (tools/module/)
+// over Redis's own keyspace. The command layer (tools/commands/) includes no
 // RocksDB or oneTBB header (engine/sharded_filter.h, whose specs and
 // statistics SF.* reports, includes none), so the module can reuse it
 // inside redis-server.
@@ -181,8 +181,8 @@ class Keyspace {
       std::string_view key) = 0;
   // The TYPE name of what `key` holds ("none" when nothing).
   virtual std::string TypeOf(std::string_view key);
-  // AlreadyExists, InvalidArgument (key, parameters), ResourceExhausted
-  // (over the memory budget).
+  // AlreadyExists, InvalidArgument (key, parameters), TooLarge (over the
+  // host's limit of one filter), ResourceExhausted (over the memory budget).
   virtual Result<std::shared_ptr<FilterHandle>> Create(
       std::string_view key, const CreateParams& params) = 0;
   // True when it existed.
@@ -217,6 +217,13 @@ class Keyspace {
   // limits for clients say (the module: the master's replication stream,
   // an AOF being loaded); the bound on pending restores does not apply.
   virtual bool MustObey() const { return false; }
+  // True when the memory budget that refuses this host's creates and
+  // growth (ResourceExhausted) is the process's limit under Redis's name
+  // maxmemory (shardfilter-server's --maxmemory): those refusals answer
+  // Redis's -OOM. False (the default; the module, whose MEMORY-BUDGET is its
+  // own, below Redis's maxmemory, which Redis checks itself): they keep
+  // RedisBloom's texts.
+  virtual bool BudgetIsMaxmemory() const { return false; }
   // EXPIRE / TTL / PERSIST: the key's deadline, unix time in ms (nullopt:
   // none). A key past its deadline is absent to every call. NotFound when
   // there is no such key; NotSupported where the host keeps no deadlines

@@ -231,11 +231,12 @@ RunResult RunGroup(CommandContext& ctx, std::span<const Args> requests,
     ++ctx.session.commands;
     const uint64_t errors_before = counting ? counting->errors() : 0;
     if (bloom) {
-      ReplyBloomAdds(rctx, std::span<const uint8_t>(added).subspan(at, n),
+      ReplyBloomAdds(rctx, *found.handle,
+                     std::span<const uint8_t>(added).subspan(at, n),
                      std::span<const Status>(statuses).subspan(at, n),
                      KindOf(requests[r]) == Kind::kBfMAdd);
     } else {
-      ReplyCuckooAdd(rctx, statuses[at]);
+      ReplyCuckooAdd(rctx, *found.handle, statuses[at]);
     }
     if (counting) failed.push_back(counting->errors() > errors_before);
     at += n;

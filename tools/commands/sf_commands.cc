@@ -15,6 +15,7 @@
 
 #include "shardfilter/filters/cuckoo_filter.h"
 #include "tools/commands/command_table.h"
+#include "tools/commands/filter_access.h"
 #include "tools/commands/sf_common.h"
 #include "tools/commands/util.h"
 
@@ -27,6 +28,9 @@ void ReplyStatus(CommandContext& ctx, const Status& s) {
     case StatusCode::kFull:
       return ctx.out.Error("ERR filter is full");
     case StatusCode::kResourceExhausted:
+      if (ReplyIfOverMaxmemory(ctx, s)) return;
+      [[fallthrough]];
+    case StatusCode::kTooLarge:
       return ctx.out.Error("ERR Insufficient memory: " + s.message());
     case StatusCode::kNotFound:
       return ctx.out.Error(kNotFoundError);

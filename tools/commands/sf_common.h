@@ -13,9 +13,11 @@
 namespace shardfilter::commands {
 
 // One error reply for an engine status, in the style of RedisBloom's:
-// Full "ERR filter is full", ResourceExhausted "ERR Insufficient memory:
-// ...", NotFound "ERR not found", AlreadyExists "ERR item exists",
-// WrongType WRONGTYPE, otherwise "ERR <message>".
+// Full "ERR filter is full", ResourceExhausted Redis's "OOM command not
+// allowed ..." where the host's budget is its maxmemory
+// (Keyspace::BudgetIsMaxmemory), TooLarge and other budgets' refusals "ERR
+// Insufficient memory: ...", NotFound "ERR not found", AlreadyExists "ERR
+// item exists", WrongType WRONGTYPE, otherwise "ERR <message>".
 void ReplyStatus(CommandContext& ctx, const Status& s);
 
 // Parses `type capacity [options...]` (docs/server.md SPEC) from

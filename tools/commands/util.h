@@ -16,6 +16,10 @@ inline constexpr std::string_view kWrongTypeError =
 inline constexpr std::string_view kNotFoundError = "ERR not found";
 inline constexpr std::string_view kItemExistsError = "ERR item exists";
 inline constexpr std::string_view kSyntaxError = "ERR syntax error";
+// Redis's deny-oom refusal: the reply to ResourceExhausted (the process's
+// memory budget, shardfilter-server's --maxmemory, refused an allocation).
+inline constexpr std::string_view kOomError =
+    "OOM command not allowed when used memory > 'maxmemory'.";
 
 // A write whose key is dropped (DEL, FLUSHALL, expiry) between its lookup
 // and its write finds the handle gone (NotFound) and starts again from the

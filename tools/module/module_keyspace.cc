@@ -189,17 +189,7 @@ Result<std::shared_ptr<commands::FilterHandle>> ModuleKeyspace::Create(
         "shardfilter-server's store)");
   }
   auto f = ShardedFilter::Create(ToFilterSpec(params, options_), g_budget);
-  if (!f.ok()) {
-    const Status& s = f.status();
-    // A table over max_bytes is, to a client, the memory limit.
-    if (s.IsInvalidArgument() &&
-        (s.message().find("max_bytes") != std::string::npos ||
-         s.message().find("budget") != std::string::npos ||
-         s.message().find("memory limit") != std::string::npos)) {
-      return Status::ResourceExhausted(s.message());
-    }
-    return s;
-  }
+  if (!f.ok()) return f.status();
   auto value = std::make_unique<FilterValue>();
   value->filter = std::move(f).value();
   ShardedFilter* filter = value->filter.get();

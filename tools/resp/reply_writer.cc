@@ -14,6 +14,10 @@ std::string FormatDouble(double d) {
   return std::string(buf, n > 0 ? n : 0);
 }
 
+// Each public call checks Room for what it appends (a header is at most
+// 1 + 20 + 2 bytes) before appending anything.
+constexpr size_t kHeaderBytes = 23;
+
 void RespWriter::Header(char type, uint64_t n) {
   char buf[24];
   auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), n);
@@ -32,11 +36,16 @@ void RespWriter::Line(char type, std::string_view s) {
   out_->append("\r\n", 2);
 }
 
-void RespWriter::SimpleString(std::string_view s) { Line('+', s); }
+void RespWriter::SimpleString(std::string_view s) {
+  if (Room(s.size() + 3)) Line('+', s);
+}
 
-void RespWriter::Error(std::string_view text) { Line('-', text); }
+void RespWriter::Error(std::string_view text) {
+  if (Room(text.size() + 3)) Line('-', text);
+}
 
 void RespWriter::Integer(int64_t v) {
+  if (!Room(kHeaderBytes)) return;
   char buf[24];
   auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
   out_->push_back(':');
@@ -45,12 +54,14 @@ void RespWriter::Integer(int64_t v) {
 }
 
 void RespWriter::Bulk(std::string_view s) {
+  if (!Room(kHeaderBytes + s.size() + 2)) return;
   Header('$', s.size());
   out_->append(s);
   out_->append("\r\n", 2);
 }
 
 void RespWriter::Null() {
+  if (!Room(5)) return;
   if (protocol_ >= 3) {
     out_->append("_\r\n", 3);
   } else {
@@ -59,6 +70,7 @@ void RespWriter::Null() {
 }
 
 void RespWriter::NullArray() {
+  if (!Room(5)) return;
   if (protocol_ >= 3) {
     out_->append("_\r\n", 3);
   } else {
@@ -66,9 +78,12 @@ void RespWriter::NullArray() {
   }
 }
 
-void RespWriter::Array(size_t n) { Header('*', n); }
+void RespWriter::Array(size_t n) {
+  if (Room(kHeaderBytes)) Header('*', n);
+}
 
 void RespWriter::Map(size_t pairs) {
+  if (!Room(kHeaderBytes)) return;
   if (protocol_ >= 3) {
     Header('%', pairs);
   } else {
@@ -76,9 +91,12 @@ void RespWriter::Map(size_t pairs) {
   }
 }
 
-void RespWriter::Set(size_t n) { Header(protocol_ >= 3 ? '~' : '*', n); }
+void RespWriter::Set(size_t n) {
+  if (Room(kHeaderBytes)) Header(protocol_ >= 3 ? '~' : '*', n);
+}
 
 void RespWriter::Boolean(bool b) {
+  if (!Room(4)) return;
   if (protocol_ >= 3) {
     out_->append(b ? "#t\r\n" : "#f\r\n", 4);
   } else {
@@ -89,7 +107,7 @@ void RespWriter::Boolean(bool b) {
 void RespWriter::Double(double d) {
   const std::string s = FormatDouble(d);
   if (protocol_ >= 3) {
-    Line(',', s);
+    if (Room(s.size() + 3)) Line(',', s);
   } else {
     Bulk(s);
   }
@@ -97,6 +115,7 @@ void RespWriter::Double(double d) {
 
 void RespWriter::Verbatim(std::string_view format, std::string_view s) {
   if (protocol_ >= 3 && format.size() == 3) {
+    if (!Room(kHeaderBytes + s.size() + 6)) return;
     Header('=', s.size() + 4);
     out_->append(format);
     out_->push_back(':');

@@ -1,8 +1,9 @@
 // ReplyWriter: how the command layer (tools/commands/) answers, whatever the
 // host. The server writes RESP bytes into the connection's output buffer
-// (RespWriter below); the Redis module (issue 17) will map each call onto
-// RedisModule_ReplyWith*. Aggregates are announced with their element count
-// first, then their elements are written, as RESP does.
+// (RespWriter below); the Redis module maps each call onto
+// RedisModule_ReplyWith* (ModuleWriter, tools/module/module_writer.h).
+// Aggregates are announced with their element count first, then their
+// elements are written, as RESP does.
 //
 // RESP3 types fall back under RESP2 as Redis does: a map of n pairs is an
 // array of 2n, a set is an array, a boolean is the integer 0/1, a double is
@@ -72,12 +73,35 @@ class RespWriter final : public ReplyWriter {
 
   std::string* buffer() { return out_; }
 
+  // Bounds the buffer (a host's output limit, checked at every append as
+  // Redis's client-output-buffer-limit is): a reply part that would take
+  // the buffer past `max_size` bytes is not appended, nor is anything
+  // after it, and *stop is set (the command layer stops a pipeline on
+  // Session::close_after_reply, which a host passes). The host then closes
+  // the connection without sending the buffer's last, partial reply.
+  void SetLimit(size_t max_size, bool* stop) {
+    max_size_ = max_size;
+    stop_ = stop;
+  }
+  bool overflowed() const { return overflowed_; }
+
  private:
+  // False (and overflowed) when `n` more bytes would pass the limit.
+  bool Room(size_t n) {
+    if (overflowed_) return false;
+    if (out_->size() + n <= max_size_) return true;
+    overflowed_ = true;
+    if (stop_ != nullptr) *stop_ = true;
+    return false;
+  }
   void Header(char type, uint64_t n);
   void Line(char type, std::string_view s);
 
   std::string* out_;
   int protocol_;
+  size_t max_size_ = SIZE_MAX;
+  bool* stop_ = nullptr;
+  bool overflowed_ = false;
 };
 
 // Formats a double as Redis does for replies (%.17g, "inf" / "-inf",

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <functional>
 #include <optional>
+#include <set>
 #include <shared_mutex>
 #include <unordered_map>
 
@@ -25,6 +26,10 @@ int64_t NowUnix() {
   return std::chrono::duration_cast<std::chrono::seconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+bool OverBudget(const Status& s) {
+  return s.code() == StatusCode::kResourceExhausted;
 }
 
 // A tiered filter's level (or a name posing as one).
@@ -193,7 +198,12 @@ std::atomic<uint64_t> next_instance{1};
 // Each entry also holds the key's expiry deadline as it was when cached;
 // SetExpiry bumps the generation, so a cached deadline is never stale and
 // a hit checks it against the clock without the Database's mutex.
+// Every cache is registered, so that ReclaimMemory can empty them all at
+// once (a cached handle keeps its filter loaded); `mu` is taken by the
+// owning thread around each use (uncontended but for such a purge).
 struct HandleCache {
+  HandleCache();
+  ~HandleCache();
   struct Entry {
     std::shared_ptr<commands::FilterHandle> handle;
     std::optional<int64_t> deadline;  // unix ms
@@ -204,48 +214,152 @@ struct HandleCache {
       return std::hash<std::string_view>()(s);
     }
   };
-  uint64_t owner = 0;
-  uint64_t generation = 0;
-  std::unordered_map<std::string, Entry, Hash, std::equal_to<>> handles;
+  std::mutex mu;
+  uint64_t owner = 0;       // GUARDED_BY(mu)
+  uint64_t generation = 0;  // GUARDED_BY(mu)
+  std::unordered_map<std::string, Entry, Hash, std::equal_to<>>
+      handles;  // GUARDED_BY(mu)
 };
 constexpr size_t kMaxCachedHandles = 4096;
+
+// Every thread's HandleCache. Never destroyed: threads may exit (and
+// unregister) after static destruction began.
+struct CacheRegistry {
+  std::mutex mu;
+  std::vector<HandleCache*> caches;  // GUARDED_BY(mu)
+};
+CacheRegistry& Registry() {
+  static CacheRegistry* registry = new CacheRegistry();
+  return *registry;
+}
+
+HandleCache::HandleCache() {
+  std::lock_guard lock(Registry().mu);
+  Registry().caches.push_back(this);
+}
+
+HandleCache::~HandleCache() {
+  std::lock_guard lock(Registry().mu);
+  auto& all = Registry().caches;
+  all.erase(std::find(all.begin(), all.end(), this));
+}
+
+// Empties every thread's cache of `instance`'s handles; the keys that were
+// cached go to *hot (recently used).
+void PurgeHandleCaches(uint64_t instance, std::set<std::string>* hot) {
+  std::lock_guard reg(Registry().mu);
+  for (HandleCache* c : Registry().caches) {
+    std::lock_guard lock(c->mu);
+    if (c->owner != instance) continue;
+    for (const auto& [key, entry] : c->handles) hot->insert(key);
+    c->handles.clear();
+  }
+}
 
 HandleCache& ThreadCache() {
   thread_local HandleCache cache;
   return cache;
 }
 
+// Empties the calling thread's handle cache (of every keyspace).
+void ForgetThreadHandles() {
+  HandleCache& cache = ThreadCache();
+  std::lock_guard lock(cache.mu);
+  cache.handles.clear();
+}
+
 // One Database filter as the command layer sees it; holds the handle so the
-// filter outlives the command. An add that finds the filter dropped
-// (NotFound: a DEL, FLUSHALL or expiry on another thread, whose generation
-// bump may not have happened yet) empties this thread's handle cache, so
-// that the command's next lookup (its retry, util.h kMaxWriteAttempts)
-// asks the Database, which no longer has it.
+// filter outlives the command.
+// - An add whose growth the memory budget refused is tried again after the
+//   keyspace unloaded another filter (ReclaimMemory), as long as one can
+//   be: only the refused items, which changed nothing.
+// - An add that finds the filter dropped (NotFound: a DEL, FLUSHALL or
+//   expiry on another thread, whose generation bump may not have happened
+//   yet) empties this thread's handle cache, so that the command's next
+//   lookup (its retry, util.h kMaxWriteAttempts) asks the Database, which
+//   no longer has it.
 class DbFilter final : public commands::ShardedFilterHandle {
  public:
-  explicit DbFilter(std::shared_ptr<ShardedFilter> f)
-      : ShardedFilterHandle(f.get()), f_(std::move(f)) {}
+  DbFilter(std::shared_ptr<ShardedFilter> f, DbKeyspace* keyspace)
+      : ShardedFilterHandle(f.get()), f_(std::move(f)), keyspace_(keyspace) {}
 
   Result<bool> Add(std::string_view item) override {
     Result<bool> r = ShardedFilterHandle::Add(item);
-    if (!r.ok() && r.status().IsNotFound()) ThreadCache().handles.clear();
+    if (!r.ok() && OverBudget(r.status())) {
+      for (size_t tries = keyspace_->ReclaimAttempts();
+           tries > 0 && keyspace_->ReclaimMemory(); --tries) {
+        r = ShardedFilterHandle::Add(item);
+        if (r.ok() || !OverBudget(r.status())) break;
+      }
+    }
+    if (!r.ok() && r.status().IsNotFound()) ForgetThreadHandles();
     return r;
   }
   void AddMany(std::span<const std::string_view> items,
                std::vector<Status>* per_item,
                std::vector<uint8_t>* added) override {
     ShardedFilterHandle::AddMany(items, per_item, added);
+    RetryRefused(items, per_item, added);
     for (const Status& s : *per_item) {
       if (s.IsNotFound()) {
-        ThreadCache().handles.clear();
+        ForgetThreadHandles();
         break;
       }
     }
   }
 
  private:
+  void RetryRefused(std::span<const std::string_view> items,
+                    std::vector<Status>* per_item,
+                    std::vector<uint8_t>* added) {
+    std::vector<size_t> refused;
+    size_t tries = 0;
+    for (bool first = true;; first = false) {
+      refused.clear();
+      for (size_t i = 0; i < items.size(); ++i) {
+        if (OverBudget((*per_item)[i])) refused.push_back(i);
+      }
+      if (refused.empty()) return;
+      if (first) tries = keyspace_->ReclaimAttempts();
+      if (tries-- == 0 || !keyspace_->ReclaimMemory()) return;
+      std::vector<std::string_view> again;
+      for (size_t i : refused) again.push_back(items[i]);
+      std::vector<Status> st;
+      std::vector<uint8_t> ad;
+      ShardedFilterHandle::AddMany(again, &st, &ad);
+      for (size_t j = 0; j < refused.size(); ++j) {
+        (*per_item)[refused[j]] = std::move(st[j]);
+        (*added)[refused[j]] = ad[j];
+      }
+    }
+  }
+
   std::shared_ptr<ShardedFilter> f_;
+  DbKeyspace* keyspace_;
 };
+
+Status StatusOf(const Status& s) { return s; }
+template <typename T>
+Status StatusOf(const Result<T>& r) {
+  return r.status();
+}
+
+// Runs `call` again after each filter ReclaimMemory unloaded, for as long
+// as the memory budget refuses it and a filter can be unloaded, and at most
+// ReclaimAttempts() times: a call may load back what was unloaded for it
+// (a migration loads its source), so "something was unloaded" alone
+// would not end the loop.
+template <typename Call>
+auto WithReclaim(DbKeyspace& keyspace, Call&& call) -> decltype(call()) {
+  auto r = call();
+  if (r.ok() || !OverBudget(StatusOf(r))) return r;
+  for (size_t tries = keyspace.ReclaimAttempts();
+       tries > 0 && keyspace.ReclaimMemory(); --tries) {
+    r = call();
+    if (r.ok() || !OverBudget(StatusOf(r))) break;
+  }
+  return r;
+}
 
 }  // namespace
 
@@ -285,6 +399,7 @@ void DbKeyspace::Invalidate() {
 
 void DbKeyspace::TrimThreadCache() {
   HandleCache& cache = ThreadCache();
+  std::lock_guard lock(cache.mu);
   if (cache.owner == instance_ &&
       cache.generation != generation_.load(std::memory_order_acquire)) {
     cache.handles.clear();
@@ -293,7 +408,62 @@ void DbKeyspace::TrimThreadCache() {
 
 void DbKeyspace::ReleaseThreadCache() {
   HandleCache& cache = ThreadCache();
+  std::lock_guard lock(cache.mu);
   if (cache.owner == instance_) cache.handles.clear();
+}
+
+namespace {
+
+// RocksDB memtables worth writing out under pressure (a checkpoint, which
+// every unload of a changed filter makes, moves its tables' bytes there),
+// and what a flush must give back to count as progress: an empty
+// memtable still holds an arena block or so.
+constexpr uint64_t kFlushableStoreBytes = 4u << 20;
+
+}  // namespace
+
+bool DbKeyspace::FlushStoreMemory() {
+  auto flushed = db_->FlushStoreMemory(kFlushableStoreBytes);
+  const bool freed = flushed.ok() && *flushed >= kFlushableStoreBytes;
+  if (freed && after_reclaim_) after_reclaim_();
+  return freed;
+}
+
+bool DbKeyspace::ReclaimMemory() {
+  std::lock_guard reclaim(reclaim_mu_);
+  if (FlushStoreMemory()) return true;
+  std::set<std::string> hot;
+  PurgeHandleCaches(instance_, &hot);
+  // Filters no thread used since the last purge go first, then the
+  // largest (the fewest loads again free the most).
+  struct Victim {
+    bool hot;
+    uint64_t bytes;
+    std::string name;
+  };
+  std::vector<Victim> victims;
+  for (std::string& name : db_->Loaded()) {
+    if (IsReserved(name)) continue;  // a tiered filter's level: it holds it
+    auto f = db_->Get(name);
+    if (!f.ok()) continue;
+    const uint64_t bytes = (*f)->Counts().total.bytes;
+    victims.push_back({hot.count(name) != 0, bytes, std::move(name)});
+  }
+  std::sort(victims.begin(), victims.end(),
+            [](const Victim& a, const Victim& b) {
+              return a.hot != b.hot ? !a.hot : a.bytes > b.bytes;
+            });
+  for (const Victim& v : victims) {
+    // Busy (in use by a command, a migration), or the checkpoint failed:
+    // the next one.
+    if (db_->Unload(v.name).ok()) {
+      unloads_.fetch_add(1, std::memory_order_relaxed);
+      // Its checkpoint, if it had changed, now sits in the memtables.
+      if (!FlushStoreMemory() && after_reclaim_) after_reclaim_();
+      return true;
+    }
+  }
+  return false;
 }
 
 bool DbKeyspace::WriteMayWaitForSync(std::string_view key) {
@@ -314,22 +484,25 @@ Result<std::shared_ptr<commands::FilterHandle>> DbKeyspace::Lookup(
     std::string_view key) {
   HandleCache& cache = ThreadCache();
   const uint64_t generation = generation_.load(std::memory_order_acquire);
-  if (cache.owner != instance_ || cache.generation != generation ||
-      cache.handles.size() > kMaxCachedHandles) {
-    cache.handles.clear();
-    cache.owner = instance_;
-    cache.generation = generation;
-  }
-  if (auto it = cache.handles.find(key); it != cache.handles.end()) {
-    const std::optional<int64_t> deadline = it->second.deadline;
-    if (!deadline.has_value() || *deadline > NowUnixMs()) {
-      return it->second.handle;
+  {
+    std::lock_guard lock(cache.mu);
+    if (cache.owner != instance_ || cache.generation != generation ||
+        cache.handles.size() > kMaxCachedHandles) {
+      cache.handles.clear();
+      cache.owner = instance_;
+      cache.generation = generation;
     }
-    // Past its deadline: dropped now (this empties the cache).
+    if (auto it = cache.handles.find(key); it != cache.handles.end()) {
+      const std::optional<int64_t> deadline = it->second.deadline;
+      if (!deadline.has_value() || *deadline > NowUnixMs()) {
+        return it->second.handle;
+      }
+      // Past its deadline: dropped now (this empties the cache).
+    }
   }
   if (IsReserved(key)) return ReservedName();
   if (ExpireIfDue(key)) return Status::NotFound("no such key (expired)");
-  auto f = db_->Get(key);
+  auto f = WithReclaim(*this, [&] { return db_->Get(key); });
   if (!f.ok()) {
     if (f.status().IsNotFound()) {
       std::lock_guard lock(kinds_mu_);
@@ -342,10 +515,13 @@ Result<std::shared_ptr<commands::FilterHandle>> DbKeyspace::Lookup(
     return OpenFailure(f.status());
   }
   std::shared_ptr<commands::FilterHandle> h =
-      std::make_shared<DbFilter>(std::move(f).value());
+      std::make_shared<DbFilter>(std::move(f).value(), this);
   std::optional<int64_t> deadline;
   if (db_->ExpiryCount() != 0) deadline = db_->Expiry(key);
-  cache.handles.emplace(std::string(key), HandleCache::Entry{h, deadline});
+  std::lock_guard lock(cache.mu);
+  if (cache.owner == instance_) {
+    cache.handles.emplace(std::string(key), HandleCache::Entry{h, deadline});
+  }
   return h;
 }
 
@@ -357,21 +533,11 @@ Result<std::shared_ptr<commands::FilterHandle>> DbKeyspace::Create(
   if (OtherKindLocked(key) != commands::KeyKind::kNone) {
     return Status::AlreadyExists("the key holds a dedup set or tiered filter");
   }
-  auto f = db_->Create(key, ToFilterSpec(params, options_));
-  if (!f.ok()) {
-    const Status& s = f.status();
-    // The engine reports a table over max_bytes as InvalidArgument naming
-    // the budget: to a client that is the memory limit.
-    if (s.IsInvalidArgument() &&
-        (s.message().find("max_bytes") != std::string::npos ||
-         s.message().find("budget") != std::string::npos ||
-         s.message().find("memory limit") != std::string::npos)) {
-      return Status::ResourceExhausted(s.message());
-    }
-    return s;
-  }
+  const FilterSpec spec = ToFilterSpec(params, options_);
+  auto f = WithReclaim(*this, [&] { return db_->Create(key, spec); });
+  if (!f.ok()) return f.status();
   return std::shared_ptr<commands::FilterHandle>(
-      std::make_shared<DbFilter>(std::move(f).value()));
+      std::make_shared<DbFilter>(std::move(f).value(), this));
 }
 
 Result<bool> DbKeyspace::Delete(std::string_view key) {
@@ -485,7 +651,7 @@ Result<std::shared_ptr<commands::DedupHandle>> DbKeyspace::LookupDedup(
     DedupOptions o;
     o.create_if_missing = false;
     o.max_filter_bytes = options_.max_filter_bytes;
-    auto d = DedupStore::Open(*db_, key, o);
+    auto d = WithReclaim(*this, [&] { return DedupStore::Open(*db_, key, o); });
     if (!d.ok()) return OpenFailure(d.status());
     it->second = std::make_shared<DbDedup>(std::move(d).value());
   }
@@ -505,7 +671,9 @@ Result<std::shared_ptr<commands::DedupHandle>> DbKeyspace::CreateDedup(
   o.durability = p.durability;
   o.create_if_missing = true;
   o.max_filter_bytes = options_.max_filter_bytes;
-  SF_ASSIGN_OR_RETURN(auto d, DedupStore::Open(*db_, key, o));
+  SF_ASSIGN_OR_RETURN(auto d, WithReclaim(*this, [&] {
+                        return DedupStore::Open(*db_, key, o);
+                      }));
   auto h = std::make_shared<DbDedup>(std::move(d));
   dedups_.emplace(std::string(key), h);
   return std::shared_ptr<commands::DedupHandle>(h);
@@ -526,7 +694,8 @@ Result<std::shared_ptr<commands::TieredHandle>> DbKeyspace::LookupTiered(
       return Status::NotFound("no such tiered filter");
     }
     if (it->second == nullptr) {
-      auto opened = TieredFilter::Open(db_, key);
+      auto opened =
+          WithReclaim(*this, [&] { return TieredFilter::Open(db_, key); });
       if (!opened.ok()) return OpenFailure(opened.status());
       it->second = *std::move(opened);
     }
@@ -546,7 +715,9 @@ Result<std::shared_ptr<commands::TieredHandle>> DbKeyspace::CreateTiered(
   }
   spec.exact_level = p.exact_level;
   spec.durability = p.durability;
-  SF_ASSIGN_OR_RETURN(auto t, TieredFilter::Create(db_, key, spec));
+  SF_ASSIGN_OR_RETURN(auto t, WithReclaim(*this, [&] {
+                        return TieredFilter::Create(db_, key, spec);
+                      }));
   tiered_.emplace(std::string(key), t);
   return std::shared_ptr<commands::TieredHandle>(
       std::make_shared<DbTiered>(std::move(t)));
@@ -670,12 +841,13 @@ Status DbKeyspace::Restore(std::string_view key, std::string_view bytes) {
   if (OtherKindLocked(key) != commands::KeyKind::kNone) {
     return Status::AlreadyExists("key exists");
   }
-  return ImportFilter(*db_, key, bytes);
+  return WithReclaim(*this, [&] { return ImportFilter(*db_, key, bytes); });
 }
 
 Status DbKeyspace::StartMigration(std::string_view key,
                                   const commands::CreateParams& target) {
-  return db_->StartMigration(key, ToFilterSpec(target, options_));
+  const FilterSpec spec = ToFilterSpec(target, options_);
+  return WithReclaim(*this, [&] { return db_->StartMigration(key, spec); });
 }
 
 Result<commands::MigrationReport> DbKeyspace::Migration(std::string_view key) {
@@ -704,8 +876,12 @@ uint64_t DbKeyspace::FilterBytes() {
 
 Result<std::unique_ptr<commands::StagingBuffer>> DbKeyspace::NewStaging(
     uint64_t bytes, std::string_view what) {
-  return commands::NewBudgetedStaging(db_->options().memory_budget, bytes,
-                                      what);
+  // The Database's budget: --maxmemory's (server_main.cc). Unused filters
+  // are unloaded to make room first, as for every other reservation.
+  return WithReclaim(*this, [&] {
+    return commands::NewBudgetedStaging(db_->options().memory_budget, bytes,
+                                        what);
+  });
 }
 
 }  // namespace shardfilter::server

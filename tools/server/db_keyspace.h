@@ -64,6 +64,8 @@ class DbKeyspace final : public commands::Keyspace {
   size_t MaxKeyBytes() const override { return kMaxFilterNameBytes; }
   // LOADCHUNK staging and SCANDUMP copies, charged to the Database's memory
   // budget (the one its filters are charged to).
+  // The Database's budget is the one --maxmemory sets.
+  bool BudgetIsMaxmemory() const override { return true; }
   Result<std::unique_ptr<commands::StagingBuffer>> NewStaging(
       uint64_t bytes, std::string_view what) override;
   Status SetExpiry(std::string_view key,
@@ -89,6 +91,27 @@ class DbKeyspace final : public commands::Keyspace {
 
   // Sum of the filters' table bytes (INFO memory).
   uint64_t FilterBytes();
+  Database* database() const { return db_; }
+
+  // Memory pressure (the budget refused an allocation): empties every
+  // thread's handle cache, then unloads one loaded filter nobody uses
+  // (Database::Unload: checkpointed first, loaded again by its next use),
+  // those no thread used lately first, then the largest. True when one was
+  // unloaded (the caller may try again), false when none could be. The
+  // keyspace's own calls (lookups that load, creates, restores, growth)
+  // do this before they give up with ResourceExhausted.
+  bool ReclaimMemory();
+  // How many ReclaimMemory calls one refused request may make: each loaded
+  // filter once, and the memtables' flush.
+  size_t ReclaimAttempts() const { return db_->Loaded().size() + 1; }
+  // Filters unloaded by ReclaimMemory (INFO).
+  uint64_t unloads() const { return unloads_.load(std::memory_order_relaxed); }
+  // Called after ReclaimMemory gave memory back, before the caller tries
+  // again: the host re-measures what it counts outside the budget's
+  // reservations (RocksDB's memtables). Set before serving.
+  void SetAfterReclaim(std::function<void()> fn) {
+    after_reclaim_ = std::move(fn);
+  }
 
   // Called (from the dropping thread) after every drop, so the host can
   // wake its other threads to call TrimThreadCache: a dropped filter's
@@ -134,6 +157,14 @@ class DbKeyspace final : public commands::Keyspace {
   // Every tiered filter; null until its first use opens it (kept open:
   // its query counters live in the object).
   std::map<std::string, std::shared_ptr<TieredFilter>, std::less<>> tiered_;
+  // RocksDB's memtables written out; true when that freed enough to try
+  // again (and after_reclaim_ ran).
+  bool FlushStoreMemory();
+
+  // One ReclaimMemory at a time (each needs its own victim).
+  std::mutex reclaim_mu_;
+  std::function<void()> after_reclaim_;
+  std::atomic<uint64_t> unloads_{0};
   std::atomic<int64_t> last_checkpoint_unix_;
   std::atomic<uint64_t> generation_{0};
   std::function<void()> drop_listener_;  // set before serving

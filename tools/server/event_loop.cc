@@ -29,6 +29,9 @@ constexpr size_t kMaxReadChunk = 16u << 20;
 constexpr size_t kKeepOutputCapacity = 1u << 20;
 // Requests parsed before they run (DispatchPipeline coalesces their adds).
 constexpr size_t kMaxBatch = 256;
+// How long the listeners stay out of epoll when no descriptor is left.
+constexpr int kAcceptPauseMs = 100;
+constexpr char kMaxClientsError[] = "-ERR max number of clients reached\r\n";
 
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -46,6 +49,7 @@ void SendNow(int fd, std::string_view text) {
 EventLoop::EventLoop(Server* server) : server_(server) {
   epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.fd = wake_fd_;
@@ -55,6 +59,7 @@ EventLoop::EventLoop(Server* server) : server_(server) {
 EventLoop::~EventLoop() {
   for (auto& [fd, c] : conns_) ::close(fd);
   for (int l : listeners_) ::close(l);
+  if (spare_fd_ >= 0) ::close(spare_fd_);
   if (wake_fd_ >= 0) ::close(wake_fd_);
   if (epoll_fd_ >= 0) ::close(epoll_fd_);
 }
@@ -91,7 +96,11 @@ void EventLoop::Run() {
   const uint32_t idle_s = server_->options().idle_timeout_s;
   int64_t last_idle_check = NowMs();
   while (!server_->stopping()) {
-    const int n = ::epoll_wait(epoll_fd_, events, 256, idle_s > 0 ? 1000 : -1);
+    const int timeout = accept_paused_ ? kAcceptPauseMs
+                        : idle_s > 0   ? 1000
+                                       : -1;
+    const int n = ::epoll_wait(epoll_fd_, events, 256, timeout);
+    if (accept_paused_ && NowMs() >= resume_accept_ms_) ResumeAccepting();
     if (n < 0 && errno != EINTR) break;
     for (int i = 0; i < n; ++i) {
       const int fd = events[i].data.fd;
@@ -110,7 +119,10 @@ void EventLoop::Run() {
       if (it == conns_.end()) continue;
       Connection& c = *it->second;
       const uint32_t e = events[i].events;
-      if (e & EPOLLOUT) Flush(c);
+      if (e & EPOLLOUT) {
+        Flush(c);
+        Account(c);
+      }
       if ((e & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !c.paused &&
           !c.close_when_flushed && !c.busy) {
         OnReadable(c);
@@ -120,6 +132,7 @@ void EventLoop::Run() {
     }
     for (int fd : to_close_) Close(fd);
     to_close_.clear();
+    EvictClients();  // over --maxmemory-clients (this loop's share)
     server_->keyspace()->TrimThreadCache();  // after a drop elsewhere
     if (idle_s > 0 && NowMs() - last_idle_check >= 1000) {
       last_idle_check = NowMs();
@@ -136,7 +149,14 @@ void EventLoop::Accept(int listener) {
     socklen_t len = sizeof(peer);
     const int fd = ::accept4(listener, reinterpret_cast<sockaddr*>(&peer), &len,
                              SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return;  // EAGAIN, or another loop took it
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if ((errno == EMFILE || errno == ENFILE) &&
+          RefuseWithoutDescriptors(listener)) {
+        continue;
+      }
+      return;  // EAGAIN (or another loop took it), or accepting is paused
+    }
     server_->total_connections.fetch_add(1, std::memory_order_relaxed);
     if (opt.requirepass.empty() && opt.protected_mode && !IsLoopback(peer)) {
       SendNow(fd,
@@ -149,7 +169,7 @@ void EventLoop::Accept(int listener) {
     }
     if (server_->connected_clients.load(std::memory_order_relaxed) >=
         static_cast<int64_t>(opt.max_clients)) {
-      SendNow(fd, "-ERR max number of clients reached\r\n");
+      SendNow(fd, kMaxClientsError);
       ::shutdown(fd, SHUT_WR);
       ::close(fd);
       server_->rejected_connections.fetch_add(1, std::memory_order_relaxed);
@@ -171,7 +191,45 @@ void EventLoop::Accept(int listener) {
       continue;
     }
     server_->connected_clients.fetch_add(1, std::memory_order_relaxed);
-    conns_.emplace(fd, std::move(c));
+    Connection& added = *conns_.emplace(fd, std::move(c)).first->second;
+    Account(added);
+  }
+}
+
+bool EventLoop::RefuseWithoutDescriptors(int listener) {
+  if (spare_fd_ >= 0) {
+    ::close(spare_fd_);
+    spare_fd_ = -1;
+    const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd >= 0) {
+      server_->total_connections.fetch_add(1, std::memory_order_relaxed);
+      server_->rejected_connections.fetch_add(1, std::memory_order_relaxed);
+      SendNow(fd, kMaxClientsError);
+      ::shutdown(fd, SHUT_WR);
+      ::close(fd);
+    }
+    spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0 && spare_fd_ >= 0) return true;
+  }
+  PauseAccepting();
+  return false;
+}
+
+void EventLoop::PauseAccepting() {
+  if (accept_paused_) return;
+  for (int l : listeners_) ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, l, nullptr);
+  accept_paused_ = true;
+  resume_accept_ms_ = NowMs() + kAcceptPauseMs;
+}
+
+void EventLoop::ResumeAccepting() {
+  accept_paused_ = false;
+  if (spare_fd_ < 0) spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  for (int l : listeners_) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = l;
+    ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, l, &ev);
   }
 }
 
@@ -191,10 +249,12 @@ void EventLoop::OnReadable(Connection& c) {
   c.last_active_ms = NowMs();
   if (c.in.size() > opt.max_query_buffer) {
     to_close_.push_back(c.fd);  // Redis closes such clients too
+    server_->query_limit_disconnections.fetch_add(1, std::memory_order_relaxed);
     return;
   }
   Process(c);
   Flush(c);
+  Account(c);
 }
 
 // Requests are collected (parsed in place, up to kMaxBatch) and run with
@@ -208,6 +268,11 @@ void EventLoop::Process(Connection& c) {
   commands::CommandContext ctx{c.session, *server_->keyspace(), *server_,
                                c.writer};
   uint64_t ran = 0;
+  // The output limit, checked at every reply's append (RespWriter): a
+  // reply that would take the unsent output past it ends the batch and
+  // the connection (EndBatch).
+  c.writer.SetLimit(c.out_sent + opt.output_hard_limit,
+                    &c.session.close_after_reply);
   // The loop's scratch, reused across calls (their capacity stays): no
   // allocation per read in the common case. A job takes them over.
   std::vector<std::string_view>& flat = scratch_.flat;
@@ -263,6 +328,9 @@ void EventLoop::Process(Connection& c) {
       job->consumed = offset;
       job->parse_error = parse_error;
       job->protocol = c.writer.protocol();
+      job->max_out = c.pending() < opt.output_hard_limit
+                         ? opt.output_hard_limit - c.pending()
+                         : 0;
       server_->total_commands.fetch_add(ran, std::memory_order_relaxed);
       StartJob(c, std::move(job));
       return;  // the input is the job's until it returns (W1)
@@ -279,6 +347,7 @@ void EventLoop::Process(Connection& c) {
 
 void EventLoop::EndBatch(Connection& c, size_t ran, size_t requests,
                          bool parse_error) {
+  if (c.writer.overflowed()) return Overflowed(c);
   if (c.session.close_after_reply || ran < requests) {
     c.close_when_flushed = true;
   } else if (parse_error) {
@@ -294,10 +363,12 @@ void EventLoop::StartJob(Connection& c, std::unique_ptr<WorkerJob> job) {
   server_->workers().Submit([this, raw = job.release()] {
     std::unique_ptr<WorkerJob> j(raw);
     resp::RespWriter writer(&j->out, j->protocol);
+    writer.SetLimit(j->max_out, &j->c->session.close_after_reply);
     commands::CommandContext ctx{j->c->session, *server_->keyspace(), *server_,
                                  writer};
     j->ran = commands::DispatchPipeline(ctx, j->requests);
     j->protocol = writer.protocol();
+    j->overflowed = writer.overflowed();
     server_->keyspace()->ReleaseThreadCache();
     {
       std::lock_guard lock(completed_mu_);
@@ -321,23 +392,69 @@ void EventLoop::Finish(std::unique_ptr<WorkerJob> job) {
   --jobs_in_flight_;
   c.busy = false;
   c.writer.SetProtocol(job->protocol);
-  c.out += job->out;
+  if (!job->overflowed) c.out += job->out;
   c.in.Consume(job->consumed);
   server_->total_commands.fetch_add(job->ran, std::memory_order_relaxed);
-  EndBatch(c, job->ran, job->requests.size(), job->parse_error);
+  if (job->overflowed) {
+    Overflowed(c);
+  } else {
+    EndBatch(c, job->ran, job->requests.size(), job->parse_error);
+  }
   job.reset();  // its views into c.in end here
   if (c.closed_while_busy) {
     to_close_.push_back(c.fd);  // W2: closed after this round's events
     return;
   }
-  if (shutting_down_) return;  // ShutDown sends what is pending (W3)
+  if (shutting_down_ || c.overflowed) return;  // W3; closed this round
   c.last_active_ms = NowMs();
   Process(c);  // the requests read after the batch
   Flush(c);
+  Account(c);
+}
+
+void EventLoop::Overflowed(Connection& c) {
+  if (c.overflowed) return;
+  c.overflowed = true;
+  c.close_when_flushed = true;
+  to_close_.push_back(c.fd);
+  server_->output_limit_disconnections.fetch_add(1, std::memory_order_relaxed);
+}
+
+void EventLoop::Account(Connection& c) {
+  const size_t now = c.memory();
+  server_->memory().AddClientBytes(static_cast<int64_t>(now) -
+                                   static_cast<int64_t>(c.accounted));
+  c.accounted = now;
+}
+
+void EventLoop::EvictClients() {
+  const uint64_t limit = server_->options().max_client_memory;
+  ServerMemory& memory = server_->memory();
+  if (limit == 0 || memory.client_bytes() <= limit) return;
+  std::vector<Connection*> mine;
+  for (auto& [fd, c] : conns_) {
+    if (!c->closed_while_busy) mine.push_back(c.get());
+  }
+  std::sort(mine.begin(), mine.end(), [](Connection* a, Connection* b) {
+    return a->memory() > b->memory();
+  });
+  const int64_t clients = std::max<int64_t>(
+      1, server_->connected_clients.load(std::memory_order_relaxed));
+  const uint64_t average = memory.client_bytes() / clients;
+  bool evicted = false;
+  for (Connection* c : mine) {
+    if (memory.client_bytes() <= limit || c->memory() < average) break;
+    server_->evicted_clients.fetch_add(1, std::memory_order_relaxed);
+    evicted = true;
+    Close(c->fd);  // its buffers are given back now (busy: when it ends)
+  }
+  // The largest clients may be another loop's: wake them to look.
+  if (!evicted && memory.client_bytes() > limit) server_->WakeLoopsToEvict();
 }
 
 void EventLoop::Flush(Connection& c) {
   const ServerOptions& opt = server_->options();
+  if (c.overflowed) return;  // its output is dropped, not sent
   while (c.pending() > 0) {
     const ssize_t n = ::send(c.fd, c.out.data() + c.out_sent, c.pending(),
                              MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -405,6 +522,8 @@ void EventLoop::Close(int fd) {
     }
   }
   ::close(fd);
+  server_->memory().AddClientBytes(
+      -static_cast<int64_t>(it->second->accounted));
   conns_.erase(it);
   server_->connected_clients.fetch_sub(1, std::memory_order_relaxed);
 }

@@ -47,7 +47,13 @@ struct Connection {
   bool paused = false;  // too many unsent replies: not reading
   bool busy = false;    // a batch of its requests runs on a worker (W1)
   bool closed_while_busy = false;  // W2
+  // A reply would have taken its unsent output past the hard limit: closed
+  // without sending the rest (Redis's client-output-buffer-limit).
+  bool overflowed = false;
+  // Its buffers' bytes as last reported to ServerMemory.
+  size_t accounted = 0;
   size_t pending() const { return out.size() - out_sent; }
+  size_t memory() const { return in.capacity() + out.capacity(); }
 };
 
 // One connection's batch on a worker: the requests (views into the
@@ -61,6 +67,8 @@ struct WorkerJob {
   bool parse_error = false;              // the batch ended at bad input
   int protocol = 2;                      // in: the writer's; out: after
   std::string out;                       // the replies
+  size_t max_out = 0;                    // bound of `out` (the output limit)
+  bool overflowed = false;               // `out` reached it
   size_t ran = 0;                        // DispatchPipeline's count
 };
 
@@ -77,6 +85,14 @@ class EventLoop {
 
  private:
   void Accept(int listener);
+  // Out of descriptors (EMFILE, ENFILE): the pending client is answered
+  // "-ERR max number of clients reached" and closed through the spare
+  // descriptor; without one, the listeners leave epoll for
+  // kAcceptPauseMs, so that a level-triggered listener cannot spin the
+  // loop. True when the client was answered.
+  bool RefuseWithoutDescriptors(int listener);
+  void PauseAccepting();
+  void ResumeAccepting();
   void OnReadable(Connection& c);
   void Process(Connection& c);
   // Hands the batch to a worker (W1).
@@ -90,6 +106,13 @@ class EventLoop {
   void EndBatch(Connection& c, size_t ran, size_t requests, bool parse_error);
   void Flush(Connection& c);
   void UpdateInterest(Connection& c);
+  // Reports the change of c's buffers to ServerMemory.
+  void Account(Connection& c);
+  // Over --maxmemory-clients: closes this loop's largest clients (those
+  // using at least the average) until the total is under it again.
+  void EvictClients();
+  // A client past the output limit: closed now, its output dropped.
+  void Overflowed(Connection& c);
   void Close(int fd);
   void CloseIdle(int64_t now_ms);
   void ShutDown();
@@ -98,6 +121,10 @@ class EventLoop {
   int epoll_fd_ = -1;
   int wake_fd_ = -1;
   std::vector<int> listeners_;
+  // Kept open to be closed when accept() finds no descriptor left.
+  int spare_fd_ = -1;
+  bool accept_paused_ = false;
+  int64_t resume_accept_ms_ = 0;
   std::unordered_map<int, std::unique_ptr<Connection>> conns_;
   std::vector<int> to_close_;
   // Process's batch, reused (event_loop.cc).

@@ -1,10 +1,12 @@
 #include "tools/server/server.h"
 
+#include <dirent.h>
 #include <sys/resource.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 
 #include "tools/commands/command_table.h"
@@ -23,24 +25,10 @@ int64_t NowUnix() {
       .count();
 }
 
-std::string Human(uint64_t bytes) {
-  const char* units[] = {"B", "K", "M", "G", "T"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.2f%s", v, units[u]);
-  return buf;
-}
-
-uint64_t RssBytes() {
-  std::ifstream statm("/proc/self/statm");
-  uint64_t size = 0, resident = 0;
-  statm >> size >> resident;
-  return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 void Field(std::string* out, const char* name, const std::string& value) {
@@ -86,13 +74,97 @@ std::string NodeId(const ServerOptions& o, const std::string& ip,
 
 }  // namespace
 
+namespace {
+
+// The budget --maxmemory set: the Database's (null there: the process
+// default, which every filter of that Database reserves from).
+std::shared_ptr<MemoryBudget> BudgetOf(const DbKeyspace& keyspace) {
+  const auto& budget = keyspace.database()->options().memory_budget;
+  return budget != nullptr ? budget : MemoryBudget::Default();
+}
+
+}  // namespace
+
 Server::Server(const ServerOptions& options, DbKeyspace* keyspace)
-    : options_(options), keyspace_(keyspace), workers_(options.sync_threads) {}
+    : options_(options),
+      keyspace_(keyspace),
+      memory_(BudgetOf(*keyspace), keyspace->database()),
+      workers_(options.sync_threads) {}
+
+void Server::WakeLoopsToEvict() {
+  const int64_t now = NowUnixMs();
+  int64_t last = last_evict_wake_ms_.load(std::memory_order_relaxed);
+  if (now - last < 100 ||
+      !last_evict_wake_ms_.compare_exchange_strong(last, now)) {
+    return;
+  }
+  for (auto& loop : loops_) loop->Wake();
+}
 
 Server::~Server() {
   Stop();
   Wait();
   keyspace_->SetDropListener(nullptr);
+  keyspace_->SetAfterReclaim(nullptr);
+}
+
+namespace {
+
+// Descriptors kept free beyond those open at start, for what the store and
+// the server open later (RocksDB's new table files, a filter's journal
+// segments, a dedup set's journal): Redis keeps 32 for its own.
+constexpr uint64_t kReservedDescriptors = 32;
+
+uint64_t OpenDescriptors() {
+  uint64_t n = 0;
+  if (DIR* d = ::opendir("/proc/self/fd")) {
+    while (const dirent* e = ::readdir(d)) {
+      if (e->d_name[0] != '.') ++n;
+    }
+    ::closedir(d);
+    if (n > 0) --n;  // opendir's own
+  }
+  return n;
+}
+
+}  // namespace
+
+// Redis's adjustOpenFilesLimit: every client is a descriptor, so maxclients
+// must fit under RLIMIT_NOFILE with the store's own descriptors (those open
+// now, and kReservedDescriptors more) to spare. The soft limit is raised
+// towards the hard one first; what still does not fit lowers maxclients
+// (INFO and CONFIG GET report the new figure), and says so on stderr.
+Status Server::FitClientsToDescriptors() {
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) return Status::OK();
+  const uint64_t reserved = OpenDescriptors() + kReservedDescriptors;
+  const uint64_t wanted = reserved + options_.max_clients;
+  if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < wanted) {
+    rlimit raised = rl;
+    raised.rlim_cur = rl.rlim_max == RLIM_INFINITY
+                          ? wanted
+                          : std::min<uint64_t>(wanted, rl.rlim_max);
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) rl = raised;
+  }
+  if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= wanted) {
+    return Status::OK();
+  }
+  if (rl.rlim_cur <= reserved) {
+    return Status::IOError(
+        "the descriptor limit (ulimit -n) is " + std::to_string(rl.rlim_cur) +
+        ": not enough for any client beside the " + std::to_string(reserved) +
+        " the store and the server need; raise it");
+  }
+  const uint64_t fit = rl.rlim_cur - reserved;
+  std::fprintf(stderr,
+               "shardfilter-server: the descriptor limit (ulimit -n) is %llu: "
+               "maxclients lowered from %u to %llu (%llu descriptors kept for "
+               "the store, its journals and the server)\n",
+               static_cast<unsigned long long>(rl.rlim_cur),
+               options_.max_clients, static_cast<unsigned long long>(fit),
+               static_cast<unsigned long long>(reserved));
+  options_.max_clients = static_cast<uint32_t>(fit);
+  return Status::OK();
 }
 
 Status Server::Start() {
@@ -105,10 +177,13 @@ Status Server::Start() {
     loops_.push_back(std::move(loop));
   }
   port_ = port;
+  // The loops' own descriptors are open now: what is left is the clients'.
+  SF_RETURN_IF_ERROR(FitClientsToDescriptors());
   start_unix_ = NowUnix();
   cluster_node_.ip = AnnouncedIp(options_);
   cluster_node_.port = port_;
   cluster_node_.id = NodeId(options_, cluster_node_.ip, port_);
+  keyspace_->SetAfterReclaim([this] { memory_.Sample(); });
   // A drop wakes every loop so each frees its cached handles of it.
   keyspace_->SetDropListener([this] {
     for (auto& loop : loops_) loop->Wake();
@@ -116,9 +191,18 @@ Status Server::Start() {
   for (auto& loop : loops_) {
     threads_.emplace_back([l = loop.get()] { l->Run(); });
   }
+  // Also samples the memory the server measures (server_memory.h) and,
+  // when that took used_memory past --maxmemory, unloads unused filters
+  // until it is under again (or none is left to unload).
   expirer_ = std::thread([this] {
     while (!stopping()) {
       keyspace_->ExpireDue();
+      memory_.Sample();
+      for (size_t tries = keyspace_->ReclaimAttempts();
+           tries > 0 && !stopping() && memory_.over() &&
+           keyspace_->ReclaimMemory();
+           --tries) {
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   });
@@ -240,15 +324,10 @@ bool Server::AppendInfoSection(std::string_view section, std::string* out) {
     return true;
   }
   if (section == "memory") {
-    const uint64_t filters = keyspace_->FilterBytes();
-    const uint64_t rss = RssBytes();
-    *out += "# Memory\r\n";
-    Field(out, "used_memory", std::to_string(filters));
-    Field(out, "used_memory_human", Human(filters));
-    Field(out, "used_memory_rss", std::to_string(rss));
-    Field(out, "used_memory_rss_human", Human(rss));
-    Field(out, "maxmemory", "0");
-    Field(out, "maxmemory_policy", "noeviction");
+    memory_.AppendInfo(keyspace_->FilterBytes(), out);
+    // Filters unloaded to make room (loaded again on their next use).
+    Field(out, "unloaded_filters", std::to_string(keyspace_->unloads()));
+    Field(out, "maxmemory_clients", std::to_string(options_.max_client_memory));
     return true;
   }
   if (section == "stats") {
@@ -263,6 +342,14 @@ bool Server::AppendInfoSection(std::string_view section, std::string* out) {
           std::to_string(net_output_bytes.load(std::memory_order_relaxed)));
     Field(out, "rejected_connections",
           std::to_string(rejected_connections.load(std::memory_order_relaxed)));
+    Field(out, "evicted_clients",
+          std::to_string(evicted_clients.load(std::memory_order_relaxed)));
+    Field(out, "client_query_buffer_limit_disconnections",
+          std::to_string(
+              query_limit_disconnections.load(std::memory_order_relaxed)));
+    Field(out, "client_output_buffer_limit_disconnections",
+          std::to_string(
+              output_limit_disconnections.load(std::memory_order_relaxed)));
     Field(out, "keyspace_hits", "0");
     Field(out, "keyspace_misses", "0");
     return true;
@@ -283,8 +370,11 @@ std::vector<std::pair<std::string, std::string>> Server::ConfigValues() const {
       {"protected-mode", options_.protected_mode ? "yes" : "no"},
       {"timeout", std::to_string(options_.idle_timeout_s)},
       {"maxclients", std::to_string(options_.max_clients)},
-      {"maxmemory", "0"},
+      {"maxmemory", std::to_string(memory_.maxmemory())},
       {"maxmemory-policy", "noeviction"},
+      {"maxmemory-clients", std::to_string(options_.max_client_memory)},
+      {"client-output-buffer-limit",
+       "normal " + std::to_string(options_.output_hard_limit) + " 0 0"},
       {"proto-max-bulk-len", std::to_string(options_.limits.max_bulk_bytes)},
       {"client-query-buffer-limit", std::to_string(options_.max_query_buffer)},
       {"dir", options_.db_path},

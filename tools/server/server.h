@@ -12,9 +12,12 @@
 // Limits (ServerOptions): bulk length, arguments and query buffer per
 // client (the parser's), output buffer per client (past output_pause_bytes
 // of unsent replies the loop stops reading that client's requests until it
-// reads its replies; past output_hard_limit the connection is closed), max
-// clients, idle timeout. With no password, protected mode refuses peers
-// that are not loopback.
+// reads its replies; a reply that would take them past output_hard_limit
+// closes the connection, checked at every append), all clients' buffers
+// together (max_client_memory: the largest clients are closed), max
+// clients, idle timeout, and the process's memory (ServerMemory: the
+// memory budget that --maxmemory sets). With no password, protected mode
+// refuses peers that are not loopback.
 //
 // Thread safety: Start, Stop and Wait are called by one controlling thread
 // (Stop also from any loop thread, through the Host's RequestShutdown).
@@ -35,6 +38,7 @@
 #include "tools/commands/session.h"
 #include "tools/resp/request_parser.h"
 #include "tools/server/db_keyspace.h"
+#include "tools/server/server_memory.h"
 #include "tools/server/sync_workers.h"
 
 namespace shardfilter::server {
@@ -62,6 +66,9 @@ struct ServerOptions {
   uint64_t output_pause_bytes = 4ull << 20;
   // Unsent replies past which the client is disconnected.
   uint64_t output_hard_limit = 256ull << 20;
+  // Every client's input and output buffers together (Redis's
+  // maxmemory-clients); past it the largest clients are closed. 0: none.
+  uint64_t max_client_memory = 0;
   // For INFO / CONFIG GET dir.
   std::string db_path;
   // Emulated cluster mode (docs/server.md, "Cluster emulation"): CLUSTER
@@ -114,6 +121,10 @@ class Server final : public commands::Host {
   // Shared by the loops.
   const ServerOptions& options() const { return options_; }
   DbKeyspace* keyspace() { return keyspace_; }
+  ServerMemory& memory() { return memory_; }
+  // Over max_client_memory with nothing this loop could close: every loop
+  // looks at its own clients (at most ten times a second).
+  void WakeLoopsToEvict();
   SyncWorkers& workers() { return workers_; }
   // True when running `requests` (one connection's batch, in order) may
   // wait for an fsync: a request flagged kFsyncs, a write whose key
@@ -131,10 +142,18 @@ class Server final : public commands::Host {
   std::atomic<uint64_t> total_commands{0};
   std::atomic<uint64_t> net_input_bytes{0};
   std::atomic<uint64_t> net_output_bytes{0};
+  std::atomic<uint64_t> evicted_clients{0};
+  std::atomic<uint64_t> output_limit_disconnections{0};
+  std::atomic<uint64_t> query_limit_disconnections{0};
 
  private:
+  // Lowers options_.max_clients to what RLIMIT_NOFILE leaves (server.cc).
+  Status FitClientsToDescriptors();
+
   ServerOptions options_;
   DbKeyspace* keyspace_;
+  ServerMemory memory_;
+  std::atomic<int64_t> last_evict_wake_ms_{0};
   uint16_t port_ = 0;
   std::vector<std::unique_ptr<EventLoop>> loops_;
   std::vector<std::thread> threads_;

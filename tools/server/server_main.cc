@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -27,6 +28,7 @@ namespace {
 
 using shardfilter::Database;
 using shardfilter::DatabaseOptions;
+using shardfilter::MemoryBudget;
 
 constexpr const char* kUsage = R"(usage: shardfilter-server --db DIR [options]
 
@@ -51,12 +53,24 @@ of a shardfilter store directory (created when missing).
                                  (default journal: acknowledged writes
                                  survive kill -9)
   --checkpoint-interval-ms N     background checkpoints (default 60000; 0 off)
+  --maxmemory SIZE|auto          the process's memory limit: filter tables,
+                                 growth, loads, restores, migrations, RocksDB's
+                                 memtables and caches, journal pages, client
+                                 buffers (INFO used_memory). Writes that would
+                                 pass it are refused with -OOM after unused
+                                 filters were unloaded. 0 = none; auto (the
+                                 default) = half of min(physical memory,
+                                 cgroup limit), resolved at start
+  --maxmemory-clients SIZE|N%    all clients' buffers together; past it the
+                                 largest clients are closed (default 0 = none;
+                                 N% of --maxmemory)
   --max-filter-bytes SIZE        memory budget of one filter incl. growth
                                  (default 1gb)
   --shards N                     shards of created filters (default: by size)
   --proto-max-bulk-len SIZE      largest bulk argument (default 512mb)
   --client-query-buffer-limit SIZE   unparsed input per client (default 1gb)
-  --client-output-buffer-limit SIZE  unsent replies per client before it is
+  --client-output-buffer-limit SIZE  unsent replies per client, checked at
+                                 every reply: past it the client is
                                  disconnected (default 256mb)
   --cluster-emulation [yes|no]   answer CLUSTER SLOTS/SHARDS/NODES/... as a
                                  one-node cluster owning every slot, so
@@ -64,7 +78,7 @@ of a shardfilter store directory (created when missing).
   --cluster-announce-ip ADDR     the node's address in CLUSTER replies
                                  (default: the first --bind address)
   --version, --help
-SIZE takes Redis's suffixes: 1k = 1000, 1kb = 1024, m/mb, g/gb.
+SIZE takes Redis's suffixes: 1k = 1000, 1kb = 1024, m/mb, g/gb (b: bytes).
 )";
 
 bool ParseSize(const std::string& s, uint64_t* out) {
@@ -75,7 +89,7 @@ bool ParseSize(const std::string& s, uint64_t* out) {
   std::string unit = s.substr(i);
   for (char& c : unit) c = static_cast<char>(std::tolower(c));
   uint64_t mul = 1;
-  if (unit == "")
+  if (unit == "" || unit == "b")
     mul = 1;
   else if (unit == "k")
     mul = 1000;
@@ -91,6 +105,7 @@ bool ParseSize(const std::string& s, uint64_t* out) {
     mul = 1024ull * 1024 * 1024;
   else
     return false;
+  if (v > UINT64_MAX / mul) return false;
   *out = v * mul;
   return true;
 }
@@ -108,6 +123,8 @@ int main(int argc, char** argv) {
   DatabaseOptions db_opt;
   db_opt.checkpoint_interval_ms = 60000;
   bool bind_given = false;
+  std::optional<uint64_t> maxmemory;  // nullopt: auto
+  std::string maxmemory_clients = "0";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--help" || a == "-h") {
@@ -176,6 +193,14 @@ int main(int argc, char** argv) {
       db_opt.default_durability = *d;
     } else if (a == "--checkpoint-interval-ms") {
       db_opt.checkpoint_interval_ms = static_cast<uint32_t>(number(1u << 31));
+    } else if (a == "--maxmemory") {
+      if (v == "auto") {
+        maxmemory.reset();
+      } else {
+        maxmemory = number(~0ull);
+      }
+    } else if (a == "--maxmemory-clients") {
+      maxmemory_clients = v;
     } else if (a == "--max-filter-bytes") {
       ks_opt.max_filter_bytes = number(~0ull);
     } else if (a == "--shards") {
@@ -194,6 +219,28 @@ int main(int argc, char** argv) {
   }
   if (db_opt.path.empty()) return Fail("--db DIR is required (see --help)");
   opt.db_path = db_opt.path;
+  // --maxmemory is the process's one memory budget (engine/memory_budget.h):
+  // every filter of the store reserves from it, and the server adds what
+  // it measures (tools/server/server_memory.h). auto is resolved now, from
+  // this machine's and this cgroup's memory at this start.
+  const uint64_t limit =
+      maxmemory.has_value() ? *maxmemory : MemoryBudget::DefaultLimit();
+  const auto& budget = MemoryBudget::Default();
+  budget->SetLimit(limit == 0 ? MemoryBudget::kUnlimited : limit);
+  db_opt.memory_budget = budget;
+  if (!maxmemory_clients.empty() && maxmemory_clients.back() == '%') {
+    uint64_t percent = 0;
+    if (!ParseSize(maxmemory_clients.substr(0, maxmemory_clients.size() - 1),
+                   &percent) ||
+        percent > 100) {
+      return Fail("bad value '" + maxmemory_clients +
+                  "' for --maxmemory-clients");
+    }
+    opt.max_client_memory = limit / 100 * percent;
+  } else if (!ParseSize(maxmemory_clients, &opt.max_client_memory)) {
+    return Fail("bad value '" + maxmemory_clients +
+                "' for --maxmemory-clients");
+  }
 
   // SIGTERM/SIGINT are taken by sigwait below: blocked in every thread
   // (the loops inherit this mask).
