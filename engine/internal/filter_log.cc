@@ -28,8 +28,7 @@ uint64_t MappedSegmentBytes(uint64_t shard_table_bytes, uint32_t shards) {
 FilterLog::FilterLog(std::string name, uint32_t shards)
     : name_(std::move(name)),
       shard_count_(shards),
-      shards_(std::make_unique<LogShard[]>(shards)),
-      stop_(name_) {
+      shards_(std::make_unique<LogShard[]>(shards)) {
   segment_bytes_ = MappedSegmentBytes(uint64_t{8} << 20, shards);
   if (uint64_t t = persistence::SegmentBytesForTesting()) segment_bytes_ = t;
 }
@@ -271,7 +270,7 @@ Status FilterLog::Complete(uint32_t shard, uint64_t first_seq,
   }
   L.copied.store(last_seq, std::memory_order_release);
   if (!sync_ || !mmap_) return Status::OK();
-  return L.segments.SyncThrough(last_seq, L.copied, stop_);  // L3
+  return L.segments.SyncThrough(last_seq, L.copied, stop_, name_);  // L3
 }
 
 void FilterLog::Heal(uint32_t shard, uint64_t seq) {

@@ -177,7 +177,7 @@ class FilterLog {
     return stop_.stopped() ? stop_.status() : Status::OK();
   }
   bool failed() const { return stop_.stopped(); }
-  void Fail(const Status& cause) { stop_.Stop(cause); }
+  void Fail(const Status& cause) { stop_.Stop(name_, cause); }
   // L5, after a checkpoint of the stopped filter committed: every op of
   // `shard` with seq <= `seq` is durable in it.
   void Heal(uint32_t shard, uint64_t seq);

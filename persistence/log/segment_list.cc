@@ -12,11 +12,11 @@ Status WriteStop::status() const {
   return status_;
 }
 
-void WriteStop::Stop(const Status& cause) {
+void WriteStop::Stop(std::string_view name, const Status& cause) {
   std::lock_guard lock(mu_);
   if (stopped_.load(std::memory_order_relaxed)) return;
   status_ = Status::IOError(
-      "writes to " + name_ +
+      "writes to " + std::string(name) +
       " are stopped until a checkpoint of it succeeds (or it is reopened): " +
       cause.ToString());
   stopped_.store(true, std::memory_order_release);
@@ -46,7 +46,7 @@ bool SegmentList::empty() const {
 
 Status SegmentList::SyncThrough(uint64_t last_seq,
                                 const std::atomic<uint64_t>& copied,
-                                WriteStop& stop) {
+                                WriteStop& stop, std::string_view name) {
   std::unique_lock lock(mu_);
   while (synced_ < last_seq) {  // S2
     if (stop.stopped()) return stop.status();
@@ -74,7 +74,8 @@ Status SegmentList::SyncThrough(uint64_t last_seq,
     lock.lock();
     syncing_ = false;
     if (!s.ok()) {
-      stop.Stop(s.WithContext("syncing the journal of " + stop.name()));  // S4
+      stop.Stop(name, s.WithContext("syncing the journal of " +  // S4
+                                    std::string(name)));
       cv_.notify_all();
       return stop.status();
     }

@@ -40,6 +40,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "shardfilter/filters/status.h"
@@ -48,20 +49,19 @@
 
 namespace shardfilter::persistence {
 
-// S4.
+// S4. It keeps no name of its own (every filter has one, most never stop):
+// the owner names itself when it stops it.
 class WriteStop {
  public:
-  explicit WriteStop(std::string name) : name_(std::move(name)) {}
   bool stopped() const { return stopped_.load(std::memory_order_acquire); }
   // OK unless stopped; else the IOError every mutation answers.
   Status status() const;
-  // The first cause sticks (later ones are its consequences).
-  void Stop(const Status& cause);
+  // Stops the writes of `name` (the log's owner, for the message). The
+  // first cause sticks (later ones are its consequences).
+  void Stop(std::string_view name, const Status& cause);
   void Clear();
-  const std::string& name() const { return name_; }
 
  private:
-  const std::string name_;
   std::atomic<bool> stopped_{false};
   mutable std::mutex mu_;
   Status status_;  // GUARDED_BY(mu_)
@@ -77,10 +77,11 @@ class SegmentList {
 
   // S2: returns OK once every record with seq <= last_seq is on disk.
   // `copied` is the log's watermark: every record with seq <= copied is
-  // committed in a listed segment. A sync that fails stops `stop` (S4) and
-  // returns its status; so does a wait that finds it stopped.
+  // committed in a listed segment. A sync that fails stops `stop` (S4,
+  // naming `name`, the log's owner) and returns its status; so does a wait
+  // that finds it stopped.
   Status SyncThrough(uint64_t last_seq, const std::atomic<uint64_t>& copied,
-                     WriteStop& stop);
+                     WriteStop& stop, std::string_view name);
   // Records <= seq are durable without a sync of ours (a recovered log;
   // a committed checkpoint that holds them, L5): raises `synced` (and
   // `copied`, if lower, when given) and wakes the waiters.
