@@ -3,7 +3,7 @@
 // component"): per shard, the reservation of seqs and record slots (L1)
 // and the acknowledgement watermark (L2) over the component's segments
 // (log/segment.h, format.h sections 1 and 2), their group commit and
-// retirement (log/segment_list.h S1-S4) and spares made ahead
+// retirement (log/segment_list.h C1-C4) and spares made ahead
 // (log/spares.h); per writer stripe, the thread segments (L7). For a
 // filter that journals in RocksDB's journal family (retained hashes, a
 // small table) only L2 and L4 apply.
@@ -26,10 +26,10 @@
 //      commit all their records before waiting, and a batch waits shard by
 //      shard in ascending order, so waits never cycle.
 //  L3. Group commit (sync): a shard's SegmentList syncs its segments by
-//      log/segment_list.h S1 and S2, reading L2's watermark as what the
+//      log/segment_list.h C1 and C2, reading L2's watermark as what the
 //      records <= it are in: concurrent writers share one fdatasync.
 //  L4. Never undo: an op that changed memory and then failed to become
-//      durable stops the filter (log/segment_list.h S4, WriteStop): every
+//      durable stops the filter (log/segment_list.h C4, WriteStop): every
 //      later mutation fails with IOError naming the cause, and the writers
 //      whose ops were not acknowledged un-commit their records, so that a
 //      reload (reopen) from checkpoint + journal recovers exactly the
@@ -94,7 +94,7 @@
 //      exclusive lock (writing each dirty one), so every record of a
 //      generation <= g was applied before its shard was written. Once that
 //      checkpoint committed, the segments of generations <= g are dead and
-//      are removed (log/segment_list.h S3). (A checkpoint that finds no
+//      are removed (log/segment_list.h C3). (A checkpoint that finds no
 //      thread segment registered skips all this: a writer registers a
 //      segment of the generation it read before it writes a record there.)
 //      Generations live in memory only: replaying a record the checkpoint
@@ -186,7 +186,7 @@ class FilterLog {
 
   // After a checkpoint covering `seq` committed: removes the shard's
   // segments (other than the active one) whose records are all <= seq
-  // (log/segment_list.h S3).
+  // (log/segment_list.h C3).
   void Retire(uint32_t shard, uint64_t seq);
 
   // --- Thread segments (L7; log/format.h) ---
@@ -220,7 +220,7 @@ class FilterLog {
   // registered (none made since the last retirement, none recovered):
   // nothing to retire, and no shard need be locked for it.
   uint64_t BeginThreadGeneration();
-  // T2: removes the thread segments of generations <= g (S3).
+  // T2: removes the thread segments of generations <= g (C3).
   void RetireThreadSegments(uint64_t g);
   // L6, L7: a committed checkpoint's last step. Removes the spares (made
   // ahead, never written: ours to remove) of the slots idle through the
@@ -254,7 +254,7 @@ class FilterLog {
     uint64_t active_max_seq = 0;
     std::shared_ptr<persistence::Segment> active;  // L1
     std::atomic<uint64_t> next_number{1};
-    // Its segments in activation order: L3's group commit, S3's retire.
+    // Its segments in activation order: L3's group commit, C3's retire.
     persistence::SegmentList segments;
   };
 

@@ -48,7 +48,7 @@ Status SegmentList::SyncThrough(uint64_t last_seq,
                                 const std::atomic<uint64_t>& copied,
                                 WriteStop& stop, std::string_view name) {
   std::unique_lock lock(mu_);
-  while (synced_ < last_seq) {  // S2
+  while (synced_ < last_seq) {  // C2
     if (stop.stopped()) return stop.status();
     if (syncing_) {
       cv_.wait(lock);
@@ -74,12 +74,12 @@ Status SegmentList::SyncThrough(uint64_t last_seq,
     lock.lock();
     syncing_ = false;
     if (!s.ok()) {
-      stop.Stop(name, s.WithContext("syncing the journal of " +  // S4
+      stop.Stop(name, s.WithContext("syncing the journal of " +  // C4
                                     std::string(name)));
       cv_.notify_all();
       return stop.status();
     }
-    // S1: by ordinal, whatever a retire removed from the list meanwhile.
+    // C1: by ordinal, whatever a retire removed from the list meanwhile.
     unsynced_from_ = std::max(unsynced_from_, newest);
     synced_ = std::max(synced_, target);
     cv_.notify_all();
