@@ -16,14 +16,18 @@
 //
 //   build/bench/sf_instructions <scenario>     (one scenario, for valgrind)
 //   build/bench/sf_instructions --list
+#include <stdlib.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <string_view>
 
 #include "bench_util.h"
+#include "shardfilter/engine/database.h"
 #include "shardfilter/engine/export.h"
 #include "shardfilter/engine/sharded_filter.h"
 #include "shardfilter/filters/bloom_filter.h"
@@ -179,6 +183,32 @@ SF_COUNTED_LOOP void sf_ic_load(const std::string& bytes) {
 
 namespace {
 
+// A filter of durability journal in a fresh store (under $TMPDIR, removed
+// after), its journal memory-mapped, then the counted add loop.
+void JournalAdd(FilterType type, uint32_t shards) {
+  const char* base = getenv("TMPDIR");
+  std::string dir = std::string(base ? base : "/tmp") + "/sf_ic_XXXXXX";
+  if (mkdtemp(dir.data()) == nullptr) abort();
+  {
+    DatabaseOptions o;
+    o.path = dir + "/db";
+    o.checkpoint_on_close = false;
+    o.mapped_journal_min_bytes = 0;
+    auto db = Database::Open(o);
+    if (!db.ok()) abort();
+    FilterSpec spec;
+    spec.type = type;
+    spec.capacity = kCapacity;
+    spec.shards = shards;
+    spec.durability = Durability::kJournal;
+    auto f = (*db)->Create("f", spec);
+    if (!f.ok()) abort();
+    sf_ic_handle_add(**f);
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
+
 struct Scenario {
   const char* name;
   const char* function;  // the counted loop
@@ -269,6 +299,19 @@ const Scenario kScenarios[] = {
     SF_HANDLE_ADD("cuckoo_1", FilterType::kCuckoo, 1),
     SF_HANDLE_ADD("cuckoo_16", FilterType::kCuckoo, 16),
 #undef SF_HANDLE_ADD
+// The handle's add on a filter of durability journal whose journal is
+// memory-mapped (engine/internal/filter_log.h): Bloom through its thread's
+// segment (L7), counting and cuckoo through their shards' segments.
+#define SF_JOURNAL_ADD(label, type, shards)        \
+  {                                                \
+    "journal_add_" label, "sf_ic_handle_add", [] { \
+      JournalAdd(type, shards);                    \
+    }                                              \
+  }
+    SF_JOURNAL_ADD("bloom_16", FilterType::kBloom, 16),
+    SF_JOURNAL_ADD("counting_16", FilterType::kCountingBloom, 16),
+    SF_JOURNAL_ADD("cuckoo_16", FilterType::kCuckoo, 16),
+#undef SF_JOURNAL_ADD
     {"reserve_bloom_500", "sf_ic_create",
      [] { Create(ReserveSpec(FilterType::kBloom)); }, kCreateOps},
     {"reserve_cuckoo_500", "sf_ic_create",

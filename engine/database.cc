@@ -12,6 +12,7 @@
 #include "shardfilter/engine/internal/filter_factory.h"
 #include "shardfilter/engine/internal/filter_log.h"
 #include "shardfilter/persistence/internal/values.h"
+#include "shardfilter/persistence/log/paths.h"
 
 namespace shardfilter {
 
@@ -127,7 +128,10 @@ Result<std::unique_ptr<Database>> Database::Open(
     // segments are its data. If one epoch key does not decode, nothing is
     // removed.
     auto named = impl->store->ListFilterJournalEpochs();
-    if (named.ok()) internal::RemoveStaleJournals(impl->store->path(), *named);
+    if (named.ok()) {
+      persistence::RemoveStaleEpochs(*impl->store->log_env(),
+                                     impl->store->path(), *named);
+    }
   }
   if (options.checkpoint_interval_ms > 0 && !options.read_only) {
     DatabaseImpl* raw = impl.get();

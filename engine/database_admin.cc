@@ -8,7 +8,7 @@
 #include "shardfilter/engine/internal/filter_log.h"
 #include "shardfilter/engine/internal/recovery.h"
 #include "shardfilter/persistence/internal/dedup_journal.h"
-#include "shardfilter/persistence/internal/dedup_log.h"
+#include "shardfilter/persistence/log/dedup_log.h"
 #include "shardfilter/persistence/internal/values.h"
 
 namespace shardfilter {
@@ -182,7 +182,8 @@ Result<VerifyReport> Database::Verify() const {
   for (const std::string& set : *sets) {
     const std::string path =
         persistence::DedupLogPath(impl_->store->path(), set);
-    auto log = persistence::DedupLog::OpenExisting(path, set);
+    auto log = persistence::DedupLog::OpenExisting(*impl_->store->log_env(),
+                                                   path, set);
     if (log.status().IsNotFound()) {
       auto marked = (*table)->HasJournalMarker(set);
       if (!marked.ok()) {

@@ -144,7 +144,8 @@ Result<std::unique_ptr<DedupStore>> DedupStore::Open(
     // A journal left by a dropped set of that name is debris, and so is a
     // loss record (persistence/internal/sync_marker.h): a set created anew
     // lost nothing.
-    SF_RETURN_IF_ERROR(persistence::DedupJournal::Remove(log_path));
+    SF_RETURN_IF_ERROR(
+        persistence::DedupJournal::Remove(*impl.store->log_env(), log_path));
     SF_RETURN_IF_ERROR(
         impl.store->ClearLostSyncedWrites(SyncedKind::kDedupSet, name));
     SF_RETURN_IF_ERROR(table->PutMeta(name, m));
@@ -187,15 +188,16 @@ Result<std::unique_ptr<DedupStore>> DedupStore::Open(
   // What a crash left in the journal reaches RocksDB before the filters
   // are rebuilt from it (a read-only store reads it into an overlay).
   using persistence::DedupJournal;
+  persistence::Env& env = *impl.store->log_env();
   if (read_only) {
     SF_ASSIGN_OR_RETURN(core->journal,
-                        DedupJournal::OpenReadOnly(table, log_path, name));
+                        DedupJournal::OpenReadOnly(table, env, log_path, name));
   } else {
     SF_ASSIGN_OR_RETURN(core->replayed,
-                        DedupJournal::Replay(table, log_path, name));
+                        DedupJournal::Replay(table, env, log_path, name));
     if (core->durability == Durability::kJournal && options.journal_bytes) {
       SF_ASSIGN_OR_RETURN(core->journal,
-                          DedupJournal::Create(table, log_path, name,
+                          DedupJournal::Create(table, env, log_path, name,
                                                options.journal_bytes / 2));
     }
   }
@@ -230,6 +232,7 @@ Status DedupStore::Drop(Database& db, std::string_view name) {
   // A crash before this leaves a journal that the set's next creation
   // removes unread.
   return persistence::DedupJournal::Remove(
+      *db.impl_->store->log_env(),
       persistence::DedupLogPath(db.impl_->store->path(), name));
 }
 

@@ -27,8 +27,8 @@
 #include "shardfilter/engine/internal/shard_chain.h"
 #include "shardfilter/engine/sharded_filter.h"
 #include "shardfilter/filters/internal/thread_stripe.h"
-#include "shardfilter/persistence/internal/filter_journal.h"
-#include "shardfilter/persistence/internal/thread_journal.h"
+#include "shardfilter/persistence/log/segment.h"
+#include "shardfilter/persistence/log/paths.h"
 
 namespace shardfilter {
 
@@ -54,7 +54,7 @@ Result<AddOutcome> ShardedFilter::JournalledInsert(uint32_t index, Shard& s,
   if (log.mmap()) {
     if (log.thread_logged()) {
       // L7: a Bloom add of a thread with a stripe of its own goes to that
-      // stripe's segment (thread_journal.h): no seq, no lock of the log's,
+      // stripe's segment (log/format.h): no seq, no lock of the log's,
       // no wait. Space first (nothing changed if it fails), the record's
       // check computed while the table's line (prefetched before the shard
       // lock) is on its way, then the apply, the record, the ack (T1). A

@@ -1,10 +1,5 @@
 #include "shardfilter/persistence/internal/dedup_journal.h"
 
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-
 namespace shardfilter::persistence {
 
 namespace {
@@ -24,10 +19,10 @@ void AddOps(std::string_view set, const std::vector<DedupOp>& ops,
   }
 }
 
-Result<uint64_t> DedupJournal::Replay(DedupTable* table,
+Result<uint64_t> DedupJournal::Replay(DedupTable* table, Env& env,
                                       const std::string& path,
                                       std::string_view set) {
-  auto log = DedupLog::OpenExisting(path, set);
+  auto log = DedupLog::OpenExisting(env, path, set);
   SF_ASSIGN_OR_RETURN(const bool marked, table->HasJournalMarker(set));
   if (log.status().IsNotFound()) {
     if (marked) return MissingJournal(path, set);
@@ -51,7 +46,7 @@ Result<uint64_t> DedupJournal::Replay(DedupTable* table,
                            .WithContext("replaying the dedup journal"));
   }
   log->reset();
-  SF_RETURN_IF_ERROR(Remove(path));
+  SF_RETURN_IF_ERROR(Remove(env, path));
   return n;
 }
 
@@ -64,11 +59,8 @@ Status DedupJournal::MissingJournal(const std::string& path,
       "file; nothing was changed");
 }
 
-Status DedupJournal::Remove(const std::string& path) {
-  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-    return Status::IOError("removing " + path + ": " + std::strerror(errno));
-  }
-  return Status::OK();
+Status DedupJournal::Remove(Env& env, const std::string& path) {
+  return env.Remove(path);
 }
 
 DedupJournal::DedupJournal(DedupTable* table, std::string_view set)
@@ -77,18 +69,19 @@ DedupJournal::DedupJournal(DedupTable* table, std::string_view set)
 DedupJournal::~DedupJournal() = default;
 
 Result<std::unique_ptr<DedupJournal>> DedupJournal::Create(
-    DedupTable* table, const std::string& path, std::string_view set,
+    DedupTable* table, Env& env, const std::string& path, std::string_view set,
     uint64_t region_bytes) {
   std::unique_ptr<DedupJournal> j(new DedupJournal(table, set));
-  SF_ASSIGN_OR_RETURN(j->log_, DedupLog::Create(path, set, region_bytes));
+  SF_ASSIGN_OR_RETURN(j->log_, DedupLog::Create(env, path, set, region_bytes));
   SF_RETURN_IF_ERROR(table->PutJournalMarker(set));  // after the file exists
   return j;
 }
 
 Result<std::unique_ptr<DedupJournal>> DedupJournal::OpenReadOnly(
-    DedupTable* table, const std::string& path, std::string_view set) {
+    DedupTable* table, Env& env, const std::string& path,
+    std::string_view set) {
   std::unique_ptr<DedupJournal> j(new DedupJournal(table, set));
-  auto log = DedupLog::OpenExisting(path, set);
+  auto log = DedupLog::OpenExisting(env, path, set);
   if (log.status().IsNotFound()) {
     SF_ASSIGN_OR_RETURN(const bool marked, table->HasJournalMarker(set));
     if (marked) return MissingJournal(path, set);

@@ -6,7 +6,6 @@
 #include <string_view>
 
 #include "shardfilter/filters/internal/coding.h"
-#include "shardfilter/persistence/internal/filter_journal.h"
 #include "shardfilter/persistence/internal/keys.h"
 #include "shardfilter/persistence/internal/retained_hashes.h"
 #include "shardfilter/persistence/internal/store.h"

@@ -12,11 +12,11 @@
 
 #include <vector>
 
-#include "shardfilter/persistence/internal/filter_journal.h"
 #include "shardfilter/persistence/internal/hash_memtable.h"
 #include "shardfilter/persistence/internal/keys.h"
 #include "shardfilter/persistence/internal/rocks_status.h"
 #include "shardfilter/persistence/internal/store.h"
+#include "shardfilter/persistence/log/paths.h"
 
 namespace shardfilter::persistence {
 

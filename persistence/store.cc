@@ -14,13 +14,13 @@
 #include "shardfilter/filters/hash.h"
 #include "shardfilter/filters/internal/tsan.h"
 #include "shardfilter/persistence/internal/filter_expiry.h"
-#include "shardfilter/persistence/internal/filter_journal.h"
 #include "shardfilter/persistence/internal/hash_memtable.h"
 #include "shardfilter/persistence/internal/info_log.h"
 #include "shardfilter/persistence/internal/keys.h"
 #include "shardfilter/persistence/internal/rocks_status.h"
 #include "shardfilter/persistence/internal/store_dir.h"
 #include "shardfilter/persistence/internal/test_env.h"
+#include "shardfilter/persistence/log/fs_env.h"
 
 namespace shardfilter::persistence {
 
@@ -254,6 +254,7 @@ Result<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) {
   store->path_ = options.path;
   store->read_lock_fd_ = lock_fd;
   store->fs_ = env->GetFileSystem();
+  store->log_env_ = NewFileSystemEnv(store->fs_);
   lock_fd = -1;
   if (has_hashes) store->hashes_cf_.store(handles[4]);
   if (has_dedup && has_time) {

@@ -1,4 +1,4 @@
-// Store: the filters' journal epochs (persistence/internal/filter_journal.h),
+// Store: the filters' journal epochs (persistence/log/paths.h),
 // kept in the default column family.
 #include <rocksdb/db.h>
 #include <rocksdb/write_batch.h>
@@ -7,11 +7,11 @@
 #include <set>
 
 #include "shardfilter/persistence/internal/filter_expiry.h"
-#include "shardfilter/persistence/internal/filter_journal.h"
 #include "shardfilter/persistence/internal/keys.h"
 #include "shardfilter/persistence/internal/rocks_status.h"
 #include "shardfilter/persistence/internal/store.h"
 #include "shardfilter/persistence/internal/values.h"
+#include "shardfilter/persistence/log/paths.h"
 
 namespace shardfilter::persistence {
 

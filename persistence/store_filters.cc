@@ -12,10 +12,10 @@
 #include "shardfilter/filters/hash.h"
 #include "shardfilter/filters/internal/tsan.h"
 #include "shardfilter/persistence/internal/filter_expiry.h"
-#include "shardfilter/persistence/internal/filter_journal.h"
 #include "shardfilter/persistence/internal/keys.h"
 #include "shardfilter/persistence/internal/rocks_status.h"
 #include "shardfilter/persistence/internal/store.h"
+#include "shardfilter/persistence/log/paths.h"
 
 namespace shardfilter::persistence {
 

@@ -1,4 +1,4 @@
-// The dedup journal (persistence/internal/dedup_log.h) tells a torn record
+// The dedup journal (persistence/log/dedup_log.h) tells a torn record
 // from a damaged one by its commit word: a flipped bit in the last record
 // (zeros after it) is Corruption, not a torn tail; a kill at any point of an
 // Append reads as no record or the whole one; a deleted journal file is
@@ -15,7 +15,7 @@
 
 #include "shardfilter/engine/dedup_store.h"
 #include "shardfilter/filters/hash.h"
-#include "shardfilter/persistence/internal/dedup_log.h"
+#include "shardfilter/persistence/log/dedup_log.h"
 #include "store_test_util.h"
 
 namespace shardfilter {
@@ -54,14 +54,14 @@ class DedupLogSafetyTest : public ::testing::Test {
  protected:
   std::string Path() { return dir_.path() + "/j/log.sfdl"; }
   void Write(int records) {
-    auto log = DedupLog::Create(Path(), "set", kRegion);
+    auto log = DedupLog::Create(testing::LogEnv(), Path(), "set", kRegion);
     SF_ASSERT_OK(log.status());
     for (int i = 1; i <= records; ++i) {
       (*log)->Append(i, {Put("key-" + std::to_string(i))});
     }
   }
   Result<std::vector<DedupLogRecord>> Read() {
-    SF_ASSIGN_OR_RETURN(auto log, DedupLog::OpenExisting(Path(), "set"));
+    SF_ASSIGN_OR_RETURN(auto log, DedupLog::OpenExisting(testing::LogEnv(), Path(), "set"));
     std::vector<DedupLogRecord> out;
     SF_RETURN_IF_ERROR(log->ReadAll(&out));
     return out;

@@ -1,4 +1,4 @@
-// The dedup store's own journal (persistence/internal/dedup_log.h,
+// The dedup store's own journal (persistence/log/dedup_log.h,
 // persistence/internal/dedup_journal.h): the log format round trip, torn tails,
 // damage and foreign files, the fuzzed decoder; and through DedupStore:
 // a process that dies without closing leaves acknowledged inserts and
@@ -20,7 +20,7 @@
 #include <set>
 
 #include "shardfilter/engine/dedup_store.h"
-#include "shardfilter/persistence/internal/dedup_log.h"
+#include "shardfilter/persistence/log/dedup_log.h"
 #include "store_test_util.h"
 
 namespace shardfilter {
@@ -61,13 +61,13 @@ class DedupLogTest : public ::testing::Test {
   std::string Path() { return dir_.path() + "/j/log.sfdl"; }
   // A log holding `records` (seq 1..n) in region 0.
   void Write(const std::vector<std::vector<DedupOp>>& records) {
-    auto log = DedupLog::Create(Path(), "set", kRegion);
+    auto log = DedupLog::Create(testing::LogEnv(), Path(), "set", kRegion);
     SF_ASSERT_OK(log.status());
     uint64_t seq = 1;
     for (const auto& ops : records) (*log)->Append(seq++, ops);
   }
   Result<std::vector<DedupLogRecord>> Read(std::string_view set = "set") {
-    SF_ASSIGN_OR_RETURN(auto log, DedupLog::OpenExisting(Path(), set));
+    SF_ASSIGN_OR_RETURN(auto log, DedupLog::OpenExisting(testing::LogEnv(), Path(), set));
     std::vector<DedupLogRecord> out;
     SF_RETURN_IF_ERROR(log->ReadAll(&out));
     return out;
@@ -77,7 +77,7 @@ class DedupLogTest : public ::testing::Test {
 
 TEST_F(DedupLogTest, RoundTripAcrossRegionsInSeqOrder) {
   {
-    auto log = DedupLog::Create(Path(), "set", kRegion);
+    auto log = DedupLog::Create(testing::LogEnv(), Path(), "set", kRegion);
     SF_ASSERT_OK(log.status());
     DedupLog& l = **log;
     EXPECT_TRUE(l.Empty(0) && l.Empty(1));
@@ -100,7 +100,7 @@ TEST_F(DedupLogTest, RoundTripAcrossRegionsInSeqOrder) {
 }
 
 TEST_F(DedupLogTest, FitsCountsWholeRecords) {
-  auto log = DedupLog::Create(Path(), "set", kRegion);
+  auto log = DedupLog::Create(testing::LogEnv(), Path(), "set", kRegion);
   SF_ASSERT_OK(log.status());
   std::vector<DedupOp> ops = {Put(std::string(1000, 'k'))};
   const size_t bytes = persistence::DedupLogRecordBytes(ops);
@@ -173,9 +173,9 @@ TEST_F(DedupLogTest, BadFilesAreRefused) {
   std::filesystem::remove(Path());
   EXPECT_TRUE(Read().status().IsNotFound());
   EXPECT_TRUE(
-      DedupLog::Create(Path(), "set", 1000).status().IsInvalidArgument());
+      DedupLog::Create(testing::LogEnv(), Path(), "set", 1000).status().IsInvalidArgument());
   EXPECT_TRUE(
-      DedupLog::Create(Path(), "set", 4096).status().IsInvalidArgument());
+      DedupLog::Create(testing::LogEnv(), Path(), "set", 4096).status().IsInvalidArgument());
 }
 
 // After a reboot the page cache may have written the mapping back in any

@@ -4,30 +4,33 @@
 //    every Append (and Sync) fails with ENOSPC (IOStatus::NoSpace) or EIO;
 //    Heal() lifts it, as freeing disk space would;
 //  * a simulated power loss: PowerOff() makes every later write, sync,
-//    rename and delete a silent no-op (the machine is gone; what the
-//    process still does reaches nothing), and DropUnsyncedData() then puts
-//    every file (appended, written in place, or mapped) back to what its
-//    last completed sync covered, which is
-//    what the disk holds after the power comes back, and starts a new boot
-//    (persistence::SetBootIdForTesting);
+//    rename and delete a silent no-op, and a file made after it memory
+//    only (the machine is gone; what the process still does reaches
+//    nothing), and DropUnsyncedData() then puts every file (appended,
+//    written in place, or mapped) back to what its last completed sync
+//    covered, which is what the disk holds after the power comes back, and
+//    starts a new boot (persistence::SetBootIdForTesting);
 //  * failed syncs: FailSyncs(suffix) fails every later sync of a file whose
 //    name ends with `suffix` with EIO;
 //  * held syncs: HoldSyncs(suffix) makes every later sync of a file whose
 //    name ends with `suffix` wait, before anything of it is synced, until
 //    ReleaseSyncs(suffix); WaitForHeldSyncs waits until that many are held.
 //    A test orders a syncer against other threads with it, deterministically.
-// The filter journal's segments are written through mappings and synced by
-// fdatasync outside any rocksdb::FileSystem; FaultEnv covers them through
-// the journal's test hooks (persistence/internal/filter_journal.h) with the
-// same three rules, so a test written against FaultEnv holds whichever path
-// the journal's bytes take. Install it for the Store with
+// The journals' files (filter journal segments, dedup logs) are written
+// through mappings: the journal component's Env (persistence/log/env.h)
+// makes them with NewWritableFile, maps them with
+// NewMemoryMappedFileBuffer and syncs them through the writable handle, so
+// the same rules cover them: a sync keeps what the mapping held when it
+// began, the rest is dropped at the power loss. Install it for the Store
+// (RocksDB's files and the journals' alike) with
 // persistence::internal::SetStoreEnvForTesting
-// (persistence/internal/test_env.h); one FaultEnv at a time. Thread-safe.
+// (persistence/internal/test_env.h). Thread-safe.
 #ifndef SHARDFILTER_TESTS_FAULT_FS_H_
 #define SHARDFILTER_TESTS_FAULT_FS_H_
 
 #include <rocksdb/env.h>
 #include <rocksdb/file_system.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -39,12 +42,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
 
 #include "shardfilter/persistence/internal/boot_id.h"
-#include "shardfilter/persistence/internal/filter_journal.h"
 
 namespace shardfilter::testing {
 
@@ -69,9 +72,8 @@ class FaultFs : public rocksdb::FileSystemWrapper {
   bool off() const { return off_.load(); }
   // REQUIRES: PowerOff() and every Database closed. Truncates every file
   // written since it was created or last synced to its synced size; puts
-  // every mapped file (MappedSynced) back to its last synced bytes, zeros
-  // after them, and removes those made after the power went off. Then the
-  // machine "boots" again.
+  // every mapped file back to the bytes its last completed sync covered,
+  // zeros after them. Then the machine "boots" again.
   void DropUnsyncedData() {
     std::lock_guard lock(mu_);
     for (const auto& [name, f] : files_) {
@@ -86,20 +88,17 @@ class FaultFs : public rocksdb::FileSystemWrapper {
       }
     }
     rw_.clear();
-    for (const auto& [name, bytes] : mapped_) {
+    for (const auto& [name, node] : nodes_) {
+      if (!node->synced_once) continue;  // never mapped
       std::error_code ec;
       const auto size = std::filesystem::file_size(name, ec);
-      if (ec) continue;  // unlinked (a retired segment)
-      std::string disk = bytes;
+      if (ec) continue;
+      std::string disk = node->synced;
       disk.resize(size, '\0');
       std::ofstream(name, std::ios::binary | std::ios::trunc) << disk;
     }
-    mapped_.clear();
-    for (const std::string& name : made_after_off_) {
-      std::error_code ec;
-      std::filesystem::remove(name, ec);
-    }
-    made_after_off_.clear();
+    nodes_.clear();
+    discarded_.clear();
     persistence::SetBootIdForTesting("fault-fs-boot-" +
                                      std::to_string(++boots_));
   }
@@ -148,44 +147,26 @@ class FaultFs : public rocksdb::FileSystemWrapper {
     });
   }
 
-  // --- Mapped files (the filter journal's segments; FaultEnv) ---
-  // Before a mapped file's creation or sync: the held syncs apply.
-  void MappedEvent(std::string_view what, const std::string& file) {
-    if (what == "create") {
-      if (off()) {
-        std::lock_guard lock(mu_);
-        made_after_off_.insert(file);
-      }
-      return;
-    }
-    if (what == "sync") MaybeHold(file);
-  }
-  // After a completed sync: `bytes` (taken before it began) are on disk.
-  void MappedSynced(const std::string& file, std::string_view bytes) {
-    if (off()) return;
-    std::lock_guard lock(mu_);
-    std::string& d = mapped_[file];
-    if (d.size() < bytes.size()) d.resize(bytes.size());
-    d.replace(0, bytes.size(), bytes);
-  }
-
   // --- FileSystem ---
   rocksdb::IOStatus NewWritableFile(const std::string& f,
                                     const rocksdb::FileOptions& o,
                                     std::unique_ptr<rocksdb::FSWritableFile>* r,
                                     rocksdb::IODebugContext* dbg) override {
     if (off()) {
-      r->reset(new Discard());
+      r->reset(new Discard(this, f));
       return rocksdb::IOStatus::OK();
     }
     std::unique_ptr<rocksdb::FSWritableFile> file;
     rocksdb::IOStatus s = target()->NewWritableFile(f, o, &file, dbg);
     if (!s.ok()) return s;
+    auto node = std::make_shared<Node>();
+    node->name = f;
     {
       std::lock_guard lock(mu_);
       files_[f] = {0, 0};
+      nodes_[f] = node;
     }
-    r->reset(new File(this, f, std::move(file)));
+    r->reset(new File(this, std::move(node), std::move(file)));
     return s;
   }
   rocksdb::IOStatus ReopenWritableFile(
@@ -193,7 +174,7 @@ class FaultFs : public rocksdb::FileSystemWrapper {
       std::unique_ptr<rocksdb::FSWritableFile>* r,
       rocksdb::IODebugContext* dbg) override {
     if (off()) {
-      r->reset(new Discard());
+      r->reset(new Discard(this, f));
       return rocksdb::IOStatus::OK();
     }
     std::unique_ptr<rocksdb::FSWritableFile> file;
@@ -203,11 +184,14 @@ class FaultFs : public rocksdb::FileSystemWrapper {
     target()
         ->GetFileSize(f, rocksdb::IOOptions(), &size, dbg)
         .PermitUncheckedError();
+    auto node = std::make_shared<Node>();
+    node->name = f;
     {
       std::lock_guard lock(mu_);
       files_[f] = {size, size};
+      nodes_[f] = node;
     }
-    r->reset(new File(this, f, std::move(file)));
+    r->reset(new File(this, std::move(node), std::move(file)));
     return s;
   }
   rocksdb::IOStatus ReuseWritableFile(
@@ -239,6 +223,45 @@ class FaultFs : public rocksdb::FileSystemWrapper {
     r->reset(new RwFile(this, f, std::move(file)));
     return s;
   }
+  // A mapping of a file (the journals'): its bytes are what a sync of the
+  // file's writable handle copies. After the power loss, the mapping of a
+  // file made since (memory only) is anonymous memory of its size.
+  rocksdb::IOStatus NewMemoryMappedFileBuffer(
+      const std::string& f,
+      std::unique_ptr<rocksdb::MemoryMappedFileBuffer>* r) override {
+    if (off()) {
+      size_t size = 0;
+      {
+        std::lock_guard lock(mu_);
+        auto it = discarded_.find(f);
+        if (it != discarded_.end()) size = it->second;
+      }
+      if (size != 0) {
+        void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) return rocksdb::IOStatus::IOError("mmap");
+        r->reset(new Anonymous(p, size));
+        return rocksdb::IOStatus::OK();
+      }
+    }
+    std::unique_ptr<rocksdb::MemoryMappedFileBuffer> map;
+    rocksdb::IOStatus s = target()->NewMemoryMappedFileBuffer(f, &map);
+    if (!s.ok()) return s;
+    std::shared_ptr<Node> node;
+    {
+      std::lock_guard lock(mu_);
+      std::shared_ptr<Node>& n = nodes_[f];
+      if (n == nullptr) {
+        n = std::make_shared<Node>();
+        n->name = f;
+      }
+      n->base = static_cast<const char*>(map->GetBase());
+      n->size = map->GetLen();
+      node = n;
+    }
+    r->reset(new Mapping(this, std::move(node), std::move(map)));
+    return s;
+  }
   rocksdb::IOStatus DeleteFile(const std::string& f,
                                const rocksdb::IOOptions& o,
                                rocksdb::IODebugContext* dbg) override {
@@ -246,6 +269,7 @@ class FaultFs : public rocksdb::FileSystemWrapper {
     {
       std::lock_guard lock(mu_);
       files_.erase(f);
+      nodes_.erase(f);
     }
     return target()->DeleteFile(f, o, dbg);
   }
@@ -260,6 +284,12 @@ class FaultFs : public rocksdb::FileSystemWrapper {
         files_[t] = it->second;
         files_.erase(s);
       }
+      auto n = nodes_.find(s);
+      if (n != nodes_.end()) {
+        n->second->name = t;
+        nodes_[t] = n->second;
+        nodes_.erase(n);
+      }
     }
     return target()->RenameFile(s, t, o, dbg);
   }
@@ -268,6 +298,61 @@ class FaultFs : public rocksdb::FileSystemWrapper {
   struct Sizes {
     uint64_t size = 0;    // bytes appended
     uint64_t synced = 0;  // bytes known durable
+  };
+  // A file made through NewWritableFile, followed across renames (its
+  // handle syncs it under its current name), and its mapping, if any.
+  struct Node {
+    std::string name;              // GUARDED_BY(FaultFs::mu_)
+    const char* base = nullptr;    // the live mapping, or null
+    size_t size = 0;
+    bool synced_once = false;      // a sync completed while mapped
+    std::string synced;            // what that sync covered
+  };
+  // The name a handle's file has now.
+  std::string NameOf(const Node& n) {
+    std::lock_guard lock(mu_);
+    return n.name;
+  }
+  // A copy of the node's mapping, taken before a sync begins: the least a
+  // power loss right after that sync keeps. Empty when not mapped.
+  std::optional<std::string> MappedBytes(const Node& n) {
+    std::lock_guard lock(mu_);
+    if (n.base == nullptr) return std::nullopt;
+    return std::string(n.base, n.size);
+  }
+  void MappedSynced(Node& n, std::string bytes) {
+    std::lock_guard lock(mu_);
+    n.synced_once = true;
+    n.synced = std::move(bytes);
+  }
+  void Unmapped(Node& n) {
+    std::lock_guard lock(mu_);
+    n.base = nullptr;
+  }
+  void Discarded(const std::string& f, uint64_t size) {
+    std::lock_guard lock(mu_);
+    discarded_[f] = static_cast<size_t>(size);
+  }
+
+  class Mapping : public rocksdb::MemoryMappedFileBuffer {
+   public:
+    Mapping(FaultFs* fs, std::shared_ptr<Node> node,
+            std::unique_ptr<rocksdb::MemoryMappedFileBuffer> map)
+        : MemoryMappedFileBuffer(map->GetBase(), map->GetLen()),
+          fs_(fs),
+          node_(std::move(node)),
+          map_(std::move(map)) {}
+    ~Mapping() override { fs_->Unmapped(*node_); }
+
+   private:
+    FaultFs* fs_;
+    std::shared_ptr<Node> node_;
+    std::unique_ptr<rocksdb::MemoryMappedFileBuffer> map_;
+  };
+  class Anonymous : public rocksdb::MemoryMappedFileBuffer {
+   public:
+    Anonymous(void* p, size_t n) : MemoryMappedFileBuffer(p, n) {}
+    ~Anonymous() override { ::munmap(GetBase(), GetLen()); }
   };
 
   // Reserves n bytes; false (and counts a failure) when over budget.
@@ -297,11 +382,11 @@ class FaultFs : public rocksdb::FileSystemWrapper {
 
   class File : public rocksdb::FSWritableFileOwnerWrapper {
    public:
-    File(FaultFs* fs, std::string name,
+    File(FaultFs* fs, std::shared_ptr<Node> node,
          std::unique_ptr<rocksdb::FSWritableFile> t)
         : FSWritableFileOwnerWrapper(std::move(t)),
           fs_(fs),
-          name_(std::move(name)) {}
+          node_(std::move(node)) {}
     rocksdb::IOStatus Append(const rocksdb::Slice& d,
                              const rocksdb::IOOptions& o,
                              rocksdb::IODebugContext* dbg) override {
@@ -309,7 +394,7 @@ class FaultFs : public rocksdb::FileSystemWrapper {
       rocksdb::IOStatus s = fs_->Charge(d.size());
       if (!s.ok()) return s;
       s = target()->Append(d, o, dbg);
-      if (s.ok()) fs_->Appended(name_, d.size());
+      if (s.ok()) fs_->Appended(fs_->NameOf(*node_), d.size());
       return s;
     }
     rocksdb::IOStatus Append(const rocksdb::Slice& d,
@@ -325,7 +410,7 @@ class FaultFs : public rocksdb::FileSystemWrapper {
       rocksdb::IOStatus s = fs_->Charge(d.size());
       if (!s.ok()) return s;
       s = target()->PositionedAppend(d, off, o, dbg);
-      if (s.ok()) fs_->Appended(name_, d.size());
+      if (s.ok()) fs_->Appended(fs_->NameOf(*node_), d.size());
       return s;
     }
     rocksdb::IOStatus PositionedAppend(const rocksdb::Slice& d, uint64_t off,
@@ -341,21 +426,11 @@ class FaultFs : public rocksdb::FileSystemWrapper {
     }
     rocksdb::IOStatus Sync(const rocksdb::IOOptions& o,
                            rocksdb::IODebugContext* dbg) override {
-      fs_->MaybeHold(name_);
-      if (fs_->off()) return rocksdb::IOStatus::OK();
-      if (fs_->SyncFails(name_)) return InjectedEio();
-      rocksdb::IOStatus s = target()->Sync(o, dbg);
-      if (s.ok()) fs_->Synced(name_);
-      return s;
+      return SyncWith(o, dbg, false);
     }
     rocksdb::IOStatus Fsync(const rocksdb::IOOptions& o,
                             rocksdb::IODebugContext* dbg) override {
-      fs_->MaybeHold(name_);
-      if (fs_->off()) return rocksdb::IOStatus::OK();
-      if (fs_->SyncFails(name_)) return InjectedEio();
-      rocksdb::IOStatus s = target()->Fsync(o, dbg);
-      if (s.ok()) fs_->Synced(name_);
-      return s;
+      return SyncWith(o, dbg, true);
     }
     rocksdb::IOStatus RangeSync(uint64_t, uint64_t, const rocksdb::IOOptions&,
                                 rocksdb::IODebugContext*) override {
@@ -369,8 +444,24 @@ class FaultFs : public rocksdb::FileSystemWrapper {
     bool IsSyncThreadSafe() const override { return false; }
 
    private:
+    rocksdb::IOStatus SyncWith(const rocksdb::IOOptions& o,
+                               rocksdb::IODebugContext* dbg, bool full) {
+      const std::string name = fs_->NameOf(*node_);
+      fs_->MaybeHold(name);
+      if (fs_->off()) return rocksdb::IOStatus::OK();
+      if (fs_->SyncFails(name)) return InjectedEio();
+      std::optional<std::string> mapped = fs_->MappedBytes(*node_);
+      rocksdb::IOStatus s =
+          full ? target()->Fsync(o, dbg) : target()->Sync(o, dbg);
+      if (!s.ok()) return s;
+      if (fs_->off()) return s;  // the power went off during the sync
+      fs_->Synced(name);
+      if (mapped) fs_->MappedSynced(*node_, std::move(*mapped));
+      return s;
+    }
+
     FaultFs* fs_;
-    std::string name_;
+    std::shared_ptr<Node> node_;
   };
 
   struct Rw {
@@ -430,9 +521,18 @@ class FaultFs : public rocksdb::FileSystemWrapper {
     std::string name_;
   };
 
-  // What a write after the power loss goes to.
+  // What a write after the power loss goes to. Its Allocate gives the
+  // file a size, for a mapping of it (NewMemoryMappedFileBuffer).
   class Discard : public rocksdb::FSWritableFile {
    public:
+    Discard(FaultFs* fs, std::string name)
+        : fs_(fs), name_(std::move(name)) {}
+    rocksdb::IOStatus Allocate(uint64_t offset, uint64_t len,
+                               const rocksdb::IOOptions&,
+                               rocksdb::IODebugContext*) override {
+      fs_->Discarded(name_, offset + len);
+      return rocksdb::IOStatus::OK();
+    }
     rocksdb::IOStatus Append(const rocksdb::Slice&, const rocksdb::IOOptions&,
                              rocksdb::IODebugContext*) override {
       return rocksdb::IOStatus::OK();
@@ -449,6 +549,14 @@ class FaultFs : public rocksdb::FileSystemWrapper {
                            rocksdb::IODebugContext*) override {
       return rocksdb::IOStatus::OK();
     }
+    rocksdb::IOStatus Truncate(uint64_t, const rocksdb::IOOptions&,
+                               rocksdb::IODebugContext*) override {
+      return rocksdb::IOStatus::OK();
+    }
+
+   private:
+    FaultFs* fs_;
+    std::string name_;
   };
 
   static rocksdb::IOStatus InjectedEio() {
@@ -474,10 +582,11 @@ class FaultFs : public rocksdb::FileSystemWrapper {
   Fault fault_ = Fault::kNoSpace;       // GUARDED_BY(mu_)
   std::map<std::string, Sizes> files_;  // GUARDED_BY(mu_)
   std::map<std::string, Rw> rw_;        // GUARDED_BY(mu_)
-  // Mapped files: the bytes their last completed sync covered.
-  std::map<std::string, std::string> mapped_;  // GUARDED_BY(mu_)
-  std::set<std::string> made_after_off_;       // GUARDED_BY(mu_)
-  int boots_ = 0;                              // GUARDED_BY(mu_)
+  // Files made through NewWritableFile, by their current name.
+  std::map<std::string, std::shared_ptr<Node>> nodes_;  // GUARDED_BY(mu_)
+  // Files made after the power went off (memory only): their sizes.
+  std::map<std::string, size_t> discarded_;  // GUARDED_BY(mu_)
+  int boots_ = 0;                            // GUARDED_BY(mu_)
   std::atomic<uint64_t> failures_{0};
   std::atomic<bool> off_{false};
   std::mutex hold_mu_;
@@ -486,25 +595,12 @@ class FaultFs : public rocksdb::FileSystemWrapper {
   std::string fail_syncs_;             // GUARDED_BY(hold_mu_)
 };
 
-// The FaultFs as an Env (what DBOptions::env takes), covering the filter
-// journal's mapped segments too (the journal's test hooks, while it lives).
+// The FaultFs as an Env (what DBOptions::env takes). A Store opened with it
+// (SetStoreEnvForTesting) runs its journals' files through the FaultFs too
+// (Store::log_env). Restores the boot id when it ends.
 struct FaultEnv {
-  FaultEnv() {
-    persistence::SetJournalFaultForTesting(
-        [fs = fs](std::string_view what, const std::string& path) {
-          fs->MappedEvent(what, path);
-          return Status::OK();
-        });
-    persistence::SetJournalSyncedForTesting(
-        [fs = fs](const std::string& path, std::string_view bytes) {
-          fs->MappedSynced(path, bytes);
-        });
-  }
-  ~FaultEnv() {
-    persistence::SetJournalFaultForTesting(nullptr);
-    persistence::SetJournalSyncedForTesting(nullptr);
-    persistence::SetBootIdForTesting("");
-  }
+  FaultEnv() = default;
+  ~FaultEnv() { persistence::SetBootIdForTesting(""); }
   FaultEnv(const FaultEnv&) = delete;
   FaultEnv& operator=(const FaultEnv&) = delete;
 

@@ -1,4 +1,4 @@
-// The filters' memory-mapped journal (persistence/internal/filter_journal.h,
+// The filters' memory-mapped journal (persistence/log/format.h,
 // engine/internal/filter_log.h): record format, damage vs torn tail by boot
 // id, replay in seq order up to the first gap (L2), no undo after a failed
 // sync (L4), segment rotation and retirement,
@@ -6,7 +6,7 @@
 // under durability sync.
 //
 // Over 400 lines: the numbered journal cases share one fixture and fault hooks.
-#include "shardfilter/persistence/internal/filter_journal.h"
+#include "shardfilter/persistence/log/segment.h"
 
 #include <gtest/gtest.h>
 
@@ -21,7 +21,7 @@
 
 #include "shardfilter/engine/database.h"
 #include "shardfilter/engine/internal/filter_log.h"
-#include "shardfilter/persistence/internal/dedup_log.h"
+#include "shardfilter/persistence/log/dedup_log.h"
 #include "shardfilter/persistence/internal/keys.h"
 #include "shardfilter/persistence/internal/values.h"
 #include "store_test_util.h"
@@ -148,7 +148,7 @@ TEST(FilterJournalTest, RecordsRoundTripAndPaddingStaysZero) {
       StatusCode::kCorruption);
 }
 
-// Format 2 (filter_journal.h J4): a one-key record after its segment's
+// Format 2 (log/format.h J4): a one-key record after its segment's
 // first takes 16 bytes, not 40 (each journalled add paid 40 bytes of page
 // cache and disk), and keeps every property of the long form: its seq
 // (implicit: the previous record's + 1), the reserved / committed states,
@@ -621,7 +621,7 @@ TEST(FilterJournalTest, FailedOrderedOpsAreNoOpsThatReplaySkips) {
 // A record reserved but never committed (its writer was killed) with
 // committed records after it, within one boot: not damage; replay stops
 // there, and ops written after the reopen are not shadowed by the dropped
-// ones (filter_journal.h J2).
+// ones (log/format.h J2).
 TEST(FilterJournalTest, UncommittedRecordIsAGapNotDamage) {
   TempDir dir;
   Fill(dir.db(), 20);

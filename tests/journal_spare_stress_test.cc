@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "shardfilter/engine/database.h"
-#include "shardfilter/persistence/internal/filter_journal.h"
+#include "shardfilter/persistence/log/segment.h"
 #include "store_test_util.h"
 
 namespace shardfilter {

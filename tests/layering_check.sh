@@ -22,6 +22,15 @@ check filters 'shardfilter/(persistence|engine)/|tools/' \
 check persistence 'shardfilter/engine/|tools/' \
   "persistence/ includes a layer above it"
 check engine 'tools/' "engine/ includes tools/"
+# The journals' files go through the journal component's Env
+# (persistence/log/env.h): no raw file system call in engine/.
+hits=$(grep -rnE '#include <(filesystem|fcntl\.h|sys/mman\.h|sys/stat\.h)>|std::filesystem|::(open|unlink|rename|fsync|fdatasync|mmap|munmap|fallocate|posix_fallocate|ftruncate)\(' \
+  engine --include='*.h' --include='*.cc')
+if [ -n "$hits" ]; then
+  echo "layering: engine/ makes file system calls (use persistence/log/env.h):"
+  echo "$hits"
+  bad=1
+fi
 for h in engine/*.h; do
   hits=$(grep -nE '^#include "shardfilter/(engine/internal|persistence)/' "$h")
   if [ -n "$hits" ]; then

@@ -16,7 +16,7 @@
 #include <mutex>
 #include <string>
 
-#include "shardfilter/persistence/internal/filter_journal.h"
+#include "shardfilter/persistence/log/segment.h"
 
 namespace shardfilter::testing {
 

@@ -4,6 +4,7 @@
 #define SHARDFILTER_TESTS_STORE_TEST_UTIL_H_
 
 #include <rocksdb/db.h>
+#include <rocksdb/file_system.h>
 #include <stdlib.h>
 
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "shardfilter/engine/database.h"
+#include "shardfilter/persistence/log/fs_env.h"
 #include "test_util.h"
 
 // ASSERT_OK / EXPECT_OK of test_util.h bind a reference to their argument,
@@ -30,6 +32,15 @@
   } while (0)
 
 namespace shardfilter::testing {
+
+// The journal component's Env over RocksDB's default file system (a
+// Store's, Store::log_env, when no test Env is installed), for tests that
+// make logs without a store.
+inline persistence::Env& LogEnv() {
+  static const std::shared_ptr<persistence::Env> env =
+      persistence::NewFileSystemEnv(rocksdb::FileSystem::Default());
+  return *env;
+}
 
 // A fresh directory under $TMPDIR (or /tmp), removed on destruction.
 class TempDir {

@@ -1,5 +1,5 @@
 // Thread segments under kill -9 (engine/internal/filter_log.h L7,
-// persistence/internal/thread_journal.h T1-T3): a child runs three writer
+// persistence/log/format.h T1-T3): a child runs three writer
 // threads adding keys of their own (each key once, so an add that is lost
 // shows as absent, unlike in MultiWriterCrashTest's 48 shared keys) to a
 // journalled Bloom filter on mapped segments, and a fourth thread that
@@ -21,7 +21,7 @@
 
 #include "crash_child_util.h"
 #include "shardfilter/engine/database.h"
-#include "shardfilter/persistence/internal/filter_journal.h"
+#include "shardfilter/persistence/log/segment.h"
 #include "store_test_util.h"
 
 namespace shardfilter {

@@ -1,5 +1,5 @@
 // Thread segments under concurrency (engine/internal/filter_log.h L7,
-// persistence/internal/thread_journal.h T2): writers add journalled Bloom
+// persistence/log/format.h T2): writers add journalled Bloom
 // keys while another thread checkpoints over and over, each checkpoint
 // raising the generation and retiring the segments it covers, some of
 // them still their writers' active ones; small segments make writers
@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "shardfilter/engine/database.h"
-#include "shardfilter/persistence/internal/filter_journal.h"
+#include "shardfilter/persistence/log/segment.h"
 #include "store_test_util.h"
 
 namespace shardfilter {

@@ -1,9 +1,9 @@
-// The per-thread journal segments (persistence/internal/thread_journal.h,
+// The per-thread journal segments (persistence/log/format.h,
 // engine/internal/filter_log.h L7): the record codec (T1, T3), journalled
 // Bloom adds landing there and replayed exactly, retirement by generation
 // at a checkpoint (T2), a full disk before the apply, and damage within a
 // boot against a torn tail after a reboot.
-#include "shardfilter/persistence/internal/thread_journal.h"
+#include "shardfilter/persistence/log/paths.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -23,7 +23,7 @@
 #include "shardfilter/engine/database.h"
 #include "shardfilter/engine/internal/filter_log.h"
 #include "shardfilter/persistence/internal/boot_id.h"
-#include "shardfilter/persistence/internal/filter_journal.h"
+#include "shardfilter/persistence/log/segment.h"
 #include "store_test_util.h"
 
 namespace shardfilter {

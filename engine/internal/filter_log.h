@@ -1,14 +1,18 @@
-// FilterLog: the run-time side of one ShardedFilter's journal: the
-// memory-mapped segments of persistence/internal/filter_journal.h (durability
-// journal / sync, filters that do not retain hashes) and, for every
-// journalled filter, the per-shard acknowledgement watermark and the
-// stopped state.
+// FilterLog: the run-time side of one ShardedFilter's journal, a user of
+// the journal component (persistence/log/, docs/design.md "The journal
+// component"): per shard, the reservation of seqs and record slots (L1)
+// and the acknowledgement watermark (L2) over the component's segments
+// (log/segment.h, format.h sections 1 and 2), their group commit and
+// retirement (log/segment_list.h C1-C4) and spares made ahead
+// (log/spares.h); per writer stripe, the thread segments (L7). For a
+// filter that journals in RocksDB's journal family (retained hashes, a
+// small table) only L2 and L4 apply.
 //
 // Invariants (the code cites them):
 //  L1. Reservation: a shard's seqs and record slots are handed out by one
 //      reserver at a time (the shard's order_mu for counting and cuckoo,
 //      which also covers the apply; `reserve_mu` for Bloom), seq and slot
-//      together, so slot order is seq order (filter_journal.h J1). Space is
+//      together, so slot order is seq order (log/format.h J1). Space is
 //      reserved BEFORE the op is applied (EnsureSpace / a Bloom add's slot),
 //      so the only failure after an op changed memory is a sync I/O error.
 //  L2. Watermark: `copied` = s means every op of the shard with seq <= s
@@ -21,20 +25,15 @@
 //      gap, restores every acknowledged op and no op out of order. Writers
 //      commit all their records before waiting, and a batch waits shard by
 //      shard in ascending order, so waits never cycle.
-//  L3. Group commit (sync): `synced` = s means records <= s are on disk. A
-//      writer whose seq is above it either becomes the one syncing (it
-//      syncs every segment written since the last sync, then raises
-//      `synced` to the watermark it read before syncing) or waits for the
-//      next sync covering its seq; concurrent writers share one fdatasync.
-//      The syncer names segments by their listing ordinal, never by a
-//      position in the list: a checkpoint's Retire may remove older ones
-//      while the syncer is outside the lock, and segments activated
-//      meanwhile (after the newest it synced) stay for the next sync.
+//  L3. Group commit (sync): a shard's SegmentList syncs its segments by
+//      log/segment_list.h C1 and C2, reading L2's watermark as what the
+//      records <= it are in: concurrent writers share one fdatasync.
 //  L4. Never undo: an op that changed memory and then failed to become
-//      durable stops the filter: every later mutation fails with IOError
-//      naming the cause, and the writers whose ops were not acknowledged
-//      un-commit their records, so that a reload (reopen) from checkpoint +
-//      journal recovers exactly the acknowledged ops. Such an op's outcome
+//      durable stops the filter (log/segment_list.h C4, WriteStop): every
+//      later mutation fails with IOError naming the cause, and the writers
+//      whose ops were not acknowledged un-commit their records, so that a
+//      reload (reopen) from checkpoint + journal recovers exactly the
+//      acknowledged ops. Such an op's outcome
 //      is unknown to its caller (as after a timeout): it may or may not
 //      survive. On the memory-mapped path space is reserved first (L1), so a
 //      full disk fails the op before it changes anything and does not stop
@@ -58,13 +57,14 @@
 //      and map count (vm.max_map_count) bound how many segments can exist.
 //      A mapped shard's segments are half its table, 1 to 8 MiB and 32 MiB
 //      per filter at most, so that the active one and the spare together
-//      cost about the table (or 2 MiB). The spare thread exits once no
-//      shard has wanted a spare for a second. A slot idle through a whole
-//      checkpoint interval gives its spare back at the checkpoint's end
-//      (ReleaseIdleSpares), and makes its next segment itself if it
-//      writes again: an idle filter holds its active segments only.
+//      cost about the table (or 2 MiB). Spares (log/spares.h R1, R2): the
+//      spare thread exits once no shard has wanted a spare for a second; a
+//      slot idle through a whole checkpoint interval gives its spare back
+//      at the checkpoint's end (ReleaseIdleSpares), and makes its next
+//      segment itself if it writes again: an idle filter holds its active
+//      segments only.
 //
-//  L7. Thread segments (persistence/internal/thread_journal.h T1-T3): a
+//  L7. Thread segments (persistence/log/format.h T1-T3): a
 //      Bloom filter of durability journal on the memory-mapped path
 //      journals a single-key add of a thread that owns a counter stripe
 //      (filters/internal/thread_stripe.h) in that stripe's own segment, not
@@ -74,9 +74,9 @@
 //      then the ack. Every other add (a thread without a stripe, a batch,
 //      counting and cuckoo ops, durability sync, whose group commit is per
 //      shard) keeps the shard's segments; replay applies both (adds
-//      commute). A checkpoint retires thread segments by generation (T2):
+//      commute). A checkpoint retires thread segments by generation (T2:
 //      BeginThreadGeneration before it looks at any shard, every shard's
-//      exclusive lock taken, RetireThreadSegments once it committed. A
+//      exclusive lock taken, RetireThreadSegments once it committed). A
 //      retired segment that is still a stripe's active one stays mapped
 //      until its writer's next add, which an idle writer may never make:
 //      retirement frees its blocks and page cache at once
@@ -88,6 +88,18 @@
 //      ReleaseIdleSpares), so the threads that once wrote a filter (a
 //      server's pool) do not each hold a spare of up to 8 MiB for as long
 //      as it lives.
+//  T2. Coverage by generation: a writer reads the log's generation under
+//      its shard's lock and writes only to a segment of that generation. A
+//      checkpoint raises the generation to g + 1, then takes every shard's
+//      exclusive lock (writing each dirty one), so every record of a
+//      generation <= g was applied before its shard was written. Once that
+//      checkpoint committed, the segments of generations <= g are dead and
+//      are removed (log/segment_list.h C3). (A checkpoint that finds no
+//      thread segment registered skips all this: a writer registers a
+//      segment of the generation it read before it writes a record there.)
+//      Generations live in memory only: replaying a record the checkpoint
+//      holds already changes nothing (adds are idempotent), so a kill
+//      between the commit and the removal costs only the replay.
 //
 // Thread safety: as described per member; all public methods may be called
 // concurrently.
@@ -95,22 +107,21 @@
 #define SHARDFILTER_ENGINE_INTERNAL_FILTER_LOG_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <span>
 #include <string>
-#include <thread>
-#include <vector>
 
 #include "shardfilter/engine/internal/journal_sink.h"
 #include "shardfilter/filters/internal/spin.h"  // SpinLock (L1)
 #include "shardfilter/filters/status.h"
-#include "shardfilter/persistence/internal/filter_journal.h"
-#include "shardfilter/persistence/internal/thread_journal.h"
+#include "shardfilter/persistence/log/env.h"
+#include "shardfilter/persistence/log/format.h"
+#include "shardfilter/persistence/log/segment.h"
+#include "shardfilter/persistence/log/segment_list.h"
+#include "shardfilter/persistence/log/spares.h"
 
 namespace shardfilter::persistence {
 class Store;
@@ -162,20 +173,23 @@ class FilterLog {
   Status Complete(uint32_t shard, uint64_t first_seq, uint64_t last_seq);
 
   // L4: OK unless the filter is stopped.
-  Status failure() const;
-  bool failed() const { return failed_.load(std::memory_order_acquire); }
-  void Fail(const Status& cause);
+  Status failure() const {
+    return stop_.stopped() ? stop_.status() : Status::OK();
+  }
+  bool failed() const { return stop_.stopped(); }
+  void Fail(const Status& cause) { stop_.Stop(name_, cause); }
   // L5, after a checkpoint of the stopped filter committed: every op of
   // `shard` with seq <= `seq` is durable in it.
   void Heal(uint32_t shard, uint64_t seq);
   // L5, once every shard is healed: mutations are taken again.
-  void ClearFailure();
+  void ClearFailure() { stop_.Clear(); }
 
-  // After a checkpoint covering `seq` committed: unlinks the shard's
-  // segments (other than the active one) whose records are all <= seq.
+  // After a checkpoint covering `seq` committed: removes the shard's
+  // segments (other than the active one) whose records are all <= seq
+  // (log/segment_list.h C3).
   void Retire(uint32_t shard, uint64_t seq);
 
-  // --- Thread segments (L7; thread_journal.h) ---
+  // --- Thread segments (L7; log/format.h) ---
   // Whether single-key Bloom adds go to thread segments (set by Configure).
   bool thread_logged() const { return threads_ != nullptr; }
   // The slot of the stripe's next record, in a segment of the current
@@ -206,7 +220,7 @@ class FilterLog {
   // registered (none made since the last retirement, none recovered):
   // nothing to retire, and no shard need be locked for it.
   uint64_t BeginThreadGeneration();
-  // T2: unlinks the thread segments of generations <= g.
+  // T2: removes the thread segments of generations <= g (C3).
   void RetireThreadSegments(uint64_t g);
   // L6, L7: a committed checkpoint's last step. Removes the spares (made
   // ahead, never written: ours to remove) of the slots idle through the
@@ -227,11 +241,6 @@ class FilterLog {
   }
 
  private:
-  // A shard's segment and its listing ordinal (L3).
-  struct Listed {
-    uint64_t ordinal = 0;
-    std::shared_ptr<persistence::Segment> seg;
-  };
   struct alignas(64) LogShard {
     // The first line holds what every op of the shard writes: two writer
     // threads spread over all shards, so each written line is a transfer
@@ -245,67 +254,49 @@ class FilterLog {
     uint64_t active_max_seq = 0;
     std::shared_ptr<persistence::Segment> active;  // L1
     std::atomic<uint64_t> next_number{1};
-    // Made ahead by the spare thread (GUARDED_BY(spare_mu_)).
-    std::shared_ptr<persistence::Segment> spare;
-    bool spare_wanted = false;
-    std::mutex mu;  // segments, sync state
-    // In activation order, each with its listing ordinal (L3).
-    std::vector<Listed> segments;  // GUARDED_BY(mu)
-    std::condition_variable cv;    // L3
-    uint64_t synced = 0;           // GUARDED_BY(mu)
-    bool syncing = false;          // GUARDED_BY(mu)
-    uint64_t next_ordinal = 0;     // GUARDED_BY(mu)
-    // L3: the listed segments with an ordinal below it hold no record
-    // that is not on disk (the newest one synced stays: records land in it
-    // after its sync).
-    uint64_t unsynced_from = 0;  // GUARDED_BY(mu)
+    // Its segments in activation order: L3's group commit, C3's retire.
+    persistence::SegmentList segments;
   };
 
   // A writer stripe's thread segment state (L7). Written by the stripe's
-  // owner only; `spare` and `spare_wanted` GUARDED_BY(spare_mu_).
+  // owner only.
   struct alignas(64) ThreadLog {
     uint64_t gen = 0;  // the active segment's generation (T2)
     // `gen` for ReleaseIdleSpares, which reads it from the checkpoint's
-    // thread (relaxed: spare_mu_ orders taking the spare, and a stale
-    // value only keeps or drops a spare a segment's making replaces).
+    // thread (relaxed: the spares' lock orders taking the spare, and a
+    // stale value only keeps or drops a spare a segment's making
+    // replaces).
     std::atomic<uint64_t> activated{0};
     char* next = nullptr;  // the next record's slot in it
     char* end = nullptr;   // its end (records are 16 bytes, the area a
                            // multiple of 4096 after the header)
     std::shared_ptr<persistence::Segment> active;
-    std::shared_ptr<persistence::Segment> spare;
-    bool spare_wanted = false;
   };
 
   Result<char*> ThreadSlotSlow(uint32_t stripe);
   Status EnsureEpoch();
-  Status Sync(LogShard& s, uint64_t last_seq);
-  // `slot`: a shard, or shard_count_ + a stripe for a thread segment.
+  // `slot`: a shard, or shard_count_ + a stripe for a thread segment (the
+  // spares' numbering too).
   Result<std::shared_ptr<persistence::Segment>> MakeSegment(uint32_t slot,
                                                             uint64_t bytes);
-  void WantSpare(uint32_t slot);
-  std::shared_ptr<persistence::Segment>& SpareOf(uint32_t slot);
-  bool& SpareWanted(uint32_t slot);
-  void SpareLoop();
+  // The slot's spare (made ahead), else a new segment of `bytes`.
+  Result<std::shared_ptr<persistence::Segment>> NextSegment(uint32_t slot,
+                                                            uint64_t bytes);
 
   const std::string name_;
   const uint32_t shard_count_;
   std::unique_ptr<LogShard[]> shards_;
   JournalSink* sink_ = nullptr;  // the Database's; outlives the log
   std::string store_path_;
+  // The store's (persistence/log/env.h): every file operation.
+  std::shared_ptr<persistence::Env> env_;
   bool mmap_ = false;
   bool sync_ = false;
   uint64_t segment_bytes_ = 0;
   std::mutex epoch_mu_;
   std::atomic<uint64_t> epoch_{0};  // set once, under epoch_mu_
-  // The spare thread: makes each shard's next segment ahead of use, so a
-  // writer switching segments does not wait for a file to be made.
-  std::mutex spare_mu_;
-  std::condition_variable spare_cv_;
-  bool spare_stop_ = false;     // GUARDED_BY(spare_mu_)
-  bool spare_running_ = false;  // GUARDED_BY(spare_mu_): SpareLoop has not
-                                // returned (L6: it returns when idle)
-  std::thread spare_thread_;    // GUARDED_BY(spare_mu_)
+  // Made ahead of use (L6; null until Configure chose segments).
+  std::unique_ptr<persistence::SpareSegments> spares_;
   // L7 (null unless Configure chose thread segments): kOwnedStripes.
   std::unique_ptr<ThreadLog[]> threads_;
   uint64_t thread_segment_bytes_ = 0;
@@ -314,29 +305,14 @@ class FilterLog {
   std::atomic<uint64_t> thread_next_number_{1};
   // Every thread segment not yet retired (made or recovered), each with
   // its generation in Segment::max_seq (0: recovered).
-  std::mutex thread_mu_;
-  std::vector<std::shared_ptr<persistence::Segment>>
-      thread_segments_;  // GUARDED_BY(thread_mu_)
-  std::atomic<bool> failed_{false};
-  mutable std::mutex fail_mu_;
-  Status fail_status_;  // GUARDED_BY(fail_mu_)
+  persistence::SegmentList thread_segments_;
+  persistence::WriteStop stop_;  // L4
 };
 
 // Tests: called by a writer each time it has made a thread segment its
 // active one (L7: registered for retirement, the generation read), while
 // it holds its shard's lock and before its add is applied; null: none.
 void SetThreadSegmentActivatedForTesting(std::function<void()> fn);
-
-// Picks a fresh random epoch (never 0).
-uint64_t NewJournalEpoch();
-
-// A writable open: removes the epoch directories under
-// <store>/filter-journal that no filter names (a dropped or migrated
-// filter's, or one whose creation did not commit). Only directories this
-// code makes (16 hex digits) are touched; errors are ignored (they are
-// retried at the next open).
-void RemoveStaleJournals(const std::string& store_path,
-                         const std::set<uint64_t>& keep);
 
 }  // namespace shardfilter::internal
 

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
-#include <filesystem>
 #include <string>
 
 #include "shardfilter/engine/internal/access.h"
@@ -14,10 +13,7 @@
 #include "shardfilter/engine/internal/shard.h"
 #include "shardfilter/engine/internal/shard_chain.h"
 #include "shardfilter/filters/internal/table_arena.h"
-#include "shardfilter/persistence/internal/boot_id.h"
-#include "shardfilter/persistence/internal/dedup_log.h"
-#include "shardfilter/persistence/internal/filter_journal.h"
-#include "shardfilter/persistence/internal/thread_journal.h"
+#include "shardfilter/persistence/log/reader.h"
 
 namespace shardfilter::internal {
 
@@ -28,97 +24,6 @@ using persistence::JournalOp;
 using persistence::ShardRecord;
 
 namespace {
-
-// The segment files of the filter's epoch, per shard in segment order.
-Result<std::vector<std::vector<std::string>>> ListSegments(
-    const std::string& store_path, std::string_view name, uint64_t epoch,
-    uint32_t shards) {
-  std::vector<std::vector<std::pair<uint64_t, std::string>>> found(shards);
-  std::vector<std::vector<std::string>> out(shards);
-  if (epoch == 0) return out;
-  const std::string dir = persistence::FilterJournalEpochDir(store_path, epoch);
-  std::error_code ec;
-  if (!std::filesystem::exists(dir, ec)) return out;  // nothing written yet
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    const std::string file = entry.path().filename().string();
-    unsigned shard = 0;
-    unsigned long long number = 0;
-    char again[48];
-    if (std::sscanf(file.c_str(), "%3u-%8llu.sfj", &shard, &number) != 2) {
-      continue;
-    }
-    std::snprintf(again, sizeof again, "%03u-%08llu.sfj", shard, number);
-    if (file != again) continue;  // e.g. a ".tmp" a kill left: not a segment
-    if (shard >= shards) {
-      return Status::Corruption(DescribeName(name) + ": journal segment " +
-                                entry.path().string() + " names shard " +
-                                std::to_string(shard) + " of " +
-                                std::to_string(shards));
-    }
-    found[shard].emplace_back(number, entry.path().string());
-  }
-  if (ec) {
-    return Status::IOError("listing " + dir + ": " + ec.message());
-  }
-  for (uint32_t i = 0; i < shards; ++i) {
-    std::sort(found[i].begin(), found[i].end());
-    for (auto& [n, path] : found[i]) out[i].push_back(std::move(path));
-  }
-  return out;
-}
-
-// The thread segments (L7) of the filter's epoch: their paths, in no
-// particular order (their adds commute).
-Result<std::vector<std::string>> ListThreadSegments(
-    const std::string& store_path, uint64_t epoch) {
-  std::vector<std::string> out;
-  if (epoch == 0) return out;
-  const std::string dir = persistence::FilterJournalEpochDir(store_path, epoch);
-  std::error_code ec;
-  if (!std::filesystem::exists(dir, ec)) return out;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    uint32_t stripe = 0;
-    uint64_t number = 0;
-    if (persistence::ParseThreadSegmentName(entry.path().filename().string(),
-                                            &stripe, &number)) {
-      out.push_back(entry.path().string());
-    }
-  }
-  if (ec) return Status::IOError("listing " + dir + ": " + ec.message());
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-// Opens and reads one thread segment (T3; with tolerate_damage, the
-// records before the damage).
-Status LoadThreadSegment(const std::string& path, uint64_t epoch,
-                         std::string_view name, uint32_t shards,
-                         bool tolerate_damage,
-                         std::shared_ptr<persistence::Segment>* seg,
-                         std::vector<persistence::ThreadRecord>* recs) {
-  const std::string what = DescribeName(name) + " journal " + path;
-  SF_ASSIGN_OR_RETURN(*seg, persistence::Segment::OpenExisting(path));
-  const persistence::SegmentHeader& h = (*seg)->header();
-  if (h.version != persistence::kThreadSegmentVersion) {
-    return Status::Corruption(what + ": not a thread segment (version " +
-                              std::to_string(h.version) + ")");
-  }
-  if (h.epoch != epoch || h.name != name) {
-    return Status::Corruption(what + ": header names another filter");
-  }
-  const bool later_boot =
-      h.boot_id != persistence::CurrentBootId().substr(0, 64);
-  Status decoded;
-  if (!later_boot && (*seg)->size() != h.file_bytes) {
-    decoded = Status::Corruption(
-        what + ": file is " + std::to_string((*seg)->size()) +
-        " bytes, its header says " + std::to_string(h.file_bytes));
-  } else {
-    decoded = persistence::DecodeThreadRecords((*seg)->records(), later_boot,
-                                               shards, what, recs);
-  }
-  return tolerate_damage ? Status::OK() : decoded;
-}
 
 // Replays one journal entry. Adds must succeed (the original did, and
 // replay applies ops in their original order: S3); a remove that finds
@@ -149,97 +54,6 @@ Status ReplayEntry(const FilterSpec& spec, Shard& shard, const JournalEntry& e,
   return Status::OK();
 }
 
-// A shard's segments, opened and read (filter_journal.h J3 for damage; with
-// tolerate_damage, reading stops at the damaged segment instead).
-struct LoadedSegments {
-  std::vector<std::shared_ptr<persistence::Segment>> segs;
-  std::vector<std::vector<persistence::FilterJournalRecord>> recs;
-  std::vector<uint64_t> bases;  // J2: first record header's seq, 0 if none
-  std::vector<uint64_t> max;    // each segment's highest live record seq
-  uint64_t MaxOf(size_t k) const { return k < max.size() ? max[k] : 0; }
-  // A segment without records supersedes nothing.
-  uint64_t BaseOf(size_t k) const {
-    return k < bases.size() && bases[k] != 0 ? bases[k] : ~uint64_t{0};
-  }
-};
-
-Status LoadSegments(const std::vector<std::string>& paths, uint32_t shard,
-                    uint64_t epoch, std::string_view name, bool tolerate_damage,
-                    LoadedSegments* out) {
-  using persistence::Segment;
-  const std::string boot = persistence::CurrentBootId().substr(0, 64);
-  for (const std::string& path : paths) {
-    const std::string what = DescribeName(name) + " journal " + path;
-    SF_ASSIGN_OR_RETURN(std::shared_ptr<Segment> seg,
-                        Segment::OpenExisting(path));
-    const persistence::SegmentHeader& h = seg->header();
-    if (h.epoch != epoch || h.shard != shard || h.name != name) {
-      return Status::Corruption(what + ": header names another filter");
-    }
-    if (h.version == persistence::kThreadSegmentVersion) {
-      return Status::Corruption(what +
-                                ": a thread segment under a shard's "
-                                "name");
-    }
-    const bool later_boot = h.boot_id != boot;
-    std::vector<persistence::FilterJournalRecord> recs;
-    uint64_t base = 0;
-    Status decoded = Status::OK();
-    if (!later_boot && seg->size() != h.file_bytes) {
-      decoded = Status::Corruption(
-          what + ": file is " + std::to_string(seg->size()) +
-          " bytes, its header says " + std::to_string(h.file_bytes));
-    } else {
-      decoded = persistence::DecodeSegmentRecords(
-          seg->records(), h.version, later_boot, what, &recs, nullptr, &base);
-    }
-    if (!decoded.ok() && !tolerate_damage) return decoded;
-    out->segs.push_back(std::move(seg));
-    out->recs.push_back(std::move(recs));
-    out->bases.push_back(base);
-    if (!decoded.ok()) break;  // the records before the damage, then a gap
-  }
-  // Activation order is base order (J2): segments are made ahead, so their
-  // numbers need not follow it. Empty ones (base 0) go last.
-  std::vector<size_t> order(out->segs.size());
-  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return out->BaseOf(a) < out->BaseOf(b);
-  });
-  LoadedSegments sorted;
-  for (size_t k : order) {
-    sorted.segs.push_back(std::move(out->segs[k]));
-    sorted.recs.push_back(std::move(out->recs[k]));
-    sorted.bases.push_back(out->bases[k]);
-  }
-  *out = std::move(sorted);
-  return Status::OK();
-}
-
-// The loaded records with seq > after, in seq order, as journal entries
-// (a "no op" record as one without hashes); J2: a later segment supersedes
-// an earlier one's records from its base on. Also notes each segment's
-// highest record seq (LoadedSegments::MaxOf) for retirement.
-void CollectSegments(LoadedSegments& l, uint64_t after,
-                     std::vector<std::pair<uint64_t, JournalEntry>>* out) {
-  l.max.assign(l.segs.size(), 0);
-  for (size_t k = 0; k < l.recs.size(); ++k) {
-    uint64_t until = ~uint64_t{0};
-    for (size_t j = k + 1; j < l.segs.size(); ++j) {
-      until = std::min(until, l.BaseOf(j));
-    }
-    for (persistence::FilterJournalRecord& rec : l.recs[k]) {
-      if (rec.seq >= until) break;  // J2 (records are in seq order)
-      l.max[k] = rec.seq;
-      if (rec.seq <= after) continue;  // dead: in the checkpoint
-      JournalEntry e;
-      e.op = rec.op == 0 ? JournalOp::kAdd : static_cast<JournalOp>(rec.op);
-      e.hashes = std::move(rec.hashes);
-      out->emplace_back(rec.seq, std::move(e));
-    }
-  }
-}
-
 }  // namespace
 
 Result<std::unique_ptr<ShardedFilter>> RecoverFilter(
@@ -268,24 +82,28 @@ Result<std::unique_ptr<ShardedFilter>> RecoverFilter(
   auto log = std::make_unique<FilterLog>(std::string(name), shards);
   SF_ASSIGN_OR_RETURN(const uint64_t epoch, store.GetFilterJournalEpoch(name));
   log->SetEpoch(epoch);
-  SF_ASSIGN_OR_RETURN(std::vector<std::vector<std::string>> segment_paths,
-                      ListSegments(store.path(), name, epoch, shards));
+  persistence::Env& env = *store.log_env();
+  const persistence::LogOwner owner{std::string(name), epoch, shards,
+                                    DescribeName(name)};
+  SF_ASSIGN_OR_RETURN(const persistence::EpochFiles files,
+                      persistence::ListEpoch(env, store.path(), owner));
   // L7: the thread segments' adds, by shard, replayed after each shard's
   // sequenced ops (adds commute, and applying one the checkpoint holds
   // changes nothing: T2).
-  SF_ASSIGN_OR_RETURN(const std::vector<std::string> thread_paths,
-                      ListThreadSegments(store.path(), epoch));
   std::vector<std::vector<uint64_t>> thread_adds(shards);
   std::vector<std::shared_ptr<persistence::Segment>> thread_segments;
-  for (const std::string& path : thread_paths) {
+  for (const std::string& path : files.threads) {
     std::shared_ptr<persistence::Segment> seg;
     std::vector<persistence::ThreadRecord> recs;
-    SF_RETURN_IF_ERROR(LoadThreadSegment(path, epoch, name, shards,
-                                         tolerate_damage, &seg, &recs));
+    Status damage;
+    SF_RETURN_IF_ERROR(persistence::ReadThreadSegment(env, path, owner, &seg,
+                                                      &recs, &damage));
+    // Damaged (T3): Corruption, or with tolerate_damage the adds before it.
+    if (!tolerate_damage) SF_RETURN_IF_ERROR(damage);
     for (const persistence::ThreadRecord& r : recs) {
       thread_adds[r.shard].push_back(r.hash);
     }
-    if (seg != nullptr) thread_segments.push_back(std::move(seg));
+    thread_segments.push_back(std::move(seg));
   }
   std::vector<Status> errors(shards);
   std::vector<uint64_t> last_seq(shards, 0), counts(shards, 0);
@@ -320,10 +138,10 @@ Result<std::unique_ptr<ShardedFilter>> RecoverFilter(
       // (what follows a gap was never acknowledged), from the RocksDB
       // journal family's entries and the segments' records merged by seq
       // (a session may have used either path).
-      LoadedSegments loaded;
-      SF_RETURN_IF_ERROR(LoadSegments(segment_paths[i],
-                                      static_cast<uint32_t>(i), epoch, name,
-                                      tolerate_damage, &loaded));
+      persistence::ShardSegments loaded;
+      SF_RETURN_IF_ERROR(loaded.Read(env, files.shards[i], owner,
+                                     static_cast<uint32_t>(i),
+                                     tolerate_damage));
       std::vector<std::pair<uint64_t, JournalEntry>> rocks;
       SF_RETURN_IF_ERROR(store.ReadJournal(
           name, i, r.sequence, [&](uint64_t seq, const JournalEntry& e) {
@@ -331,7 +149,12 @@ Result<std::unique_ptr<ShardedFilter>> RecoverFilter(
             return Status::OK();
           }));
       std::vector<std::pair<uint64_t, JournalEntry>> mapped;
-      CollectSegments(loaded, r.sequence, &mapped);
+      for (persistence::FilterJournalRecord& rec : loaded.Collect(r.sequence)) {
+        JournalEntry e;
+        e.op = rec.op == 0 ? JournalOp::kAdd : static_cast<JournalOp>(rec.op);
+        e.hashes = std::move(rec.hashes);  // a "no op": none
+        mapped.emplace_back(rec.seq, std::move(e));
+      }
       uint64_t& last = last_seq[i];
       last = r.sequence;
       size_t a = 0, b = 0;
@@ -354,11 +177,7 @@ Result<std::unique_ptr<ShardedFilter>> RecoverFilter(
       // RocksDB entries past the end are unacknowledged debris: a writable
       // open deletes them before new ops reuse their seqs.
       if (!rocks.empty() && rocks.back().first > last) stale_after_[i] = last;
-      for (size_t k = 0; k < loaded.segs.size(); ++k) {
-        loaded.segs[k]->max_seq.store(std::min(last, loaded.MaxOf(k)),
-                                      std::memory_order_relaxed);
-      }
-      segments[i] = std::move(loaded.segs);
+      segments[i] = loaded.Finish(last);
       return Status::OK();
     };
     errors[i] = run();
@@ -387,43 +206,34 @@ Status ScanFilterJournal(const persistence::Store& store, std::string_view name,
                          const FilterDescriptor& d, uint64_t* records,
                          std::vector<std::string>* problems) {
   SF_ASSIGN_OR_RETURN(const uint64_t epoch, store.GetFilterJournalEpoch(name));
-  auto paths = ListSegments(store.path(), name, epoch,
-                            static_cast<uint32_t>(d.shards.size()));
-  if (!paths.ok()) {
-    problems->push_back(paths.status().ToString());
+  persistence::Env& env = *store.log_env();
+  const persistence::LogOwner owner{std::string(name), epoch,
+                                    static_cast<uint32_t>(d.shards.size()),
+                                    DescribeName(name)};
+  auto files = persistence::ListEpoch(env, store.path(), owner);
+  if (!files.ok()) {
+    problems->push_back(files.status().ToString());
     return Status::OK();
   }
-  const std::string boot = persistence::CurrentBootId().substr(0, 64);
-  auto thread_paths = ListThreadSegments(store.path(), epoch);
-  if (!thread_paths.ok()) {
-    problems->push_back(thread_paths.status().ToString());
-    return Status::OK();
-  }
-  for (const std::string& path : *thread_paths) {  // L7
+  for (const std::string& path : files->threads) {  // L7
     std::shared_ptr<persistence::Segment> seg;
     std::vector<persistence::ThreadRecord> recs;
-    Status s = LoadThreadSegment(path, epoch, name,
-                                 static_cast<uint32_t>(d.shards.size()),
-                                 /*tolerate_damage=*/false, &seg, &recs);
+    Status damage;
+    Status s =
+        persistence::ReadThreadSegment(env, path, owner, &seg, &recs, &damage);
+    if (s.ok()) s = damage;
     if (!s.ok()) problems->push_back(s.ToString());
     *records += recs.size();
   }
-  for (uint32_t i = 0; i < paths->size(); ++i) {
-    for (const std::string& path : (*paths)[i]) {
-      auto seg = persistence::Segment::OpenExisting(path);
+  for (uint32_t i = 0; i < files->shards.size(); ++i) {
+    for (const std::string& path : files->shards[i]) {
+      std::shared_ptr<persistence::Segment> seg;
       std::vector<persistence::FilterJournalRecord> recs;
-      Status s = seg.status();
-      if (s.ok()) {
-        const auto& h = (*seg)->header();
-        const bool later = h.boot_id != boot;
-        s = persistence::DecodeSegmentRecords(
-            (*seg)->records(), h.version, later,
-            DescribeName(name) + " journal " + path, &recs);
-        if (s.ok() && !later && (*seg)->size() != h.file_bytes) {
-          s = Status::Corruption(DescribeName(name) + " journal " + path +
-                                 ": shorter than its header says");
-        }
-      }
+      uint64_t base = 0;
+      Status damage;
+      Status s = persistence::ReadShardSegment(env, path, owner, i, &seg, &recs,
+                                               &base, &damage);
+      if (s.ok()) s = damage;
       if (!s.ok()) problems->push_back(s.ToString());
       for (const auto& r : recs) {
         if (r.seq > d.shards[i].sequence) ++*records;

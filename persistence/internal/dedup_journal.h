@@ -1,6 +1,6 @@
 // DedupJournal: durability journal for a dedup set without a RocksDB write
 // per call. A commit is one record copied into the set's memory-mapped log
-// (persistence/internal/dedup_log.h) plus the ops put into an in-memory
+// (persistence/log/dedup_log.h) plus the ops put into an in-memory
 // overlay; when the log's active region is full the records move into RocksDB
 // in one WriteBatch (WAL on) and the region is cleared. Reads consult the
 // overlay first, then RocksDB. Recovery (Replay) moves whatever a crash left in
@@ -45,7 +45,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "shardfilter/persistence/internal/dedup_log.h"
+#include "shardfilter/persistence/log/dedup_log.h"
 #include "shardfilter/persistence/internal/dedup_table.h"
 
 namespace shardfilter::persistence {
@@ -60,24 +60,28 @@ class DedupJournal {
   // synced write and removes the file. Returns the ops moved. The table
   // must be writable. Corruption when the log is damaged or missing while
   // the set's journal marker is present (nothing moved).
-  static Result<uint64_t> Replay(DedupTable* table, const std::string& path,
+  static Result<uint64_t> Replay(DedupTable* table, Env& env,
+                                 const std::string& path,
                                  std::string_view set);
   // Removes the set's log without reading it (for a set created new: any
   // file there is debris).
-  static Status Remove(const std::string& path);
+  static Status Remove(Env& env, const std::string& path);
   // The Corruption of a log file that is gone while the set's journal
   // marker says it holds records (DedupTable::PutJournalMarker).
   static Status MissingJournal(const std::string& path, std::string_view set);
 
   // A writable journal over a fresh log of two regions of `region_bytes`.
+  // Its files go through `env` (the store's, Store::log_env).
   static Result<std::unique_ptr<DedupJournal>> Create(DedupTable* table,
+                                                      Env& env,
                                                       const std::string& path,
                                                       std::string_view set,
                                                       uint64_t region_bytes);
   // A read-only view: the overlay holds the log's records (nothing is
   // written anywhere). Without a log file the overlay is empty.
   static Result<std::unique_ptr<DedupJournal>> OpenReadOnly(
-      DedupTable* table, const std::string& path, std::string_view set);
+      DedupTable* table, Env& env, const std::string& path,
+      std::string_view set);
 
   ~DedupJournal();
   DedupJournal(const DedupJournal&) = delete;

@@ -128,7 +128,7 @@ class DedupTable {
   // Synced write of the meta value.
   Status PutMeta(std::string_view set, const DedupMeta& m);
   // The journal marker: present while the set's journal file
-  // (persistence/internal/dedup_log.h) holds or may hold acknowledged records,
+  // (persistence/log/dedup_log.h) holds or may hold acknowledged records,
   // so that a deleted file is Corruption, not an empty journal. Put (synced)
   // once the file exists; deleted in the write that moves the file's
   // records into RocksDB before the file is removed.

@@ -30,6 +30,7 @@
 #include "shardfilter/persistence/internal/retained_hashes.h"
 #include "shardfilter/persistence/internal/sync_marker.h"
 #include "shardfilter/persistence/internal/values.h"
+#include "shardfilter/persistence/log/env.h"
 
 namespace rocksdb {
 class DB;
@@ -193,7 +194,7 @@ class Store {
   Status Compact();
 
   // The epoch of the filter's memory-mapped journal
-  // (persistence/internal/filter_journal.h): 0 when it has none. Create, Drop
+  // (persistence/log/paths.h): 0 when it has none. Create, Drop
   // and CommitMigration delete it in their WriteBatch, so that a later filter
   // of the name never replays an earlier one's segments.
   Result<uint64_t> GetFilterJournalEpoch(std::string_view name) const;
@@ -256,6 +257,10 @@ class Store {
   Result<DedupTable*> Dedup(bool create);
   // The store's directory (the dedup journals live under it).
   const std::string& path() const { return path_; }
+  // The journals' Env (persistence/log/env.h), over the file system
+  // RocksDB's files use. Shared: a log (a filter handle's) may outlive the
+  // Store.
+  const std::shared_ptr<Env>& log_env() const { return log_env_; }
 
  private:
   // The tiered filters' descriptors and exact levels live in the default
@@ -311,6 +316,7 @@ class Store {
   // log gave back at open, and the slots found above it (W3), each with
   // its value. Set in Open, read-only after.
   std::shared_ptr<rocksdb::FileSystem> fs_;  // RocksDB's (its Env's)
+  std::shared_ptr<Env> log_env_;             // over fs_
   std::unique_ptr<SyncMarker> sync_marker_;
   uint64_t recovered_seq_ = 0;
   std::vector<std::pair<uint32_t, uint64_t>> lost_slots_;

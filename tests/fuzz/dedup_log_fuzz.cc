@@ -1,4 +1,4 @@
-// Fuzzes the dedup journal file reader (persistence/dedup_log.cc:
+// Fuzzes the dedup journal file reader (persistence/log/dedup_log.cc:
 // DedupLog::OpenExisting and ReadAll), what a dedup set's open replays after
 // a crash. The reader maps a file, so each input is written into a copy of a
 // real, empty journal (made once with DedupLog::Create, two 64 KiB regions)
@@ -12,6 +12,7 @@
 //   bits 2-3  where: 0 region 0 (from its header), 1 region 1, 2 the file
 //             header, 3 the first half over region 0 and the rest over 1
 #include <fcntl.h>
+#include <rocksdb/file_system.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -26,12 +27,20 @@
 #include "fuzz_exercise.h"
 #include "fuzz_fixup.h"
 #include "shardfilter/filters/hash.h"
-#include "shardfilter/persistence/internal/dedup_log.h"
+#include "shardfilter/persistence/log/dedup_log.h"
+#include "shardfilter/persistence/log/fs_env.h"
 
 namespace {
 
 using namespace shardfilter;
 using persistence::DedupLog;
+
+// The journal component's Env over RocksDB's default file system.
+persistence::Env& LogEnv() {
+  static const std::shared_ptr<persistence::Env> env =
+      persistence::NewFileSystemEnv(rocksdb::FileSystem::Default());
+  return *env;
+}
 
 constexpr size_t kFileHeader = 4096;
 constexpr size_t kRegion = 64 * 1024;
@@ -88,7 +97,7 @@ struct Template {
     dir = tmpl;
     path = dir + "/log.sfdl";
     {
-      auto log = DedupLog::Create(path, "set", kRegion);
+      auto log = DedupLog::Create(LogEnv(), path, "set", kRegion);
       if (!log.ok()) fuzz::Fail("creating the template journal");
     }
     std::ifstream in(path, std::ios::binary);
@@ -146,7 +155,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     fuzz::Fail("writing the journal copy");
   }
   persistence::SetBootIdForTesting((mode & 2) ? "fuzz-another-boot" : "");
-  auto log = DedupLog::OpenExisting(t.path, "set");
+  auto log = DedupLog::OpenExisting(LogEnv(), t.path, "set");
   if (!log.ok()) return 0;
   std::vector<persistence::DedupLogRecord> records;
   if (!(*log)->ReadAll(&records).ok()) return 0;

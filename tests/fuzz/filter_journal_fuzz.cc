@@ -1,11 +1,11 @@
 // libFuzzer target for the filters' memory-mapped journal decoders
-// (persistence/internal/filter_journal.h): a segment header and a records area,
+// (persistence/log/format.h): a segment header and a records area,
 // read as within the writing boot and as after a reboot. Any input must decode
 // or fail with a Status, never crash, hang or read out of bounds.
 //
 // Input: byte 0 bit 0 selects the boot rule, bit 1 the format version of a
 // bare records area (1 or 2: short records), bit 2 a thread segment's
-// records (persistence/internal/thread_journal.h) of a filter of 1 + (byte
+// records (persistence/log/format.h) of a filter of 1 + (byte
 // 0 >> 3) shards; the rest is a records area (and, when it starts with the
 // segment magic, a whole segment file, read as its header's version).
 #include <cstddef>
@@ -13,8 +13,8 @@
 #include <string_view>
 #include <vector>
 
-#include "shardfilter/persistence/internal/filter_journal.h"
-#include "shardfilter/persistence/internal/thread_journal.h"
+#include "shardfilter/persistence/log/segment.h"
+#include "shardfilter/persistence/log/paths.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace shardfilter::persistence;

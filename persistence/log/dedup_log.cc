@@ -1,23 +1,16 @@
-// The dedup set's memory-mapped journal (dedup_log.h): create, open, the
-// reader of both record versions and the writer. Over 400 lines on purpose:
-// the record layout's writer and its two readers change together, and
-// splitting them would put one format in two files.
-#include "shardfilter/persistence/internal/dedup_log.h"
-
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
+// The dedup set's memory-mapped journal (log/dedup_log.h; its bytes:
+// log/format.h section 3): create, open, the reader of both record versions
+// and the writer, kept in one file because they change together.
+#include "shardfilter/persistence/log/dedup_log.h"
 
 #include <algorithm>
 #include <atomic>
 #include <bit>
-#include <cerrno>
 #include <cstring>
-#include <filesystem>
 
 #include "shardfilter/filters/hash.h"
 #include "shardfilter/filters/internal/coding.h"
+#include "shardfilter/persistence/log/format.h"
 
 namespace shardfilter::persistence {
 
@@ -49,10 +42,6 @@ void StoreU32(char* p, uint32_t v) {
 }
 void StoreU64(char* p, uint64_t v) {
   for (int i = 0; i < 8; ++i) p[i] = static_cast<char>(v >> (8 * i));
-}
-
-Status Errno(const std::string& what, const std::string& path) {
-  return Status::IOError(what + " " + path + ": " + std::strerror(errno));
 }
 
 static_assert(std::endian::native == std::endian::little,
@@ -120,23 +109,7 @@ bool DecodeBody(std::string_view body, uint64_t* gen, DedupLogRecord* rec) {
   return r.remaining() == 0;
 }
 
-// fsync of a directory, so that a rename in it is durable.
-Status SyncDir(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Errno("opening directory", dir);
-  const int rc = ::fsync(fd);
-  ::close(fd);
-  return rc == 0 ? Status::OK() : Errno("syncing directory", dir);
-}
-
 }  // namespace
-
-std::string DedupLogPath(std::string_view store_path, std::string_view set) {
-  char hex[17];
-  snprintf(hex, sizeof hex, "%016llx",
-           static_cast<unsigned long long>(HashKey(set, kCheckSeed)));
-  return std::string(store_path) + "/dedup-journal/" + hex + ".sfdl";
-}
 
 size_t DedupLogRecordBytes(const std::vector<DedupOp>& ops) {
   size_t n = kRecordHeader + kBodyHeader;
@@ -144,7 +117,8 @@ size_t DedupLogRecordBytes(const std::vector<DedupOp>& ops) {
   return Round8(n);
 }
 
-Result<std::unique_ptr<DedupLog>> DedupLog::Create(const std::string& path,
+Result<std::unique_ptr<DedupLog>> DedupLog::Create(Env& env,
+                                                   const std::string& path,
                                                    std::string_view set,
                                                    uint64_t region_bytes) {
   if (region_bytes < kMinDedupLogRegion || region_bytes > kMaxDedupLogRegion ||
@@ -153,92 +127,60 @@ Result<std::unique_ptr<DedupLog>> DedupLog::Create(const std::string& path,
         "dedup journal region of " + std::to_string(region_bytes) +
         " bytes: must be a multiple of 4096 in [64 KiB, 1 GiB]");
   }
-  std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path(),
-                                      ec);
-  if (ec) return Status::IOError("creating the directory of " + path);
-  const std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Errno("creating", tmp);
   const size_t size = kFileHeader + 2 * region_bytes;
-  int err = ::posix_fallocate(fd, 0, static_cast<off_t>(size));
-  if (err != 0) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    errno = err;
-    return Errno("allocating", tmp);
-  }
-  void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE,
-                   MAP_SHARED | MAP_POPULATE, fd, 0);
-  ::close(fd);
-  if (p == MAP_FAILED) {
-    ::unlink(tmp.c_str());
-    return Errno("mapping", tmp);
-  }
-  std::unique_ptr<DedupLog> log(new DedupLog());
-  log->path_ = path;
-  log->base_ = static_cast<char*>(p);
-  log->size_ = size;
-  log->region_bytes_ = region_bytes;
-  log->writable_ = true;
+  // The file header, then each region's header (generation 1): what the
+  // file starts with, synced before it takes its name (the records need
+  // not survive a power loss: D4).
   std::string h(kFileMagic, 8);
   PutU32(&h, kVersion);
   PutU32(&h, 0);
   PutU64(&h, region_bytes);
   PutU32(&h, static_cast<uint32_t>(set.size()));
   h.append(set);
-  const std::string boot = CurrentBootId().substr(0, 64);
+  const std::string boot = BootIdToRecord();
   PutU32(&h, static_cast<uint32_t>(boot.size()));
   h.append(boot);
   PutU64(&h, Check(h.data(), h.size()));
   if (h.size() > kFileHeader) {
     return Status::InvalidArgument("dedup set name too long for its journal");
   }
-  std::memcpy(log->base_, h.data(), h.size());
-  for (int r = 0; r < 2; ++r) log->WriteRegionHeader(r, log->gen_[r] = 1);
-  // The headers survive a power loss (the records need not, see the top):
-  // synced before the file takes its name, and the name synced after.
-  Status synced = Status::OK();
-  if (::msync(log->base_, size, MS_SYNC) != 0) synced = Errno("syncing", tmp);
-  if (synced.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
-    synced = Errno("renaming", tmp);
-  }
-  if (!synced.ok()) {
-    ::unlink(tmp.c_str());
-    return synced;
-  }
-  SF_RETURN_IF_ERROR(
-      SyncDir(std::filesystem::path(path).parent_path().string()));
+  std::unique_ptr<DedupLog> log(new DedupLog());
+  log->path_ = path;
+  log->region_bytes_ = region_bytes;
+  log->writable_ = true;
+  SF_ASSIGN_OR_RETURN(log->file_,
+                      env.CreateMapped(
+                          path, size,
+                          [&](char* p) {
+                            log->base_ = p;
+                            std::memcpy(p, h.data(), h.size());
+                            for (int r = 0; r < 2; ++r) {
+                              log->WriteRegionHeader(r, log->gen_[r] = 1);
+                            }
+                          },
+                          MapOptions()));
+  log->base_ = log->file_->data();
+  log->size_ = log->file_->size();
   return log;
 }
 
 Result<std::unique_ptr<DedupLog>> DedupLog::OpenExisting(
-    const std::string& path, std::string_view set) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) return Status::NotFound("no dedup journal " + path);
-    return Errno("opening", path);
+    Env& env, const std::string& path, std::string_view set) {
+  auto opened = env.OpenReadOnly(path);
+  if (opened.status().IsNotFound()) {
+    return Status::NotFound("no dedup journal " + path);
   }
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    ::close(fd);
-    return Errno("reading the size of", path);
-  }
+  SF_ASSIGN_OR_RETURN(std::unique_ptr<ReadOnlyFile> file, std::move(opened));
   const auto fail = [&](const std::string& why) {
     return Status::Corruption("dedup journal " + path + ": " + why);
   };
-  const size_t size = static_cast<size_t>(st.st_size);
-  if (size < kFileHeader) {
-    ::close(fd);
-    return fail("shorter than its header");
-  }
-  void* p = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-  ::close(fd);
-  if (p == MAP_FAILED) return Errno("mapping", path);
+  const size_t size = file->bytes().size();
+  if (size < kFileHeader) return fail("shorter than its header");
   std::unique_ptr<DedupLog> log(new DedupLog());
   log->path_ = path;
-  log->base_ = static_cast<char*>(p);
+  log->base_ = const_cast<char*>(file->bytes().data());
   log->size_ = size;
+  log->loaded_ = std::move(file);
   ByteReader r(std::string_view(log->base_, kFileHeader));
   std::string_view magic, name, boot;
   uint32_t version = 0, reserved = 0, len = 0, boot_len = 0;
@@ -268,7 +210,7 @@ Result<std::unique_ptr<DedupLog>> DedupLog::OpenExisting(
   if (name != set) return fail("belongs to another set");
   log->region_bytes_ = region;
   log->version_ = version;
-  log->from_earlier_boot_ = boot != CurrentBootId();
+  log->from_earlier_boot_ = LaterBoot(boot);
   for (int i = 0; i < 2; ++i) {
     const char* h = log->Region(i);
     if (std::memcmp(h, kRegionMagic, 8) != 0 ||
@@ -280,9 +222,7 @@ Result<std::unique_ptr<DedupLog>> DedupLog::OpenExisting(
   return log;
 }
 
-DedupLog::~DedupLog() {
-  if (base_ != nullptr) ::munmap(base_, size_);
-}
+DedupLog::~DedupLog() = default;
 
 void DedupLog::WriteRegionHeader(int r, uint64_t gen) {
   char* h = Region(r);
@@ -315,7 +255,7 @@ Status DedupLog::Read(int r, std::vector<DedupLogRecord>* out) const {
       continue;
     }
     // Written before a reboot: the write-back kept pages in any order, and
-    // what survived ends here (the boot id rule, see dedup_log.h).
+    // what survived ends here (P2, D4: the boot id rule).
     if (from_earlier_boot_) break;
     // Within one boot a published record is whole: a bad one is damage,
     // wherever it is (also the last one, with zeros after it).

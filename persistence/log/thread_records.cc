@@ -1,11 +1,8 @@
-// The per-thread journal segments' record codec and names
-// (persistence/internal/thread_journal.h).
-#include "shardfilter/persistence/internal/thread_journal.h"
-
-#include <cstdio>
+// The thread segments' record codec (log/format.h, section 2).
+#include <string>
 
 #include "shardfilter/filters/internal/coding.h"
-#include "shardfilter/persistence/internal/filter_journal.h"
+#include "shardfilter/persistence/log/format.h"
 
 namespace shardfilter::persistence {
 
@@ -61,28 +58,6 @@ Status DecodeThreadRecords(std::string_view records, bool later_boot,
   // records area that is not a multiple of 16) must be zero in this boot.
   if (!later_boot && !zeros_from(at)) return damage("is cut short");
   return Status::OK();
-}
-
-std::string ThreadSegmentPath(std::string_view store_path, uint64_t epoch,
-                              uint32_t stripe, uint64_t number) {
-  char name[48];
-  std::snprintf(name, sizeof name, "/t%03u-%08llu.sfj", stripe,
-                static_cast<unsigned long long>(number));
-  return FilterJournalEpochDir(store_path, epoch) + name;
-}
-
-bool ParseThreadSegmentName(std::string_view file, uint32_t* stripe,
-                            uint64_t* number) {
-  unsigned s = 0;
-  unsigned long long n = 0;
-  const std::string f(file);
-  if (std::sscanf(f.c_str(), "t%3u-%8llu.sfj", &s, &n) != 2) return false;
-  char again[48];
-  std::snprintf(again, sizeof again, "t%03u-%08llu.sfj", s, n);
-  if (f != again) return false;
-  *stripe = s;
-  *number = n;
-  return true;
 }
 
 }  // namespace shardfilter::persistence

@@ -1,24 +1,16 @@
-// The filters' journal segment (filter_journal.h): header and record codec,
-// the segment file's create / open / sync, and the fault hooks. Over 400
-// lines on purpose: the record layout's writer, reader and commit word
-// change together and are kept in one file with the format they implement.
-#include "shardfilter/persistence/internal/filter_journal.h"
+// The journal component's segment header and per-shard record codec
+// (log/format.h, sections 1 and 2): the record layout's writer, reader and
+// commit word change together and are kept in one file. The thread
+// records' codec is thread_records.cc, the dedup log's dedup_log.cc.
+#include "shardfilter/persistence/log/format.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <xxhash.h>
 
-#include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <mutex>
 
 #include "shardfilter/filters/detail/xxh3_short.h"
 #include "shardfilter/filters/internal/coding.h"
-#include "shardfilter/persistence/internal/keys.h"
+#include "shardfilter/persistence/internal/boot_id.h"
 
 namespace shardfilter::persistence {
 
@@ -30,7 +22,7 @@ using shardfilter::internal::PutU32;
 using shardfilter::internal::PutU64;
 
 constexpr char kMagic[8] = {'S', 'F', 'F', 'J', 'S', 'E', 'G', '1'};
-constexpr uint64_t kSeed = 0x6a6c66746c696673;  // "sfiltflj"
+constexpr uint64_t kSeed = kFormatSeed;
 constexpr uint32_t kMaxBody = 1u << 30;
 
 void StoreU32(char* p, uint32_t v) {
@@ -88,74 +80,14 @@ bool AllZero(const char* p, size_t n) {
   return true;
 }
 
-Status Errno(const std::string& what, const std::string& path) {
-  return Status::IOError(what + " " + path + ": " + std::strerror(errno));
-}
-
-std::mutex& HookMu() {
-  static std::mutex mu;
-  return mu;
-}
-JournalFaultFn& FaultHook() {
-  static JournalFaultFn fn;
-  return fn;
-}
-JournalSyncedFn& SyncedHook() {
-  static JournalSyncedFn fn;
-  return fn;
-}
-// Whether a hook is set: without one, a sync or creation takes no lock.
-std::atomic<bool> fault_hook_set{false};
-std::atomic<bool> synced_hook_set{false};
-// The hook runs outside HookMu: a test's hook may block (holding a sync
-// back until the test lets it go) while other threads make segments.
-Status Fault(std::string_view what, const std::string& path) {
-  if (!fault_hook_set.load(std::memory_order_acquire)) return Status::OK();
-  JournalFaultFn fn;
-  {
-    std::lock_guard lock(HookMu());
-    fn = FaultHook();
-  }
-  return fn ? fn(what, path) : Status::OK();
-}
-void Synced(const std::string& path, std::string_view bytes) {
-  if (!synced_hook_set.load(std::memory_order_acquire)) return;
-  JournalSyncedFn fn;
-  {
-    std::lock_guard lock(HookMu());
-    fn = SyncedHook();
-  }
-  if (fn) fn(path, bytes);
-}
-
-Status SyncDir(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Errno("opening directory", dir);
-  const int rc = ::fsync(fd);
-  ::close(fd);
-  return rc == 0 ? Status::OK() : Errno("syncing directory", dir);
-}
-
 }  // namespace
 
-namespace {
-std::atomic<uint64_t> segment_bytes_override{0};
-}  // namespace
-
-void SetSegmentBytesForTesting(uint64_t bytes) {
-  segment_bytes_override.store(bytes);
+std::string BootIdToRecord() {
+  return CurrentBootId().substr(0, kMaxBootIdBytes);
 }
-uint64_t SegmentBytesForTesting() { return segment_bytes_override.load(); }
 
-void SetJournalFaultForTesting(JournalFaultFn fn) {
-  std::lock_guard lock(HookMu());
-  fault_hook_set.store(fn != nullptr, std::memory_order_release);
-  FaultHook() = std::move(fn);
-}
-void SetJournalSyncedForTesting(JournalSyncedFn fn) {
-  std::lock_guard lock(HookMu());
-  synced_hook_set.store(fn != nullptr, std::memory_order_release);
-  SyncedHook() = std::move(fn);
+bool LaterBoot(std::string_view written_boot) {
+  return written_boot != BootIdToRecord();
 }
 
 std::string EncodeSegmentHeader(const SegmentHeader& h) {
@@ -200,7 +132,7 @@ Result<SegmentHeader> DecodeSegmentHeader(std::string_view bytes,
       check != XXH3_64bits_withSeed(bytes.data(), covered, kSeed)) {
     return bad("header checksum mismatch");
   }
-  // 3: a thread segment (thread_journal.h), told apart by its name too.
+  // 3: a thread segment (section 2), told apart by its name too.
   if (h.version < 1 || h.version > 3) {
     return Status::NotSupported(what + ": version " +
                                 std::to_string(h.version) +
@@ -379,187 +311,6 @@ void UncommitRecord(char* p) {
   }
   const uint32_t len = static_cast<uint32_t>(LoadLE(p, 4));
   CommitSlot(p, len)->store(0, std::memory_order_release);
-}
-
-std::string FilterJournalEpochKey(std::string_view name) {
-  std::string out{static_cast<char>(0xF7), 'J', 'e'};
-  out += NamePrefix(name);
-  return out;
-}
-
-std::string EncodeFilterJournalEpoch(uint64_t epoch) {
-  std::string out;
-  out.push_back(1);
-  PutU64(&out, epoch);
-  PutU64(&out, XXH3_64bits_withSeed(out.data(), out.size(), kSeed));
-  return out;
-}
-
-Result<uint64_t> DecodeFilterJournalEpoch(std::string_view value,
-                                          const std::string& what) {
-  if (value.size() != 17 || value[0] != 1 ||
-      LoadLE(value.data() + 9, 8) !=
-          XXH3_64bits_withSeed(value.data(), 9, kSeed) ||
-      LoadLE(value.data() + 1, 8) == 0) {
-    return Status::Corruption(what + ": bad filter journal epoch value");
-  }
-  return LoadLE(value.data() + 1, 8);
-}
-
-std::string FilterJournalDir(std::string_view store_path) {
-  return std::string(store_path) + "/filter-journal";
-}
-
-std::string FilterJournalEpochDir(std::string_view store_path, uint64_t epoch) {
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx",
-                static_cast<unsigned long long>(epoch));
-  return FilterJournalDir(store_path) + "/" + hex;
-}
-
-std::string SegmentPath(std::string_view store_path, uint64_t epoch,
-                        uint32_t shard, uint64_t number) {
-  char name[48];
-  std::snprintf(name, sizeof name, "/%03u-%08llu.sfj", shard,
-                static_cast<unsigned long long>(number));
-  return FilterJournalEpochDir(store_path, epoch) + name;
-}
-
-Result<std::shared_ptr<Segment>> Segment::Create(const std::string& path,
-                                                 const SegmentHeader& h,
-                                                 bool written,
-                                                 bool prefault_write) {
-  SF_RETURN_IF_ERROR(Fault("create", path));
-  const std::string head = EncodeSegmentHeader(h);
-  if (head.size() > kSegmentHeaderBytes) {
-    return Status::InvalidArgument("filter name too long for its journal");
-  }
-  const std::string dir = std::filesystem::path(path).parent_path().string();
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return Status::IOError("creating " + dir + ": " + ec.message());
-  // Built under a temporary name and renamed when whole: a kill while it
-  // is written leaves no segment (replay never sees a short file of ours).
-  const std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Errno("creating", tmp);
-  auto fail = [&](const std::string& what) {
-    Status s = Errno(what, tmp);
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    return s;
-  };
-  // Written, not fallocated: blocks written once need no extent change at
-  // each later fdatasync (so a sync writes data only), and ENOSPC shows
-  // here rather than as a SIGBUS in the mapping.
-  if (!written) {
-    const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(h.file_bytes));
-    if (err != 0) {
-      errno = err;
-      return fail("allocating");
-    }
-  }
-  std::string chunk(written ? size_t{1} << 20 : kSegmentHeaderBytes, '\0');
-  std::memcpy(chunk.data(), head.data(), head.size());
-  const uint64_t fill = written ? h.file_bytes : kSegmentHeaderBytes;
-  for (uint64_t off = 0; off < fill; off += chunk.size()) {
-    const size_t n = std::min<uint64_t>(chunk.size(), fill - off);
-    errno = 0;
-    if (::pwrite(fd, chunk.data(), n, static_cast<off_t>(off)) !=
-        static_cast<ssize_t>(n)) {
-      if (errno == 0) errno = ENOSPC;
-      return fail("writing");
-    }
-    if (off == 0) std::memset(chunk.data(), 0, head.size());
-  }
-  if (::fdatasync(fd) != 0) return fail("syncing");
-  // Pre-faulted: writable pages when asked (MADV_POPULATE_WRITE), else
-  // MAP_POPULATE's (read-only for a shared file: see Create). Not both: a
-  // read fault of every page, then a write fault of each again, cost the
-  // thread making segments twice the page faults.
-  bool populated = false;
-  void* p = ::mmap(nullptr, h.file_bytes, PROT_READ | PROT_WRITE,
-                   MAP_SHARED | (prefault_write ? 0 : MAP_POPULATE), fd, 0);
-  if (p == MAP_FAILED) return fail("mapping");
-#ifdef MADV_POPULATE_WRITE
-  if (prefault_write) {
-    populated = ::madvise(p, h.file_bytes, MADV_POPULATE_WRITE) == 0;
-  }
-#endif
-  if (prefault_write && !populated) {
-    // An older kernel (EINVAL): the pages are read ahead into the page
-    // cache, and the writer takes one fault per page.
-    (void)::madvise(p, h.file_bytes, MADV_WILLNEED);
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    Status s = Errno("renaming", tmp);
-    ::munmap(p, h.file_bytes);
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    return s;
-  }
-  std::shared_ptr<Segment> seg(new Segment());
-  seg->path_ = path;
-  seg->header_ = h;
-  seg->base_ = static_cast<char*>(p);
-  seg->size_ = h.file_bytes;
-  seg->fd_ = fd;
-  SF_RETURN_IF_ERROR(SyncDir(dir));
-  Synced(path, std::string_view(seg->base_, kSegmentHeaderBytes));
-  return seg;
-}
-
-Result<std::shared_ptr<Segment>> Segment::OpenExisting(
-    const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Errno("opening", path);
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    Status s = Errno("reading the size of", path);
-    ::close(fd);
-    return s;
-  }
-  const size_t size = static_cast<size_t>(st.st_size);
-  std::shared_ptr<Segment> seg(new Segment());
-  seg->path_ = path;
-  if (size > 0) {
-    void* p = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) {
-      Status s = Errno("mapping", path);
-      ::close(fd);
-      return s;
-    }
-    seg->base_ = static_cast<char*>(p);
-  }
-  ::close(fd);
-  seg->size_ = size;
-  SF_ASSIGN_OR_RETURN(seg->header_,
-                      DecodeSegmentHeader(std::string_view(seg->base_, size),
-                                          "filter journal " + path));
-  return seg;
-}
-
-Segment::~Segment() {
-  if (base_ != nullptr) ::munmap(base_, size_);
-  if (fd_ >= 0) ::close(fd_);
-}
-
-void Segment::ReleaseSpace() {
-  if (fd_ < 0) return;
-  (void)::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
-                    static_cast<off_t>(size_));
-}
-
-Status Segment::Sync() {
-  SF_RETURN_IF_ERROR(Fault("sync", path_));
-  // The copy is taken before the fdatasync starts: the least a power loss
-  // right after it keeps.
-  std::string copy;
-  const bool hooked = synced_hook_set.load(std::memory_order_acquire);
-  if (hooked) copy.assign(base_, size_);
-  if (::fdatasync(fd_) != 0) return Errno("syncing", path_);
-  if (hooked) Synced(path_, copy);
-  return Status::OK();
 }
 
 }  // namespace shardfilter::persistence
