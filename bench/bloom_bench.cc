@@ -28,7 +28,7 @@
 #include "shardfilter/filters/bloom_filter.h"
 #include "shardfilter/filters/counting_bloom_filter.h"
 #include "shardfilter/filters/hash.h"
-#include "shardfilter/filters/internal/split_block.h"
+#include "shardfilter/filters/detail/split_block.h"
 #include "shardfilter/filters/memory_advice.h"
 
 #if SHARDFILTER_SPLIT_AVX2

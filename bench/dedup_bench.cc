@@ -17,7 +17,7 @@
 // journal file: a RocksDB write per call).
 //
 // SF_DEDUP_BENCH_BASELINE_MEMTABLE=hash gives the baseline the dedup
-// family's hash-indexed memtable too (persistence/internal/hash_memtable.h,
+// family's hash-indexed memtable too (persistence/hash_memtable.h,
 // allow_concurrent_memtable_write off): not what a user would write, but it
 // shows how much of the gain is the memtable and how much the filter.
 #include <rocksdb/db.h>
@@ -37,7 +37,7 @@
 
 #include "shardfilter/engine/dedup_store.h"
 #include "shardfilter/filters/hash.h"
-#include "shardfilter/persistence/internal/hash_memtable.h"
+#include "shardfilter/persistence/hash_memtable.h"
 
 namespace shardfilter::bench {
 namespace {

@@ -25,7 +25,7 @@
 #include "shardfilter/filters/cuckoo_filter.h"
 #include "shardfilter/filters/filter.h"
 #include "shardfilter/filters/hash.h"
-#include "shardfilter/filters/internal/split_block.h"
+#include "shardfilter/filters/detail/split_block.h"
 
 namespace shardfilter::bench {
 namespace {

@@ -4,13 +4,12 @@
 #
 # What a user sees (docs/design.md "Public and internal"):
 #   include/shardfilter/filters/*.h          the in-memory filters (API)
-#   include/shardfilter/filters/detail/*.h   inline hot path, ours (not API)
-#   include/shardfilter/filters/internal/*.h what the filter headers' inline
+#   include/shardfilter/filters/detail/*.h   what the filter headers' inline
 #                                            paths include (not API)
 #   include/shardfilter/engine/*.h           sharded filters, Database, ...
 #   include/shardfilter/engine/detail/*.h    what sharded_filter.h's inline
 #                                            query and add include (not API)
-# Not installed: persistence/ (internal to the library), engine/internal/,
+# Not installed: persistence/ (internal to the library), */internal/,
 # the tools' headers. tests/install/run.sh compiles every installed header on
 # its own against the prefix alone.
 include(CMakePackageConfigHelpers)
@@ -28,16 +27,15 @@ set(SF_PUBLIC_HEADERS_filters
   filters/bloom_filter.h filters/counting_bloom_filter.h
   filters/cuckoo_filter.h filters/envelope.h filters/filter.h filters/hash.h
   filters/memory_advice.h filters/sizing.h filters/status.h)
-set(SF_PUBLIC_HEADERS_filters_detail filters/detail/xxh3_short.h)
-# Included by bloom_filter.h, counting_bloom_filter.h and cuckoo_filter.h for
-# their inline query paths.
-set(SF_PUBLIC_HEADERS_filters_internal
-  filters/internal/atomic_table.h filters/internal/bloom_kernels.h
-  filters/internal/counting_simd.h
-  filters/internal/cuckoo_stripes.h filters/internal/cuckoo_table.h
-  filters/internal/prefetch.h filters/internal/spin.h
-  filters/internal/split_block.h filters/internal/thread_stripe.h
-  filters/internal/tsan.h)
+# filters/detail/: what bloom_filter.h, counting_bloom_filter.h and
+# cuckoo_filter.h include for their inline query paths (not API).
+set(SF_PUBLIC_HEADERS_filters_detail
+  filters/detail/atomic_table.h filters/detail/bloom_kernels.h
+  filters/detail/counting_simd.h
+  filters/detail/cuckoo_stripes.h filters/detail/cuckoo_table.h
+  filters/detail/prefetch.h filters/detail/spin.h
+  filters/detail/split_block.h filters/detail/thread_stripe.h
+  filters/detail/tsan.h filters/detail/xxh3_short.h)
 set(SF_PUBLIC_HEADERS_engine
   engine/database.h engine/dedup_store.h engine/export.h
   engine/memory_budget.h engine/migration.h engine/multi_part.h
@@ -46,7 +44,7 @@ set(SF_PUBLIC_HEADERS_engine
 # Included by sharded_filter.h for its inline query and Bloom add paths.
 set(SF_PUBLIC_HEADERS_engine_detail engine/detail/shard_fast_path.h
   engine/detail/shard_mutex.h)
-foreach(group filters filters_detail filters_internal engine engine_detail)
+foreach(group filters filters_detail engine engine_detail)
   string(REPLACE "_" "/" dir ${group})
   install(FILES ${SF_PUBLIC_HEADERS_${group}}
           DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/shardfilter/${dir}

@@ -9,9 +9,9 @@
 
 #include "shardfilter/engine/internal/access.h"
 #include "shardfilter/engine/internal/database_impl.h"
-#include "shardfilter/engine/internal/filter_factory.h"
+#include "shardfilter/engine/internal/filter_spec.h"
 #include "shardfilter/engine/internal/filter_log.h"
-#include "shardfilter/persistence/internal/values.h"
+#include "shardfilter/persistence/values.h"
 #include "shardfilter/persistence/log/paths.h"
 
 namespace shardfilter {

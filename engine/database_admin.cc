@@ -7,9 +7,9 @@
 #include "shardfilter/engine/internal/database_impl.h"
 #include "shardfilter/engine/internal/filter_log.h"
 #include "shardfilter/engine/internal/recovery.h"
-#include "shardfilter/persistence/internal/dedup_journal.h"
+#include "shardfilter/persistence/dedup_journal.h"
 #include "shardfilter/persistence/log/dedup_log.h"
-#include "shardfilter/persistence/internal/values.h"
+#include "shardfilter/persistence/values.h"
 
 namespace shardfilter {
 

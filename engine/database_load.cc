@@ -10,7 +10,7 @@
 #include "shardfilter/engine/internal/filter_log.h"
 #include "shardfilter/engine/internal/recovery.h"
 #include "shardfilter/engine/tiered_filter.h"
-#include "shardfilter/persistence/internal/values.h"
+#include "shardfilter/persistence/values.h"
 
 namespace shardfilter::internal {
 
@@ -108,7 +108,7 @@ Status DatabaseImpl::CheckNameFree(std::string_view name) const {
 Result<OpenFilter> DatabaseImpl::LoadFilter(
     const std::string& name, persistence::FilterDescriptor desc) const {
   // Writes acknowledged under durability sync lost with the write-ahead
-  // log make the filter unavailable (persistence/internal/sync_marker.h).
+  // log make the filter unavailable (persistence/sync_marker.h).
   SF_ASSIGN_OR_RETURN(
       std::optional<persistence::WalLoss> lost,
       store->LostSyncedWrites(persistence::SyncedKind::kFilter, name));

@@ -5,7 +5,7 @@
 #include "shardfilter/engine/dedup_store.h"
 #include "shardfilter/engine/internal/database_impl.h"
 #include "shardfilter/engine/internal/dedup_core.h"
-#include "shardfilter/engine/internal/filter_factory.h"
+#include "shardfilter/engine/internal/filter_spec.h"
 #include "shardfilter/filters/sizing.h"
 
 namespace shardfilter {
@@ -142,7 +142,7 @@ Result<std::unique_ptr<DedupStore>> DedupStore::Open(
     if (!create) return Status::NotFound("no " + what);
     SF_ASSIGN_OR_RETURN(DedupMeta m, NewMeta(options));
     // A journal left by a dropped set of that name is debris, and so is a
-    // loss record (persistence/internal/sync_marker.h): a set created anew
+    // loss record (persistence/sync_marker.h): a set created anew
     // lost nothing.
     SF_RETURN_IF_ERROR(
         persistence::DedupJournal::Remove(*impl.store->log_env(), log_path));

@@ -11,12 +11,12 @@
 #include <shared_mutex>
 
 #include "shardfilter/engine/internal/access.h"
-#include "shardfilter/engine/internal/filter_factory.h"
+#include "shardfilter/engine/internal/filter_spec.h"
 #include "shardfilter/engine/internal/shard.h"
 #include "shardfilter/engine/internal/shard_chain.h"
 #include "shardfilter/filters/hash.h"
 #include "shardfilter/filters/internal/coding.h"
-#include "shardfilter/persistence/internal/spec_codec.h"
+#include "shardfilter/persistence/spec_codec.h"
 
 namespace shardfilter {
 namespace {
@@ -83,7 +83,7 @@ std::string ExportShardedFilter(ShardedFilter& handle) {
   PutU16(&out, kExportVersion);
   PutU16(&out, 0);
   // Bytes 8..63: the spec head in export order, the shard count, the
-  // parameter block (persistence/internal/spec_codec.h).
+  // parameter block (persistence/spec_codec.h).
   const persistence::StoredSpec stored = internal::StoredFromSpec(spec);
   const persistence::SpecHead head =
       persistence::EncodeSpecHead(stored, persistence::kExportSpecRules);

@@ -7,9 +7,9 @@
 
 #include "shardfilter/engine/database.h"
 #include "shardfilter/engine/internal/database_impl.h"
-#include "shardfilter/engine/internal/filter_factory.h"
+#include "shardfilter/engine/internal/filter_spec.h"
 #include "shardfilter/engine/internal/migration.h"
-#include "shardfilter/persistence/internal/values.h"
+#include "shardfilter/persistence/values.h"
 
 namespace shardfilter {
 

@@ -26,7 +26,7 @@
 #include "shardfilter/engine/internal/shard.h"
 #include "shardfilter/engine/internal/shard_chain.h"
 #include "shardfilter/engine/sharded_filter.h"
-#include "shardfilter/filters/internal/thread_stripe.h"
+#include "shardfilter/filters/detail/thread_stripe.h"
 #include "shardfilter/persistence/log/segment.h"
 #include "shardfilter/persistence/log/paths.h"
 

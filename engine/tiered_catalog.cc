@@ -13,8 +13,8 @@
 
 #include "shardfilter/engine/internal/tiered_internal.h"
 #include "shardfilter/engine/tiered_filter.h"
-#include "shardfilter/persistence/internal/tiered_table.h"
-#include "shardfilter/persistence/internal/values.h"
+#include "shardfilter/persistence/tiered_table.h"
+#include "shardfilter/persistence/values.h"
 
 namespace shardfilter {
 

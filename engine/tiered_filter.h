@@ -22,7 +22,7 @@
 // is the ordinary catalog filter LevelName(name, i) (listed by
 // Database::List, checkpointed and journalled like any filter), and the
 // descriptor and exact level are in the store
-// (persistence/internal/tiered_table.h). An Add is acknowledged after every
+// (persistence/tiered_table.h). An Add is acknowledged after every
 // level and then the exact level were written with the filter's durability, so
 // that no crash leaves an acknowledged key absent from a level.
 //

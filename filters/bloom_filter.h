@@ -2,7 +2,7 @@
 //
 // Three layouts (stored in the serialized format):
 //  * kSplitBlock: 256-bit blocks of eight 32-bit lanes, one bit per lane
-//    (k = 8; filters/internal/split_block.h): the cheapest probe, one
+//    (k = 8; filters/detail/split_block.h): the cheapest probe, one
 //    vector multiply and test in an AVX2 build (~14 instructions per query
 //    with the caller's loop, against ~65 for kBlocked), for ~3% more memory
 //    than kBlocked at 1% (10.53 bits/item) and ~7% at 0.1%.
@@ -22,7 +22,7 @@
 //    batched; absent query 54 ns, 13.9 batched.
 //  * kClassic: k positions over the whole array (k cache misses per probe on
 //    a large filter), m = max(ClassicBloomBits, bits for the chosen k).
-// Bit kernels live in filters/internal/bloom_kernels.h.
+// Bit kernels live in filters/detail/bloom_kernels.h.
 //
 // Thread safety: every method may run concurrently with every other. The
 // table is std::atomic<uint64_t> words; adds are atomic ORs and queries are
@@ -50,10 +50,10 @@
 #include <string_view>
 
 #include "shardfilter/filters/filter.h"
-#include "shardfilter/filters/internal/atomic_table.h"
-#include "shardfilter/filters/internal/bloom_kernels.h"
-#include "shardfilter/filters/internal/split_block.h"
-#include "shardfilter/filters/internal/thread_stripe.h"
+#include "shardfilter/filters/detail/atomic_table.h"
+#include "shardfilter/filters/detail/bloom_kernels.h"
+#include "shardfilter/filters/detail/split_block.h"
+#include "shardfilter/filters/detail/thread_stripe.h"
 #include "shardfilter/filters/sizing.h"
 #include "shardfilter/filters/status.h"
 

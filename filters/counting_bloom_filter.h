@@ -2,8 +2,8 @@
 // removes, counts) over 64-bit key hashes.
 //
 // Layout: 4-bit counters, 128 per 64-byte cache line; all k counters of a
-// key in one line (scalar kernels in filters/internal/bloom_kernels.h,
-// AVX2 ones for k <= 8 in filters/internal/counting_simd.h: the same
+// key in one line (scalar kernels in filters/detail/bloom_kernels.h,
+// AVX2 ones for k <= 8 in filters/detail/counting_simd.h: the same
 // counters). Sized by BlockedBloomSizing(n, p, k, 128, max_bytes): at
 // p = 1% 44.4 bits/item (k = 6; measured FPR 0.935%), about four times a
 // plain blocked Bloom filter, the price of deletes. Counters saturate at 15
@@ -45,11 +45,11 @@
 #include <string_view>
 
 #include "shardfilter/filters/filter.h"
-#include "shardfilter/filters/internal/atomic_table.h"
-#include "shardfilter/filters/internal/bloom_kernels.h"
-#include "shardfilter/filters/internal/counting_simd.h"
-#include "shardfilter/filters/internal/prefetch.h"
-#include "shardfilter/filters/internal/spin.h"
+#include "shardfilter/filters/detail/atomic_table.h"
+#include "shardfilter/filters/detail/bloom_kernels.h"
+#include "shardfilter/filters/detail/counting_simd.h"
+#include "shardfilter/filters/detail/prefetch.h"
+#include "shardfilter/filters/detail/spin.h"
 #include "shardfilter/filters/sizing.h"
 #include "shardfilter/filters/status.h"
 
@@ -208,7 +208,7 @@ class CountingBloomFilter final : public Filter {
     return CountHashInline(h) != 0;
   }
 
-  // The query's vector kernel on its own (filters/internal/counting_simd.h),
+  // The query's vector kernel on its own (filters/detail/counting_simd.h),
   // for a filter of k <= 8 given its table, block count, lane multipliers
   // and k (table_data(), num_blocks(), lane_multipliers(), k()): what
   // MayContainHashInline runs, and what a sharded filter's handle runs
@@ -262,7 +262,7 @@ class CountingBloomFilter final : public Filter {
 
  private:
   struct alignas(64) Stripe {
-    internal::SpinLock lock;           // filters/internal/spin.h
+    internal::SpinLock lock;           // filters/detail/spin.h
     std::atomic<uint64_t> adds{0};     // GUARDED_BY(lock) for writes
     std::atomic<uint64_t> removes{0};  // GUARDED_BY(lock) for writes
   };

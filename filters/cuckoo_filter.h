@@ -94,8 +94,8 @@
 
 #include "shardfilter/filters/filter.h"
 #include "shardfilter/filters/hash.h"
-#include "shardfilter/filters/internal/cuckoo_stripes.h"
-#include "shardfilter/filters/internal/cuckoo_table.h"
+#include "shardfilter/filters/detail/cuckoo_stripes.h"
+#include "shardfilter/filters/detail/cuckoo_table.h"
 #include "shardfilter/filters/sizing.h"
 #include "shardfilter/filters/status.h"
 

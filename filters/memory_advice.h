@@ -2,7 +2,7 @@
 // the allocator.
 //
 // By default, tables of 4 MiB or more are 2 MiB-aligned and advised as
-// transparent huge-page candidates (filters/internal/atomic_table.h,
+// transparent huge-page candidates (filters/detail/atomic_table.h,
 // cuckoo_table.h): fewer TLB misses on random probes. A host that forks to
 // snapshot (the Redis module: BGSAVE, AOF rewrite) turns the advice off,
 // because a huge page copied on write copies 2 MiB for one changed bit;

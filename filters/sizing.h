@@ -199,7 +199,7 @@ Result<BlockedSizing> WordBlockedBloomSizing(uint64_t n, double p, uint32_t k,
 
 // ---------------------------------------------------------------------------
 // Split-block Bloom: the layout of BloomFilter's kSplitBlock
-// (filters/internal/split_block.h). 256-bit blocks of eight 32-bit lanes; a
+// (filters/detail/split_block.h). 256-bit blocks of eight 32-bit lanes; a
 // key sets one bit in each lane of its block (k = 8). Given j keys in a
 // block, each lane holds a query's bit with probability 1 - (31/32)^j,
 // independently per lane (each lane's bit comes from its own multiplier), so

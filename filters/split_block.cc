@@ -1,9 +1,9 @@
 // The split-block kernels for callers compiled without AVX2
-// (filters/internal/split_block.h): the kernel pointers, pointing at the
+// (filters/detail/split_block.h): the kernel pointers, pointing at the
 // scalar kernels from the start (constant initialization) and at the AVX2
 // ones once the CPU says it has AVX2 (dynamic initialization, while the
 // library loads); and the CPU check every such choice uses.
-#include "shardfilter/filters/internal/split_block.h"
+#include "shardfilter/filters/detail/split_block.h"
 
 #include <atomic>
 #include <cstdint>

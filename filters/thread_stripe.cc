@@ -1,6 +1,6 @@
-// The registry of owned counter stripes (filters/internal/thread_stripe.h:
+// The registry of owned counter stripes (filters/detail/thread_stripe.h:
 // the ownership invariant and why it makes a plain store safe).
-#include "shardfilter/filters/internal/thread_stripe.h"
+#include "shardfilter/filters/detail/thread_stripe.h"
 
 #include <bit>
 

@@ -1,4 +1,4 @@
-#include "shardfilter/persistence/internal/boot_id.h"
+#include "shardfilter/persistence/boot_id.h"
 
 #include <fcntl.h>
 #include <unistd.h>

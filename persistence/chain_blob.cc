@@ -1,4 +1,4 @@
-#include "shardfilter/persistence/internal/chain_blob.h"
+#include "shardfilter/persistence/chain_blob.h"
 
 #include "shardfilter/filters/hash.h"
 #include "shardfilter/filters/internal/coding.h"

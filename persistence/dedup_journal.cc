@@ -1,4 +1,4 @@
-#include "shardfilter/persistence/internal/dedup_journal.h"
+#include "shardfilter/persistence/dedup_journal.h"
 
 namespace shardfilter::persistence {
 

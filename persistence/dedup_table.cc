@@ -1,15 +1,15 @@
-#include "shardfilter/persistence/internal/dedup_table.h"
+#include "shardfilter/persistence/dedup_table.h"
 
 #include <rocksdb/db.h>
 #include <rocksdb/options.h>
 #include <rocksdb/write_batch.h>
 
 #include "shardfilter/filters/internal/coding.h"
-#include "shardfilter/filters/internal/tsan.h"
-#include "shardfilter/persistence/internal/keys.h"
-#include "shardfilter/persistence/internal/rocks_status.h"
-#include "shardfilter/persistence/internal/sync_marker.h"
-#include "shardfilter/persistence/internal/values.h"
+#include "shardfilter/filters/detail/tsan.h"
+#include "shardfilter/persistence/keys.h"
+#include "shardfilter/persistence/rocks_status.h"
+#include "shardfilter/persistence/sync_marker.h"
+#include "shardfilter/persistence/values.h"
 
 namespace shardfilter::persistence {
 

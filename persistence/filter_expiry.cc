@@ -1,9 +1,9 @@
-#include "shardfilter/persistence/internal/filter_expiry.h"
+#include "shardfilter/persistence/filter_expiry.h"
 
 #include <xxhash.h>
 
 #include "shardfilter/filters/internal/coding.h"
-#include "shardfilter/persistence/internal/keys.h"
+#include "shardfilter/persistence/keys.h"
 
 namespace shardfilter::persistence {
 

@@ -1,5 +1,5 @@
-// StoreInfoLog (persistence/internal/info_log.h).
-#include "shardfilter/persistence/internal/info_log.h"
+// StoreInfoLog (persistence/info_log.h).
+#include "shardfilter/persistence/info_log.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-// JournalBatch (persistence/internal/store.h) and the encodings it writes:
+// JournalBatch (persistence/store.h) and the encodings it writes:
 // journal entries and retained-hash deltas, gathered as key/value pairs for
 // one RocksDB write. No RocksDB here: the in-memory engine's objects build
 // batches (a standalone filter never writes one) and link this file.
@@ -6,9 +6,9 @@
 #include <string_view>
 
 #include "shardfilter/filters/internal/coding.h"
-#include "shardfilter/persistence/internal/keys.h"
-#include "shardfilter/persistence/internal/retained_hashes.h"
-#include "shardfilter/persistence/internal/store.h"
+#include "shardfilter/persistence/keys.h"
+#include "shardfilter/persistence/retained_hashes.h"
+#include "shardfilter/persistence/store.h"
 
 namespace shardfilter::persistence {
 

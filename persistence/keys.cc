@@ -1,4 +1,4 @@
-#include "shardfilter/persistence/internal/keys.h"
+#include "shardfilter/persistence/keys.h"
 
 namespace shardfilter::persistence {
 

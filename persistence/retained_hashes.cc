@@ -1,6 +1,6 @@
 // Retained hashes: the column family's options and merge operator, the
 // snapshot scan, and the Store's calls on the family.
-#include "shardfilter/persistence/internal/retained_hashes.h"
+#include "shardfilter/persistence/retained_hashes.h"
 
 #include <rocksdb/compaction_filter.h>
 #include <rocksdb/db.h>
@@ -12,10 +12,10 @@
 
 #include <vector>
 
-#include "shardfilter/persistence/internal/hash_memtable.h"
-#include "shardfilter/persistence/internal/keys.h"
-#include "shardfilter/persistence/internal/rocks_status.h"
-#include "shardfilter/persistence/internal/store.h"
+#include "shardfilter/persistence/hash_memtable.h"
+#include "shardfilter/persistence/keys.h"
+#include "shardfilter/persistence/rocks_status.h"
+#include "shardfilter/persistence/store.h"
 #include "shardfilter/persistence/log/paths.h"
 
 namespace shardfilter::persistence {

@@ -1,4 +1,4 @@
-#include "shardfilter/persistence/internal/spec_codec.h"
+#include "shardfilter/persistence/spec_codec.h"
 
 #include <string>
 

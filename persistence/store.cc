@@ -1,4 +1,4 @@
-#include "shardfilter/persistence/internal/store.h"
+#include "shardfilter/persistence/store.h"
 
 #include <rocksdb/db.h>
 #include <rocksdb/file_system.h>
@@ -12,14 +12,14 @@
 #include <filesystem>
 
 #include "shardfilter/filters/hash.h"
-#include "shardfilter/filters/internal/tsan.h"
-#include "shardfilter/persistence/internal/filter_expiry.h"
-#include "shardfilter/persistence/internal/hash_memtable.h"
-#include "shardfilter/persistence/internal/info_log.h"
-#include "shardfilter/persistence/internal/keys.h"
-#include "shardfilter/persistence/internal/rocks_status.h"
-#include "shardfilter/persistence/internal/store_dir.h"
-#include "shardfilter/persistence/internal/test_env.h"
+#include "shardfilter/filters/detail/tsan.h"
+#include "shardfilter/persistence/filter_expiry.h"
+#include "shardfilter/persistence/hash_memtable.h"
+#include "shardfilter/persistence/info_log.h"
+#include "shardfilter/persistence/keys.h"
+#include "shardfilter/persistence/rocks_status.h"
+#include "shardfilter/persistence/store_dir.h"
+#include "shardfilter/persistence/test_env.h"
 #include "shardfilter/persistence/log/fs_env.h"
 
 namespace shardfilter::persistence {
@@ -41,7 +41,7 @@ constexpr const char* kShardsCf = "shards";
 constexpr const char* kJournalCf = "journal";
 // The dedup family is a key set read and written by point operations. Its
 // options (docs/dedup.md, "Performance"):
-//  * a hash-indexed memtable (persistence/internal/hash_memtable.h): an
+//  * a hash-indexed memtable (persistence/hash_memtable.h): an
 //    insert costs ~2 cache misses, not a skiplist descent (~20 at 1M
 //    entries: 75% of an insert); sorting moves to the flush. One bucket per
 //    ~64 bytes of entries: chains of ~1. Needs allow_concurrent_memtable_
@@ -136,7 +136,7 @@ Result<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) {
   }
   // DESIGN.md invariant 6: RocksDB creates a store only where there was
   // none (a missing or empty directory); a damaged one is Corruption and
-  // is left as it is (persistence/internal/store_dir.h).
+  // is left as it is (persistence/store_dir.h).
   bool is_new = false;
   SF_RETURN_IF_ERROR(internal::InspectStoreDir(options.path, &is_new));
   const bool exists = !is_new;
@@ -347,7 +347,7 @@ Status Store::Write(rocksdb::WriteBatch* batch, bool sync,
     // copies the others' batches into its own reused batch and the WAL
     // (memcpy/memset that TSan intercepts), synchronised by atomics TSan
     // cannot see, and no point outside RocksDB could state that edge. Its
-    // accesses inside the call are not recorded (filters/internal/tsan.h);
+    // accesses inside the call are not recorded (filters/detail/tsan.h);
     // ours before and after it, and every other access, still are.
     ::shardfilter::internal::TsanIgnoreAccesses rocksdb_group_commit;
     s = db_->Write(wo, batch);

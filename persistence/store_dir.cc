@@ -1,5 +1,5 @@
-// InspectStoreDir / WriteWalMarker (persistence/internal/store_dir.h).
-#include "shardfilter/persistence/internal/store_dir.h"
+// InspectStoreDir / WriteWalMarker (persistence/store_dir.h).
+#include "shardfilter/persistence/store_dir.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -13,7 +13,7 @@
 #include <sstream>
 #include <vector>
 
-#include "shardfilter/persistence/internal/sync_marker.h"
+#include "shardfilter/persistence/sync_marker.h"
 
 namespace shardfilter::persistence::internal {
 

@@ -6,11 +6,11 @@
 #include <memory>
 #include <set>
 
-#include "shardfilter/persistence/internal/filter_expiry.h"
-#include "shardfilter/persistence/internal/keys.h"
-#include "shardfilter/persistence/internal/rocks_status.h"
-#include "shardfilter/persistence/internal/store.h"
-#include "shardfilter/persistence/internal/values.h"
+#include "shardfilter/persistence/filter_expiry.h"
+#include "shardfilter/persistence/keys.h"
+#include "shardfilter/persistence/rocks_status.h"
+#include "shardfilter/persistence/store.h"
+#include "shardfilter/persistence/values.h"
 #include "shardfilter/persistence/log/paths.h"
 
 namespace shardfilter::persistence {

@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "shardfilter/filters/hash.h"
-#include "shardfilter/filters/internal/tsan.h"
-#include "shardfilter/persistence/internal/filter_expiry.h"
-#include "shardfilter/persistence/internal/keys.h"
-#include "shardfilter/persistence/internal/rocks_status.h"
-#include "shardfilter/persistence/internal/store.h"
+#include "shardfilter/filters/detail/tsan.h"
+#include "shardfilter/persistence/filter_expiry.h"
+#include "shardfilter/persistence/keys.h"
+#include "shardfilter/persistence/rocks_status.h"
+#include "shardfilter/persistence/store.h"
 #include "shardfilter/persistence/log/paths.h"
 
 namespace shardfilter::persistence {
@@ -131,7 +131,7 @@ Status Store::ReadJournal(
   // (cached range tombstones, iterator memory allocated on one thread and
   // freed on another) through atomics TSan cannot see: three such reports
   // so far, all frames inside librocksdb (tests/tsan.supp). Accesses in
-  // this call are not recorded (filters/internal/tsan.h); what it touches
+  // this call are not recorded (filters/detail/tsan.h); what it touches
   // of ours is the caller's thread-local collection, and synchronisation
   // is still recorded.
   ::shardfilter::internal::TsanIgnoreAccesses rocksdb_shared_memtable;

@@ -22,9 +22,9 @@
 #include <memory>
 #include <string>
 
-#include "shardfilter/persistence/internal/keys.h"
-#include "shardfilter/persistence/internal/rocks_status.h"
-#include "shardfilter/persistence/internal/store.h"
+#include "shardfilter/persistence/keys.h"
+#include "shardfilter/persistence/rocks_status.h"
+#include "shardfilter/persistence/store.h"
 
 namespace shardfilter::persistence {
 

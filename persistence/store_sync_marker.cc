@@ -1,13 +1,13 @@
 // Store: the sync marker at open and the loss records
-// (persistence/internal/sync_marker.h W3-W5).
+// (persistence/sync_marker.h W3-W5).
 #include <rocksdb/db.h>
 #include <rocksdb/write_batch.h>
 
 #include <map>
 
-#include "shardfilter/persistence/internal/keys.h"
-#include "shardfilter/persistence/internal/rocks_status.h"
-#include "shardfilter/persistence/internal/store.h"
+#include "shardfilter/persistence/keys.h"
+#include "shardfilter/persistence/rocks_status.h"
+#include "shardfilter/persistence/store.h"
 
 namespace shardfilter::persistence {
 

@@ -6,11 +6,11 @@
 #include <set>
 
 #include "shardfilter/filters/envelope.h"
-#include "shardfilter/persistence/internal/chain_blob.h"
-#include "shardfilter/persistence/internal/keys.h"
-#include "shardfilter/persistence/internal/rocks_status.h"
-#include "shardfilter/persistence/internal/store.h"
-#include "shardfilter/persistence/internal/wal_tail.h"
+#include "shardfilter/persistence/chain_blob.h"
+#include "shardfilter/persistence/keys.h"
+#include "shardfilter/persistence/rocks_status.h"
+#include "shardfilter/persistence/store.h"
+#include "shardfilter/persistence/wal_tail.h"
 
 namespace shardfilter::persistence {
 
@@ -127,7 +127,7 @@ Status Store::Verify(StoreVerifyReport* report) const {
     }
   }
   // 4. Every committed shard blob reassembles and is a chain of filter
-  //    envelopes (persistence/internal/chain_blob.h).
+  //    envelopes (persistence/chain_blob.h).
   for (const auto& [name, d] : catalog) {
     for (uint32_t shard = 0; shard < d.shards.size(); ++shard) {
       if (d.shards[shard].generation == 0) continue;

@@ -1,5 +1,5 @@
-// The sync marker and the loss record (persistence/internal/sync_marker.h).
-#include "shardfilter/persistence/internal/sync_marker.h"
+// The sync marker and the loss record (persistence/sync_marker.h).
+#include "shardfilter/persistence/sync_marker.h"
 
 #include <rocksdb/file_system.h>
 #include <rocksdb/write_batch.h>
@@ -8,8 +8,8 @@
 #include <cstring>
 
 #include "shardfilter/filters/internal/coding.h"
-#include "shardfilter/persistence/internal/keys.h"
-#include "shardfilter/persistence/internal/values.h"
+#include "shardfilter/persistence/keys.h"
+#include "shardfilter/persistence/values.h"
 
 namespace shardfilter::persistence {
 

@@ -1,4 +1,4 @@
-#include "shardfilter/persistence/internal/tiered_table.h"
+#include "shardfilter/persistence/tiered_table.h"
 
 #include <rocksdb/db.h>
 #include <rocksdb/write_batch.h>
@@ -8,10 +8,10 @@
 
 #include "shardfilter/filters/hash.h"
 #include "shardfilter/filters/internal/coding.h"
-#include "shardfilter/persistence/internal/keys.h"
-#include "shardfilter/persistence/internal/rocks_status.h"
-#include "shardfilter/persistence/internal/store.h"
-#include "shardfilter/persistence/internal/values.h"
+#include "shardfilter/persistence/keys.h"
+#include "shardfilter/persistence/rocks_status.h"
+#include "shardfilter/persistence/store.h"
+#include "shardfilter/persistence/values.h"
 
 namespace shardfilter::persistence {
 

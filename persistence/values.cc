@@ -1,4 +1,4 @@
-#include "shardfilter/persistence/internal/values.h"
+#include "shardfilter/persistence/values.h"
 
 #include <cstdio>
 

@@ -1,5 +1,5 @@
-// FindWalTornTail (persistence/internal/wal_tail.h).
-#include "shardfilter/persistence/internal/wal_tail.h"
+// FindWalTornTail (persistence/wal_tail.h).
+#include "shardfilter/persistence/wal_tail.h"
 
 #include <algorithm>
 #include <filesystem>

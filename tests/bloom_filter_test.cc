@@ -41,7 +41,7 @@ std::unique_ptr<BloomFilter> MakeBloom(uint64_t n, double p, BloomLayout layout,
 // Serialize() of MakeBloom(10, 0.1, kBlocked, k=3, seed=7) after adding
 // "a", "b", "c": envelope header, 44 bytes of params, one 64-byte block,
 // checksum. Each key sets 2 bits in one word and 1 in another (k = 3, two
-// words: filters/internal/bloom_kernels.h).
+// words: filters/detail/bloom_kernels.h).
 constexpr char kPinnedBloomHex[] =
     "53464c54010100002c0000004000000000000000"  // "SFLT", type 1, version 1,
                                                 // reserved, P=44, B=64
@@ -234,7 +234,7 @@ TEST_P(BloomShapeTest, NoFalseNegativesAndBatchesAgree) {
 }
 
 // Batch sizes around the batch pipelines' windows (16 for adds, 64 for
-// queries, filters/internal/bloom_kernels.h): every answer agrees with the
+// queries, filters/detail/bloom_kernels.h): every answer agrees with the
 // one-at-a-time query, for every layout and the counting filter, present
 // keys and absent ones, a batch shorter than, equal to and longer than a
 // window by one.

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "shardfilter/engine/sharded_filter.h"
-#include "shardfilter/filters/internal/thread_stripe.h"
+#include "shardfilter/filters/detail/thread_stripe.h"
 #include "test_util.h"
 
 namespace shardfilter {

@@ -20,7 +20,7 @@
 #include "shardfilter/engine/internal/access.h"
 #include "shardfilter/engine/internal/shard.h"
 #include "shardfilter/engine/sharded_filter.h"
-#include "shardfilter/filters/internal/thread_stripe.h"
+#include "shardfilter/filters/detail/thread_stripe.h"
 #include "store_test_util.h"
 #include "test_util.h"
 

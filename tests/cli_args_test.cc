@@ -1,7 +1,7 @@
 // Unit tests of the CLI's flag, number and escaping functions
-// (tools/cli_args.h). Built with the tools library; skipped when the build
+// (tools/cli/cli_args.h). Built with the tools library; skipped when the build
 // has no tools (SHARDFILTER_BUILD_TOOLS=OFF, e.g. the sanitizer builds).
-#include "tools/cli_args.h"
+#include "tools/cli/cli_args.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// Runs the shardfilter CLI (tools/cli.h) in forked children, for crash
+// Runs the shardfilter CLI (tools/cli/cli.h) in forked children, for crash
 // tests: the test process itself never opens RocksDB or starts TBB threads,
 // so that nothing is running at fork time. As tests/cli_crash_test.cc.
 #ifndef SHARDFILTER_TESTS_CLI_CHILD_UTIL_H_
@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "tools/cli.h"
+#include "tools/cli/cli.h"
 
 namespace shardfilter::testing {
 

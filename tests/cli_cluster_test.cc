@@ -1,4 +1,4 @@
-// `shardfilter cluster` (tools/cli_cluster.cc) and its cluster client
+// `shardfilter cluster` (tools/cli/cli_cluster.cc) and its cluster client
 // (tools/cluster/) against fake cluster nodes in this process
 // (tests/fake_cluster.h): the redirections of a slot being migrated (ASK),
 // one already moved (MOVED, with a stale CLUSTER SLOTS), a connection lost

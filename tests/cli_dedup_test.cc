@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "store_test_util.h"
-#include "tools/cli.h"
+#include "tools/cli/cli.h"
 
 namespace shardfilter::tools {
 namespace {

@@ -2,7 +2,7 @@
 // (needs root to mount; skipped otherwise). `add --durability journal
 // --ack` until the disk fills exits 3 with "the disk is full", never 134
 // (RocksDB's own info-log writer asserts on a failed write, reached from
-// SstFileManagerImpl::ClearError: persistence/internal/info_log.h); every
+// SstFileManagerImpl::ClearError: persistence/info_log.h); every
 // acknowledged key is present, `checkpoint` and `import` on the full disk
 // exit 3 (not 134), and once the tmpfs grows the store takes writes
 // again.

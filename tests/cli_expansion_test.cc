@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/cli.h"
+#include "tools/cli/cli.h"
 
 namespace shardfilter::tools {
 namespace {

@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "tools/cli.h"
+#include "tools/cli/cli.h"
 
 namespace shardfilter::tools {
 namespace {

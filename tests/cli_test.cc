@@ -1,9 +1,9 @@
 // End-to-end tests of the shardfilter CLI, driven in process through
-// RunCli (tools/cli.h) against a fresh store directory per test. Skipped
+// RunCli (tools/cli/cli.h) against a fresh store directory per test. Skipped
 // when the build has no tools (SHARDFILTER_BUILD_TOOLS=OFF).
 //
 // Over 400 lines: one end-to-end case per CLI command, on one fixture.
-#include "tools/cli.h"
+#include "tools/cli/cli.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>

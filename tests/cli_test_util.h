@@ -1,4 +1,4 @@
-// A fixture for CLI tests that drive RunCli (tools/cli.h) in process against
+// A fixture for CLI tests that drive RunCli (tools/cli/cli.h) in process against
 // a fresh temporary directory (removed afterwards).
 #ifndef SHARDFILTER_TESTS_CLI_TEST_UTIL_H_
 #define SHARDFILTER_TESTS_CLI_TEST_UTIL_H_
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "shardfilter/engine/database.h"
-#include "tools/cli.h"
+#include "tools/cli/cli.h"
 
 namespace shardfilter::testing {
 

@@ -6,7 +6,7 @@
 
 #include "commands_test_util.h"
 #include "fault_fs.h"
-#include "persistence/internal/test_env.h"
+#include "persistence/test_env.h"
 
 namespace shardfilter::testing {
 namespace {

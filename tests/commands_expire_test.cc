@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "commands_test_util.h"
-#include "shardfilter/persistence/internal/filter_expiry.h"
+#include "shardfilter/persistence/filter_expiry.h"
 
 namespace shardfilter::testing {
 namespace {

@@ -14,11 +14,11 @@
 
 #include "shardfilter/engine/database.h"
 #include "shardfilter/engine/export.h"
-#include "shardfilter/engine/internal/filter_factory.h"
+#include "shardfilter/engine/internal/filter_spec.h"
 #include "shardfilter/filters/cuckoo_filter.h"
 #include "shardfilter/filters/sizing.h"
-#include "shardfilter/persistence/internal/spec_codec.h"
-#include "shardfilter/persistence/internal/values.h"
+#include "shardfilter/persistence/spec_codec.h"
+#include "shardfilter/persistence/values.h"
 #include "store_test_util.h"
 
 namespace shardfilter {

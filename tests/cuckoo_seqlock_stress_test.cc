@@ -1,5 +1,5 @@
 // The cuckoo filter's optimistic read protocol (filters/cuckoo_filter.h,
-// invariants 4-6; filters/internal/cuckoo_stripes.h) in every table layout:
+// invariants 4-6; filters/detail/cuckoo_stripes.h) in every table layout:
 // readers query a stable key set without locks while writers keep the
 // table near full, so that the stable keys' fingerprints are displaced
 // over and over (copy, then clear, inside a move-version window). Every
@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "shardfilter/filters/cuckoo_filter.h"
-#include "shardfilter/filters/internal/tsan.h"
+#include "shardfilter/filters/detail/tsan.h"
 #include "test_util.h"
 
 namespace shardfilter {

@@ -7,8 +7,8 @@
 
 #include <thread>
 
-#include "shardfilter/persistence/internal/keys.h"
-#include "shardfilter/persistence/internal/values.h"
+#include "shardfilter/persistence/keys.h"
+#include "shardfilter/persistence/values.h"
 #include "store_test_util.h"
 
 namespace shardfilter {

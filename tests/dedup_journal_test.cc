@@ -1,5 +1,5 @@
 // The dedup store's own journal (persistence/log/dedup_log.h,
-// persistence/internal/dedup_journal.h): the log format round trip, torn tails,
+// persistence/dedup_journal.h): the log format round trip, torn tails,
 // damage and foreign files, the fuzzed decoder; and through DedupStore:
 // a process that dies without closing leaves acknowledged inserts and
 // removes that the next open replays (or a read-only open sees), region

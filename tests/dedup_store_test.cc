@@ -9,7 +9,7 @@
 #include <random>
 #include <set>
 
-#include "shardfilter/persistence/internal/dedup_table.h"
+#include "shardfilter/persistence/dedup_table.h"
 #include "store_test_util.h"
 
 namespace shardfilter {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "shardfilter/engine/internal/filter_factory.h"
+#include "shardfilter/engine/internal/filter_spec.h"
 #include "shardfilter/engine/memory_budget.h"
 #include "shardfilter/engine/sharded_filter.h"
 #include "shardfilter/filters/cuckoo_filter.h"
@@ -99,7 +99,7 @@ TEST(CuckooGrowthTest, StopsAtThirtyTwoLinksInMemoryProportionalToItems) {
     EXPECT_EQ((*f)->shard_filter(0, i).capacity(), 64u) << i;
   }
   EXPECT_LE(st.bytes, 2 * ReservedBytes(spec, n));
-  // The links' promises together (filter_factory.h, NextLinkFpp).
+  // The links' promises together (filter_spec.h, NextLinkFpp).
   EXPECT_LT((*f)->Stats().shards[0].filter.target_fpr, spec.fpp);
   // The refused add changed nothing; every key added is still present.
   uint64_t state = 1;

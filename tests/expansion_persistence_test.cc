@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "shardfilter/engine/database.h"
-#include "shardfilter/persistence/internal/values.h"
+#include "shardfilter/persistence/values.h"
 #include "store_test_util.h"
 
 namespace shardfilter {

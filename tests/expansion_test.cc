@@ -7,10 +7,10 @@
 #include <cmath>
 #include <cstdio>
 
-#include "shardfilter/engine/internal/filter_factory.h"
+#include "shardfilter/engine/internal/filter_spec.h"
 #include "shardfilter/engine/internal/shard_chain.h"
 #include "shardfilter/engine/sharded_filter.h"
-#include "shardfilter/persistence/internal/chain_blob.h"
+#include "shardfilter/persistence/chain_blob.h"
 #include "test_util.h"
 
 namespace shardfilter {
@@ -200,7 +200,7 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, ExpansionTest,
                          shardfilter::testing::AllFilterTypes(),
                          shardfilter::testing::FilterTypeParamName);
 
-// ---- The chain blob (persistence/internal/chain_blob.h) ----
+// ---- The chain blob (persistence/chain_blob.h) ----
 
 std::string TwoLinkBlob(FilterSpec spec) {
   auto f = ShardedFilter::Create(spec);

@@ -24,7 +24,7 @@
 // began, the rest is dropped at the power loss. Install it for the Store
 // (RocksDB's files and the journals' alike) with
 // persistence::internal::SetStoreEnvForTesting
-// (persistence/internal/test_env.h). Thread-safe.
+// (persistence/test_env.h). Thread-safe.
 #ifndef SHARDFILTER_TESTS_FAULT_FS_H_
 #define SHARDFILTER_TESTS_FAULT_FS_H_
 
@@ -47,7 +47,7 @@
 #include <string>
 #include <string_view>
 
-#include "shardfilter/persistence/internal/boot_id.h"
+#include "shardfilter/persistence/boot_id.h"
 
 namespace shardfilter::testing {
 

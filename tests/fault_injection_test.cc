@@ -16,7 +16,7 @@
 
 #include "fault_fs.h"
 #include "shardfilter/engine/database.h"
-#include "shardfilter/persistence/internal/test_env.h"
+#include "shardfilter/persistence/test_env.h"
 #include "store_test_util.h"
 
 namespace shardfilter {

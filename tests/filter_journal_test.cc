@@ -22,8 +22,8 @@
 #include "shardfilter/engine/database.h"
 #include "shardfilter/engine/internal/filter_log.h"
 #include "shardfilter/persistence/log/dedup_log.h"
-#include "shardfilter/persistence/internal/keys.h"
-#include "shardfilter/persistence/internal/values.h"
+#include "shardfilter/persistence/keys.h"
+#include "shardfilter/persistence/values.h"
 #include "store_test_util.h"
 
 namespace shardfilter {

@@ -11,7 +11,7 @@
 #include "fuzz/fuzz_fixup.h"
 #include "shardfilter/engine/export.h"
 #include "shardfilter/engine/sharded_filter.h"
-#include "shardfilter/persistence/internal/values.h"
+#include "shardfilter/persistence/values.h"
 #include "store_test_util.h"
 
 namespace shardfilter {

@@ -1,4 +1,4 @@
-// The hash-indexed memtable (persistence/internal/hash_memtable.h) with
+// The hash-indexed memtable (persistence/hash_memtable.h) with
 // readers running during writes (run under ThreadSanitizer by
 // tools/test.sh): every key acknowledged before a Get or an iterator was
 // started is seen by it, while memtables fill, turn immutable and flush.
@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "shardfilter/persistence/internal/hash_memtable.h"
+#include "shardfilter/persistence/hash_memtable.h"
 #include "store_test_util.h"
 
 namespace shardfilter {

@@ -1,10 +1,10 @@
-// The hash-indexed memtable (persistence/internal/hash_memtable.h) under a
+// The hash-indexed memtable (persistence/hash_memtable.h) under a
 // plain RocksDB, against a std::map: Put / Delete / overwrite / Get, reads
 // at snapshots (several versions of a key in one memtable), ordered
 // iteration both ways and Seek / SeekForPrev, across flushes and WAL
 // replay. Few buckets, so that chains are long. Concurrent readers during
 // writes: hash_memtable_stress_test.cc.
-#include "shardfilter/persistence/internal/hash_memtable.h"
+#include "shardfilter/persistence/hash_memtable.h"
 
 #include <gtest/gtest.h>
 #include <rocksdb/db.h>

@@ -14,7 +14,7 @@
 #include "shardfilter/engine/internal/access.h"
 #include "shardfilter/engine/internal/filter_log.h"
 #include "shardfilter/persistence/log/segment.h"
-#include "shardfilter/persistence/internal/test_env.h"
+#include "shardfilter/persistence/test_env.h"
 #include "store_test_util.h"
 
 namespace shardfilter {

@@ -1,8 +1,11 @@
 #!/bin/sh
 # The layers' dependency rule (docs/design.md, "The tree, as a map"): no
 # include points up. filters/ includes no other layer, persistence/ no
-# engine/ or tools/, engine/ no tools/; and no installed engine header
-# includes an internal one (engine/internal/, persistence/).
+# engine/ or tools/, engine/ no tools/; and no installed header
+# (filters/*.h, filters/detail/, engine/*.h, engine/detail/) includes a
+# private one (*/internal/, persistence/). One convention for private
+# headers (docs/design.md, "Public and internal"): detail/ is installed, not
+# API; internal/ is never installed.
 # Usage: layering_check.sh SOURCE_DIR. Exit 0 clean, 1 with the offending
 # lines printed.
 set -u
@@ -31,8 +34,8 @@ if [ -n "$hits" ]; then
   echo "$hits"
   bad=1
 fi
-for h in engine/*.h; do
-  hits=$(grep -nE '^#include "shardfilter/(engine/internal|persistence)/' "$h")
+for h in filters/*.h filters/detail/*.h engine/*.h engine/detail/*.h; do
+  hits=$(grep -nE '^#include "shardfilter/([a-z]+/internal|persistence)/' "$h")
   if [ -n "$hits" ]; then
     echo "layering: installed header $h includes an internal one:"
     echo "$hits"

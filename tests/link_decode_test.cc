@@ -7,12 +7,12 @@
 #include <cstring>
 
 #include "fuzz/fuzz_fixup.h"
-#include "shardfilter/engine/internal/filter_factory.h"
+#include "shardfilter/engine/internal/filter_spec.h"
 #include "shardfilter/engine/internal/shard_chain.h"
 #include "shardfilter/filters/bloom_filter.h"
 #include "shardfilter/filters/counting_bloom_filter.h"
 #include "shardfilter/filters/cuckoo_filter.h"
-#include "shardfilter/persistence/internal/chain_blob.h"
+#include "shardfilter/persistence/chain_blob.h"
 
 namespace shardfilter::internal {
 namespace {

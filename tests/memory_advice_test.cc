@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <string>
 
-#include "shardfilter/filters/internal/atomic_table.h"
+#include "shardfilter/filters/detail/atomic_table.h"
 #include "test_util.h"
 
 namespace shardfilter {

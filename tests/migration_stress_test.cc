@@ -23,7 +23,7 @@
 // (the leader copies its followers' WriteBatches into a reused batch and the
 // WAL, synchronised by atomics TSan cannot see) is handled at our boundary:
 // Store::Write and DedupTable::Write do not record accesses inside the
-// RocksDB call (filters/internal/tsan.h, TsanIgnoreAccesses); TBB's
+// RocksDB call (filters/detail/tsan.h, TsanIgnoreAccesses); TBB's
 // fork/join edges are stated by engine/internal/parallel.h.
 extern "C" const char* __tsan_default_suppressions() {
   return "race:librocksdb.so\n"

@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "shardfilter/filters/hash.h"
-#include "shardfilter/persistence/internal/keys.h"
-#include "shardfilter/persistence/internal/values.h"
+#include "shardfilter/persistence/keys.h"
+#include "shardfilter/persistence/values.h"
 #include "store_test_util.h"
 
 namespace shardfilter::persistence {

@@ -18,7 +18,7 @@
 // chains grow while the writer runs and kills land mid-growth. A growing
 // Bloom or counting filter's rate (1e-7, compound) keeps false positives as
 // rare. A cuckoo chain cannot promise that (it ends where a link would need
-// fingerprints wider than 16 bits, filter_factory.h), so the growing cuckoo
+// fingerprints wider than 16 bits, filter_spec.h), so the growing cuckoo
 // filter uses 16-bit fingerprints at 1e-2 and the keys are chosen with
 // pairwise distinct fingerprints: a key's count then never includes
 // another key's copies, whatever the links' sizes.

@@ -56,7 +56,7 @@ TEST_P(ShardedTypedTest, FprMatchesUnshardedFilterOfSameSize) {
   constexpr uint64_t kItems = 200'000;
   auto many = ShardedFilter::Create(SpecFor(GetParam(), kItems, 16));
   SF_ASSERT_OK(many.status());
-  // Shards are sized with headroom for the uneven split (filter_factory.h):
+  // Shards are sized with headroom for the uneven split (filter_spec.h):
   // compare with one filter of their total size.
   auto one = ShardedFilter::Create(
       SpecFor(GetParam(), 16 * (*many)->shard_filter(0).capacity(), 1));

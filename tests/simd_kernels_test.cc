@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "shardfilter/filters/counting_bloom_filter.h"
-#include "shardfilter/filters/internal/bloom_kernels.h"
-#include "shardfilter/filters/internal/counting_simd.h"
-#include "shardfilter/filters/internal/split_block.h"
+#include "shardfilter/filters/detail/bloom_kernels.h"
+#include "shardfilter/filters/detail/counting_simd.h"
+#include "shardfilter/filters/detail/split_block.h"
 #include "test_util.h"
 
 namespace shardfilter {

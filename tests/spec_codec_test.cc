@@ -1,8 +1,8 @@
-// The one codec of a filter's stored parameters (persistence/internal/
+// The one codec of a filter's stored parameters (persistence/
 // spec_codec.h): both layouts that carry it, the catalog descriptor and the
 // export header, pinned byte by byte against the same spec, and the checks
 // every decoder of it shares.
-#include "shardfilter/persistence/internal/spec_codec.h"
+#include "shardfilter/persistence/spec_codec.h"
 
 #include <gtest/gtest.h>
 
@@ -12,9 +12,9 @@
 
 #include "shardfilter/engine/database.h"
 #include "shardfilter/engine/export.h"
-#include "shardfilter/engine/internal/filter_factory.h"
+#include "shardfilter/engine/internal/filter_spec.h"
 #include "shardfilter/filters/internal/coding.h"
-#include "shardfilter/persistence/internal/values.h"
+#include "shardfilter/persistence/values.h"
 
 namespace shardfilter::persistence {
 namespace {

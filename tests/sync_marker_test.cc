@@ -1,9 +1,9 @@
-// The sync marker (persistence/internal/sync_marker.h W1-W5): its bytes,
+// The sync marker (persistence/sync_marker.h W1-W5): its bytes,
 // its alternating pages, a damaged marker, a dedup set that lost writes
 // acknowledged under durability sync with the write-ahead log (unavailable
 // until dropped), a marker write that fails; and the write-ahead log's torn
-// tail (persistence/internal/wal_tail.h).
-#include "shardfilter/persistence/internal/sync_marker.h"
+// tail (persistence/wal_tail.h).
+#include "shardfilter/persistence/sync_marker.h"
 
 #include <gtest/gtest.h>
 #include <rocksdb/file_system.h>
@@ -18,8 +18,8 @@
 #include "fault_fs.h"
 #include "shardfilter/engine/database.h"
 #include "shardfilter/engine/dedup_store.h"
-#include "shardfilter/persistence/internal/test_env.h"
-#include "shardfilter/persistence/internal/wal_tail.h"
+#include "shardfilter/persistence/test_env.h"
+#include "shardfilter/persistence/wal_tail.h"
 #include "store_test_util.h"
 
 namespace shardfilter {

@@ -22,7 +22,7 @@
 
 #include "shardfilter/engine/database.h"
 #include "shardfilter/engine/internal/filter_log.h"
-#include "shardfilter/persistence/internal/boot_id.h"
+#include "shardfilter/persistence/boot_id.h"
 #include "shardfilter/persistence/log/segment.h"
 #include "store_test_util.h"
 

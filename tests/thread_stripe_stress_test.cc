@@ -1,4 +1,4 @@
-// Per-thread counter stripes (filters/internal/thread_stripe.h): adds from
+// Per-thread counter stripes (filters/detail/thread_stripe.h): adds from
 // more threads than there are owned stripes (so some threads take the
 // shared one) are all counted; reads during the adds never exceed the
 // total and never go back; a stripe given back by an ending thread keeps
@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "shardfilter/filters/bloom_filter.h"
-#include "shardfilter/filters/internal/thread_stripe.h"
+#include "shardfilter/filters/detail/thread_stripe.h"
 
 namespace shardfilter::internal {
 namespace {

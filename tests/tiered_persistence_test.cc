@@ -1,5 +1,5 @@
 // Persistent tiered filters: round trips through Close / reopen, the stored
-// encodings, errors, and the blacklist scenario of tools/blacklist_example.
+// encodings, errors, and the blacklist scenario of tools/examples/blacklist_example.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -8,7 +8,7 @@
 #include "shardfilter/engine/export.h"
 #include "shardfilter/engine/internal/tiered_internal.h"
 #include "shardfilter/engine/tiered_filter.h"
-#include "shardfilter/persistence/internal/tiered_table.h"
+#include "shardfilter/persistence/tiered_table.h"
 #include "store_test_util.h"
 
 namespace shardfilter {
@@ -256,7 +256,7 @@ TEST(TieredPersistenceTest, EncodingsArePinnedAndChecked) {
       persistence::DecodeExactEntry(rk, e, "x").status().IsNotSupported());
 }
 
-// The blacklist of tools/blacklist_example, scaled down: coarse levels that
+// The blacklist of tools/examples/blacklist_example, scaled down: coarse levels that
 // stay in cache, an exact level in RocksDB, a 90%-absent query stream.
 TEST(TieredPersistenceTest, BlacklistScenarioIsExact) {
   constexpr uint64_t kBlacklisted = 50'000, kQueries = 200'000;

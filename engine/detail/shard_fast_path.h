@@ -10,7 +10,7 @@
 //
 // Invariant (cited as Q1 in shard.h and the code):
 //  Q1. `table` is non-null only while the shard has exactly one link, that
-//      link is a split-block Bloom filter (filters/internal/split_block.h)
+//      link is a split-block Bloom filter (filters/detail/split_block.h)
 //      whose table it is, with `blocks` blocks, and the filter is not
 //      forwarded to a migration target. It is set (release, after `blocks`)
 //      when link 0 is installed, before the shard's link count is published
@@ -40,9 +40,9 @@
 #include "shardfilter/engine/detail/shard_mutex.h"
 #include "shardfilter/filters/counting_bloom_filter.h"
 #include "shardfilter/filters/cuckoo_filter.h"
-#include "shardfilter/filters/internal/prefetch.h"
-#include "shardfilter/filters/internal/split_block.h"
-#include "shardfilter/filters/internal/thread_stripe.h"
+#include "shardfilter/filters/detail/prefetch.h"
+#include "shardfilter/filters/detail/split_block.h"
+#include "shardfilter/filters/detail/thread_stripe.h"
 
 namespace shardfilter {
 class Filter;
@@ -104,7 +104,7 @@ struct alignas(64) ShardHead {
   // ShardFastOrderedAdd.
   uint64_t fast_add_limit = 0;
   // S9: adds of link 0 not yet in fill[0]: unflushed[k].n counts the adds
-  // the owner of thread stripe k (filters/internal/thread_stripe.h) made
+  // the owner of thread stripe k (filters/detail/thread_stripe.h) made
   // through ShardFastAdd's stripe path since it last added them to fill[0]
   // (every kFillFlush). Written by that owner only, under `mu` shared; read
   // by anyone (relaxed: the lock orders what must be exact). A line per

@@ -116,8 +116,8 @@
 #include <cstdint>
 #include <mutex>
 
-#include "shardfilter/filters/internal/spin.h"  // CpuRelax
-#include "shardfilter/filters/internal/tsan.h"  // SHARDFILTER_TSAN
+#include "shardfilter/filters/detail/spin.h"  // CpuRelax
+#include "shardfilter/filters/detail/tsan.h"  // SHARDFILTER_TSAN
 
 namespace shardfilter::internal {
 

@@ -41,7 +41,7 @@
 #include "shardfilter/engine/internal/memory_account.h"
 #include "shardfilter/engine/internal/migration.h"
 #include "shardfilter/filters/internal/thread_annotations.h"
-#include "shardfilter/persistence/internal/store.h"
+#include "shardfilter/persistence/store.h"
 
 namespace shardfilter::internal {
 

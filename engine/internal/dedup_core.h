@@ -18,7 +18,7 @@
 //      re-reading it (a re-insert may have renewed it).
 //  X4. Lock order: ring_mu, then stripes in ascending order, then a slot's
 //      grow_mu; the journal's locks (J4 in
-//      persistence/internal/dedup_journal.h) after any of them. purge_mu is
+//      persistence/dedup_journal.h) after any of them. purge_mu is
 //      taken with none of them held.
 //  X5. With a journal (durability journal), every read of the exact set
 //      goes through it (its overlay holds what RocksDB does not have yet)
@@ -38,9 +38,9 @@
 
 #include "shardfilter/engine/dedup_store.h"
 #include "shardfilter/engine/internal/dedup_ring.h"
-#include "shardfilter/filters/internal/thread_stripe.h"
-#include "shardfilter/persistence/internal/dedup_journal.h"
-#include "shardfilter/persistence/internal/dedup_table.h"
+#include "shardfilter/filters/detail/thread_stripe.h"
+#include "shardfilter/persistence/dedup_journal.h"
+#include "shardfilter/persistence/dedup_table.h"
 
 namespace shardfilter::internal {
 
@@ -50,7 +50,7 @@ struct alignas(64) DedupStripe {
 
 struct DedupCounters {
   // Bumped by every op of every thread: striped
-  // (filters/internal/thread_stripe.h).
+  // (filters/detail/thread_stripe.h).
   ThreadStripedCount inserts, new_keys, duplicates;
   ThreadStripedCount removes, removed, lookups;
   ThreadStripedCount reads, avoided, false_positives;

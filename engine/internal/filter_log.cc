@@ -6,8 +6,8 @@
 #include <thread>
 #include <vector>
 
-#include "shardfilter/filters/internal/thread_stripe.h"
-#include "shardfilter/persistence/internal/store.h"
+#include "shardfilter/filters/detail/thread_stripe.h"
+#include "shardfilter/persistence/store.h"
 #include "shardfilter/persistence/log/paths.h"
 
 namespace shardfilter::internal {

@@ -67,7 +67,7 @@
 //  L7. Thread segments (persistence/log/format.h T1-T3): a
 //      Bloom filter of durability journal on the memory-mapped path
 //      journals a single-key add of a thread that owns a counter stripe
-//      (filters/internal/thread_stripe.h) in that stripe's own segment, not
+//      (filters/detail/thread_stripe.h) in that stripe's own segment, not
 //      its shard's: no seq, no reservation lock, no watermark, so two
 //      writers share no line per op (docs/performance.md, "Two threads").
 //      Space before the apply (ThreadSlot, L1's rule), the record after it,
@@ -115,7 +115,7 @@
 #include <string>
 
 #include "shardfilter/engine/internal/journal_sink.h"
-#include "shardfilter/filters/internal/spin.h"  // SpinLock (L1)
+#include "shardfilter/filters/detail/spin.h"  // SpinLock (L1)
 #include "shardfilter/filters/status.h"
 #include "shardfilter/persistence/log/env.h"
 #include "shardfilter/persistence/log/format.h"

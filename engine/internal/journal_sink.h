@@ -1,6 +1,6 @@
 // Where a ShardedFilter owned by a Database sends its journal entries: the
 // Store, plus the Database's counters. Thread-safe (Store is; counters are
-// striped by thread, filters/internal/thread_stripe.h: statistics, nothing is
+// striped by thread, filters/detail/thread_stripe.h: statistics, nothing is
 // ordered by them).
 //
 // Write is virtual and its one implementation (StoreJournalSink, in
@@ -16,8 +16,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "shardfilter/filters/internal/thread_stripe.h"
-#include "shardfilter/persistence/internal/store.h"
+#include "shardfilter/filters/detail/thread_stripe.h"
+#include "shardfilter/persistence/store.h"
 
 namespace shardfilter::internal {
 
@@ -47,7 +47,7 @@ class JournalSink {
   uint64_t ops() const { return ops_.Load(); }
 
  protected:
-  // Striped by thread (filters/internal/thread_stripe.h): every journalled op
+  // Striped by thread (filters/detail/thread_stripe.h): every journalled op
   // of every filter of the Database counts here.
   void Counted(uint64_t ops) {
     writes_.Add(1);

@@ -6,11 +6,11 @@
 
 #include "shardfilter/engine/internal/access.h"
 #include "shardfilter/engine/internal/database_impl.h"
-#include "shardfilter/engine/internal/filter_factory.h"
+#include "shardfilter/engine/internal/filter_spec.h"
 #include "shardfilter/engine/internal/migration.h"
 #include "shardfilter/engine/internal/shard_chain.h"
 #include "shardfilter/filters/bloom_filter.h"
-#include "shardfilter/persistence/internal/values.h"
+#include "shardfilter/persistence/values.h"
 
 namespace shardfilter::internal {
 

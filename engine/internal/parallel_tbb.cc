@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "shardfilter/engine/internal/parallel.h"
-#include "shardfilter/filters/internal/tsan.h"
+#include "shardfilter/filters/detail/tsan.h"
 
 namespace shardfilter::internal {
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "shardfilter/engine/internal/access.h"
-#include "shardfilter/engine/internal/filter_factory.h"
+#include "shardfilter/engine/internal/filter_spec.h"
 #include "shardfilter/engine/internal/filter_log.h"
 #include "shardfilter/engine/internal/parallel.h"
 #include "shardfilter/engine/internal/shard.h"

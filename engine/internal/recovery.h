@@ -12,7 +12,7 @@
 
 #include "shardfilter/engine/internal/memory_account.h"
 #include "shardfilter/engine/sharded_filter.h"
-#include "shardfilter/persistence/internal/store.h"
+#include "shardfilter/persistence/store.h"
 
 namespace shardfilter::internal {
 

@@ -73,7 +73,7 @@
 //  S9. A Bloom shard's link 0, far from full (ShardFastAdd: fill[0] more
 //      than kBloomReserveSlack below the capacity, which is more than the
 //      unflushed counts can hold), counts the adds of a thread that owns a
-//      thread stripe (filters/internal/thread_stripe.h) in that stripe's
+//      thread stripe (filters/detail/thread_stripe.h) in that stripe's
 //      unflushed count (on lines allocated with the shard's fast path, Q1),
 //      written only by its owner (a plain load and store, under `mu`
 //      shared), and adds them to fill[0] kFillFlush at a time, fill[0]

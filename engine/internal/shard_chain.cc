@@ -4,12 +4,12 @@
 #include <mutex>
 #include <new>
 
-#include "shardfilter/engine/internal/filter_factory.h"
+#include "shardfilter/engine/internal/filter_spec.h"
 #include "shardfilter/engine/internal/memory_account.h"
 #include "shardfilter/filters/bloom_filter.h"
 #include "shardfilter/filters/cuckoo_filter.h"
 #include "shardfilter/filters/sizing.h"
-#include "shardfilter/persistence/internal/chain_blob.h"
+#include "shardfilter/persistence/chain_blob.h"
 
 namespace shardfilter::internal {
 
@@ -390,7 +390,7 @@ Result<LoadedChain> DecodeChainLinks(const FilterSpec& spec,
     chain.links.push_back(std::move(f));
     chain.fill.push_back(links[i].fill);
   }
-  // The chain rule's promise (filter_factory.h): the links' rates together
+  // The chain rule's promise (filter_spec.h): the links' rates together
   // stay under the target, whatever rule sized each one. (A little slack
   // for the sum's rounding.) The power-of-two cuckoo geometry promises its
   // rate per link instead (DecodeLinkFilter checks each one).
@@ -429,7 +429,7 @@ FilterStats ChainStatistics(const FilterSpec& spec, const Shard& s, bool scan) {
     t.items = 0;
     for (uint32_t i = 0; i < n; ++i) t.items += s.Fill(i);  // S9
   }
-  // The links' promises (filter_factory.h): the halving rule's compound
+  // The links' promises (filter_spec.h): the halving rule's compound
   // target for Bloom and counting chains, what a cuckoo chain's links keep.
   t.target_fpr = 0;
   for (uint32_t i = 0; i < n; ++i) t.target_fpr += LinkPromisedRate(*s.link(i));

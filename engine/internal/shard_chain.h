@@ -4,7 +4,7 @@
 //
 // Link i's capacity and rate follow the chain rule (LinkCapacity,
 // NextLinkFpp and the proof that the links' rates sum to less than the
-// target: filter_factory.h). Adds go to the newest link;
+// target: filter_spec.h). Adds go to the newest link;
 // the add that finds it full (S7) appends the next one (S6) and goes there.
 // Queries consult every link, newest first (the newest holds the most keys
 // with expansion >= 2), with no lock (S1). A remove takes one copy out of
@@ -41,7 +41,7 @@
 #include "shardfilter/engine/internal/shard.h"
 #include "shardfilter/engine/sharded_filter.h"
 #include "shardfilter/filters/counting_bloom_filter.h"
-#include "shardfilter/filters/internal/split_block.h"
+#include "shardfilter/filters/detail/split_block.h"
 
 namespace shardfilter::internal {
 
@@ -128,7 +128,7 @@ uint32_t ChainCount(const Shard& s, uint64_t hash);
 void ChainMayContainHashes(const Shard& s, std::span<const uint64_t> hashes,
                            std::span<uint8_t> out);
 
-// The shard blob (persistence/internal/chain_blob.h). REQUIRES: `mu` exclusive
+// The shard blob (persistence/chain_blob.h). REQUIRES: `mu` exclusive
 // (or no writer) for an exact copy.
 std::string ChainSerialize(const Shard& s);
 // Decodes a shard blob and checks every link against the spec's rule

@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <thread>
 
-#include "shardfilter/filters/internal/tsan.h"
+#include "shardfilter/filters/detail/tsan.h"
 
 namespace shardfilter::internal {
 

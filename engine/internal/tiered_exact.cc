@@ -1,10 +1,10 @@
 #include <unordered_map>
 
 #include "shardfilter/engine/internal/database_impl.h"
-#include "shardfilter/engine/internal/filter_factory.h"
+#include "shardfilter/engine/internal/filter_spec.h"
 #include "shardfilter/engine/internal/tiered_internal.h"
 #include "shardfilter/filters/internal/thread_annotations.h"
-#include "shardfilter/persistence/internal/tiered_table.h"
+#include "shardfilter/persistence/tiered_table.h"
 
 namespace shardfilter::internal {
 

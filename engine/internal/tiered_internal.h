@@ -21,8 +21,8 @@
 
 #include "shardfilter/engine/database.h"
 #include "shardfilter/engine/tiered_filter.h"
-#include "shardfilter/filters/internal/thread_stripe.h"
-#include "shardfilter/persistence/internal/store.h"
+#include "shardfilter/filters/detail/thread_stripe.h"
+#include "shardfilter/persistence/store.h"
 
 namespace shardfilter::internal {
 
@@ -52,7 +52,7 @@ std::unique_ptr<ExactLevel> NewStoreExactLevel(Database* db, std::string name,
 inline constexpr uint32_t kTieredOutcomes = kMaxTieredLevels + 2;
 
 // Per-outcome query counts, on the querying thread's own stripe
-// (filters/internal/thread_stripe.h). Relaxed: they are statistics.
+// (filters/detail/thread_stripe.h). Relaxed: they are statistics.
 struct TieredCounters {
   void Add(uint32_t outcome, uint64_t count) { counts.Add(outcome, count); }
   std::array<uint64_t, kTieredOutcomes> Sum() const;

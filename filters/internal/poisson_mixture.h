@@ -10,7 +10,7 @@
 //
 //   - λ < kPoissonExactLambda: every j, exactly as the sizing has always
 //     summed. A table's size is recomputed from its stored spec at every
-//     open (engine/internal/filter_factory.cc: LinkTableBytes), so these
+//     open (engine/internal/filter_spec.cc: LinkTableBytes), so these
 //     results must never change, not even in the last bit. Blocks of
 //     realistic filters hold tens of keys.
 //   - from kPoissonExactLambda up (a block holding 16384 keys or more is

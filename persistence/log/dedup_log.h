@@ -5,16 +5,16 @@
 // record copied into the mapping: the bytes are in the page cache as soon
 // as the copy ends, so they survive kill -9 of the process (not a power
 // loss: the promise of durability journal) without a system call per
-// operation. persistence/internal/dedup_journal.h moves the records into
+// operation. persistence/dedup_journal.h moves the records into
 // RocksDB in large batches and serves reads of the ops not moved yet.
 //
 // Appends are serialized by the caller (one writer at a time). A deleted
 // file is noticed by the set's journal marker in RocksDB
-// (persistence/internal/dedup_table.h, HasJournalMarker):
-// persistence/internal/dedup_journal.h keeps it while a file holds or may
+// (persistence/dedup_table.h, HasJournalMarker):
+// persistence/dedup_journal.h keeps it while a file holds or may
 // hold acknowledged records.
 //
-// Thread safety: none; persistence/internal/dedup_journal.h serializes access.
+// Thread safety: none; persistence/dedup_journal.h serializes access.
 #ifndef SHARDFILTER_PERSISTENCE_LOG_DEDUP_LOG_H_
 #define SHARDFILTER_PERSISTENCE_LOG_DEDUP_LOG_H_
 
@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "shardfilter/filters/status.h"
-#include "shardfilter/persistence/internal/dedup_table.h"
+#include "shardfilter/persistence/dedup_table.h"
 #include "shardfilter/persistence/log/env.h"
 #include "shardfilter/persistence/log/format.h"
 #include "shardfilter/persistence/log/paths.h"

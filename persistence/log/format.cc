@@ -10,7 +10,7 @@
 
 #include "shardfilter/filters/detail/xxh3_short.h"
 #include "shardfilter/filters/internal/coding.h"
-#include "shardfilter/persistence/internal/boot_id.h"
+#include "shardfilter/persistence/boot_id.h"
 
 namespace shardfilter::persistence {
 

@@ -103,7 +103,7 @@
 //     +8  u64 hash
 //
 //  T1. One writer per segment: the thread owning the stripe (at most one
-//      live thread at a time, filters/internal/thread_stripe.h). It stores
+//      live thread at a time, filters/detail/thread_stripe.h). It stores
 //      the hash, then the tag (P1), and only then acknowledges the add; so
 //      a kill leaves each record whole, or (the last one only) a tag of 0,
 //      whose hash may be written: never acknowledged.
@@ -120,7 +120,7 @@
 // ---------------------------------------------------------------------
 // <store>/dedup-journal/<xxh3 of set name, hex>.sfdl: a dedup set's ops of
 // durability journal (persistence/log/dedup_log.h), moved into RocksDB a
-// region at a time (persistence/internal/dedup_journal.h).
+// region at a time (persistence/dedup_journal.h).
 //
 //   [0, 4096)        file header: "SFDLOG01" | u32 version | u32 reserved
 //                    (0) | u64 region bytes R | u32 name length | set name
@@ -167,7 +167,7 @@
 
 #include "shardfilter/filters/detail/xxh3_short.h"
 #include "shardfilter/filters/status.h"
-#include "shardfilter/persistence/internal/boot_id.h"  // P2
+#include "shardfilter/persistence/boot_id.h"  // P2
 
 namespace shardfilter::persistence {
 

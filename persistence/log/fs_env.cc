@@ -8,7 +8,7 @@
 #include <cstring>
 #include <utility>
 
-#include "shardfilter/persistence/internal/rocks_status.h"
+#include "shardfilter/persistence/rocks_status.h"
 
 namespace shardfilter::persistence {
 

@@ -9,7 +9,7 @@
 
 #include "shardfilter/filters/hash.h"
 #include "shardfilter/filters/internal/coding.h"
-#include "shardfilter/persistence/internal/keys.h"
+#include "shardfilter/persistence/keys.h"
 #include "shardfilter/persistence/log/format.h"
 
 namespace shardfilter::persistence {

@@ -44,7 +44,7 @@ std::string DedupLogPath(std::string_view store_path, std::string_view set);
 
 // The default column family's key naming a filter's journal epoch:
 // 0xF7 'J' 'e' | u16 BE name length | name. Value: u8 version (1) |
-// u64 epoch | u64 XXH3 of the 9 bytes before (persistence/internal/store.h).
+// u64 epoch | u64 XXH3 of the 9 bytes before (persistence/store.h).
 std::string FilterJournalEpochKey(std::string_view name);
 std::string EncodeFilterJournalEpoch(uint64_t epoch);
 Result<uint64_t> DecodeFilterJournalEpoch(std::string_view value,

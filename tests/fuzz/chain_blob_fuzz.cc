@@ -7,7 +7,7 @@
 
 #include "fuzz_exercise.h"
 #include "fuzz_fixup.h"
-#include "shardfilter/persistence/internal/chain_blob.h"
+#include "shardfilter/persistence/chain_blob.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace shardfilter;

@@ -45,7 +45,7 @@ inline void FixEnvelope(std::string* b, size_t at, size_t len) {
   if (len >= 28 && at + len <= b->size()) SetChecksum(b, at, at + len - 8);
 }
 
-// A shard blob (persistence/internal/chain_blob.h) at [at, at + len): the
+// A shard blob (persistence/chain_blob.h) at [at, at + len): the
 // header's checksum, then every link envelope the header's lengths delimit.
 inline void FixChain(std::string* b, size_t at, size_t len) {
   if (len < 16 || at + len > b->size()) return;
@@ -62,7 +62,7 @@ inline void FixChain(std::string* b, size_t at, size_t len) {
   }
 }
 
-// A framed store value (persistence/internal/values.h): version, kind, payload,
+// A framed store value (persistence/values.h): version, kind, payload,
 // checksum of everything before it.
 inline void FixValue(std::string* b) {
   if (b->size() >= 10) SetChecksum(b, 0, b->size() - 8);

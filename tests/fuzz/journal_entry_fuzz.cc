@@ -7,8 +7,8 @@
 
 #include "fuzz_exercise.h"
 #include "fuzz_fixup.h"
-#include "shardfilter/persistence/internal/keys.h"
-#include "shardfilter/persistence/internal/values.h"
+#include "shardfilter/persistence/keys.h"
+#include "shardfilter/persistence/values.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace shardfilter;

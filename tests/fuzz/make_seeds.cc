@@ -19,7 +19,7 @@
 
 #include "shardfilter/engine/export.h"
 #include "shardfilter/filters/hash.h"
-#include "shardfilter/persistence/internal/chain_blob.h"
+#include "shardfilter/persistence/chain_blob.h"
 
 namespace {
 

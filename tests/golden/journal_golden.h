@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "shardfilter/filters/status.h"
-#include "shardfilter/persistence/internal/boot_id.h"
+#include "shardfilter/persistence/boot_id.h"
 #include "shardfilter/persistence/log/dedup_log.h"
 #include "shardfilter/persistence/log/segment.h"
 #include "shardfilter/persistence/log/paths.h"

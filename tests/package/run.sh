@@ -80,7 +80,7 @@ for d in librocksdb libtbb libxxhash adduser; do
 done
 # The CLI runs on a baseline x86-64 (the packaged build is portable): AVX
 # registers only in the kernels that are called once CPUID says the CPU
-# has AVX2 (filters/internal/split_block.h: names ending in Avx2), and
+# has AVX2 (filters/detail/split_block.h: names ending in Avx2), and
 # AVX-512 ones only in those called once it says it has AVX-512
 # (filters/counting_bloom_filter.cc: names ending in Avx512). (Captured
 # first: grep -q leaving early would SIGPIPE objdump, and under pipefail

@@ -6,9 +6,9 @@
 #include <cstring>
 
 #include "shardfilter/engine/export.h"
-#include "shardfilter/engine/internal/filter_factory.h"
+#include "shardfilter/engine/internal/filter_spec.h"
 #include "shardfilter/filters/hash.h"
-#include "shardfilter/persistence/internal/spec_codec.h"
+#include "shardfilter/persistence/spec_codec.h"
 
 namespace shardfilter::module {
 namespace {
@@ -129,7 +129,7 @@ std::unique_ptr<FilterValue> ValueFromRdb(int encver, std::string bytes,
 // multiply shard router (none: Remix, as every spec written before it), 64
 // the power-of-two cuckoo geometry (a module without it refuses the spec).
 // The fields, their mapping from FilterSpec and their checks are those of
-// the stored spec (persistence/internal/spec_codec.h); only the text form
+// the stored spec (persistence/spec_codec.h); only the text form
 // is the module's, because it travels as a command argument in AOFs and
 // replication streams.
 std::string EncodeSpec(const FilterSpec& spec) {
