@@ -27,8 +27,8 @@
 #include "bench_util.h"
 #include "shardfilter/filters/bloom_filter.h"
 #include "shardfilter/filters/counting_bloom_filter.h"
-#include "shardfilter/filters/hash.h"
 #include "shardfilter/filters/detail/split_block.h"
+#include "shardfilter/filters/hash.h"
 #include "shardfilter/filters/memory_advice.h"
 
 #if SHARDFILTER_SPLIT_AVX2

@@ -23,9 +23,9 @@
 #include "shardfilter/filters/bloom_filter.h"
 #include "shardfilter/filters/counting_bloom_filter.h"
 #include "shardfilter/filters/cuckoo_filter.h"
+#include "shardfilter/filters/detail/split_block.h"
 #include "shardfilter/filters/filter.h"
 #include "shardfilter/filters/hash.h"
-#include "shardfilter/filters/detail/split_block.h"
 
 namespace shardfilter::bench {
 namespace {

@@ -9,10 +9,10 @@
 
 #include "shardfilter/engine/internal/access.h"
 #include "shardfilter/engine/internal/database_impl.h"
-#include "shardfilter/engine/internal/filter_spec.h"
 #include "shardfilter/engine/internal/filter_log.h"
-#include "shardfilter/persistence/values.h"
+#include "shardfilter/engine/internal/filter_spec.h"
 #include "shardfilter/persistence/log/paths.h"
+#include "shardfilter/persistence/values.h"
 
 namespace shardfilter {
 

@@ -7,8 +7,8 @@
 #include <shared_mutex>
 
 #include "shardfilter/engine/internal/access.h"
-#include "shardfilter/engine/internal/filter_spec.h"
 #include "shardfilter/engine/internal/filter_log.h"
+#include "shardfilter/engine/internal/filter_spec.h"
 #include "shardfilter/engine/internal/journal_sink.h"
 #include "shardfilter/engine/internal/memory_account.h"
 #include "shardfilter/engine/internal/migration.h"

@@ -37,9 +37,9 @@
 #include "shardfilter/engine/detail/shard_fast_path.h"
 #include "shardfilter/filters/counting_bloom_filter.h"
 #include "shardfilter/filters/cuckoo_filter.h"
+#include "shardfilter/filters/detail/split_block.h"
 #include "shardfilter/filters/filter.h"
 #include "shardfilter/filters/hash.h"
-#include "shardfilter/filters/detail/split_block.h"
 #include "shardfilter/filters/status.h"
 
 namespace shardfilter {

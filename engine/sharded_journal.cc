@@ -27,8 +27,8 @@
 #include "shardfilter/engine/internal/shard_chain.h"
 #include "shardfilter/engine/sharded_filter.h"
 #include "shardfilter/filters/detail/thread_stripe.h"
-#include "shardfilter/persistence/log/segment.h"
 #include "shardfilter/persistence/log/paths.h"
+#include "shardfilter/persistence/log/segment.h"
 
 namespace shardfilter {
 

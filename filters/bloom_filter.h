@@ -49,11 +49,11 @@
 #include <string>
 #include <string_view>
 
-#include "shardfilter/filters/filter.h"
 #include "shardfilter/filters/detail/atomic_table.h"
 #include "shardfilter/filters/detail/bloom_kernels.h"
 #include "shardfilter/filters/detail/split_block.h"
 #include "shardfilter/filters/detail/thread_stripe.h"
+#include "shardfilter/filters/filter.h"
 #include "shardfilter/filters/sizing.h"
 #include "shardfilter/filters/status.h"
 

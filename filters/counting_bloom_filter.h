@@ -44,12 +44,12 @@
 #include <string>
 #include <string_view>
 
-#include "shardfilter/filters/filter.h"
 #include "shardfilter/filters/detail/atomic_table.h"
 #include "shardfilter/filters/detail/bloom_kernels.h"
 #include "shardfilter/filters/detail/counting_simd.h"
 #include "shardfilter/filters/detail/prefetch.h"
 #include "shardfilter/filters/detail/spin.h"
+#include "shardfilter/filters/filter.h"
 #include "shardfilter/filters/sizing.h"
 #include "shardfilter/filters/status.h"
 

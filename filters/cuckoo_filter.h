@@ -92,10 +92,10 @@
 #include <string>
 #include <string_view>
 
-#include "shardfilter/filters/filter.h"
-#include "shardfilter/filters/hash.h"
 #include "shardfilter/filters/detail/cuckoo_stripes.h"
 #include "shardfilter/filters/detail/cuckoo_table.h"
+#include "shardfilter/filters/filter.h"
+#include "shardfilter/filters/hash.h"
 #include "shardfilter/filters/sizing.h"
 #include "shardfilter/filters/status.h"
 

@@ -45,8 +45,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "shardfilter/persistence/log/dedup_log.h"
 #include "shardfilter/persistence/dedup_table.h"
+#include "shardfilter/persistence/log/dedup_log.h"
 
 namespace shardfilter::persistence {
 
@@ -61,8 +61,7 @@ class DedupJournal {
   // must be writable. Corruption when the log is damaged or missing while
   // the set's journal marker is present (nothing moved).
   static Result<uint64_t> Replay(DedupTable* table, Env& env,
-                                 const std::string& path,
-                                 std::string_view set);
+                                 const std::string& path, std::string_view set);
   // Removes the set's log without reading it (for a set created new: any
   // file there is debris).
   static Status Remove(Env& env, const std::string& path);

@@ -4,8 +4,8 @@
 #include <rocksdb/options.h>
 #include <rocksdb/write_batch.h>
 
-#include "shardfilter/filters/internal/coding.h"
 #include "shardfilter/filters/detail/tsan.h"
+#include "shardfilter/filters/internal/coding.h"
 #include "shardfilter/persistence/keys.h"
 #include "shardfilter/persistence/rocks_status.h"
 #include "shardfilter/persistence/sync_marker.h"

@@ -14,9 +14,9 @@
 
 #include "shardfilter/persistence/hash_memtable.h"
 #include "shardfilter/persistence/keys.h"
+#include "shardfilter/persistence/log/paths.h"
 #include "shardfilter/persistence/rocks_status.h"
 #include "shardfilter/persistence/store.h"
-#include "shardfilter/persistence/log/paths.h"
 
 namespace shardfilter::persistence {
 

@@ -11,16 +11,16 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "shardfilter/filters/hash.h"
 #include "shardfilter/filters/detail/tsan.h"
+#include "shardfilter/filters/hash.h"
 #include "shardfilter/persistence/filter_expiry.h"
 #include "shardfilter/persistence/hash_memtable.h"
 #include "shardfilter/persistence/info_log.h"
 #include "shardfilter/persistence/keys.h"
+#include "shardfilter/persistence/log/fs_env.h"
 #include "shardfilter/persistence/rocks_status.h"
 #include "shardfilter/persistence/store_dir.h"
 #include "shardfilter/persistence/test_env.h"
-#include "shardfilter/persistence/log/fs_env.h"
 
 namespace shardfilter::persistence {
 

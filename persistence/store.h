@@ -27,10 +27,10 @@
 
 #include "shardfilter/filters/status.h"
 #include "shardfilter/persistence/dedup_table.h"
+#include "shardfilter/persistence/log/env.h"
 #include "shardfilter/persistence/retained_hashes.h"
 #include "shardfilter/persistence/sync_marker.h"
 #include "shardfilter/persistence/values.h"
-#include "shardfilter/persistence/log/env.h"
 
 namespace rocksdb {
 class DB;

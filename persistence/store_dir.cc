@@ -45,9 +45,10 @@ bool StartsWith(const std::string& s, const char* prefix) {
 // among them: a user's directory may hold files of those names.
 bool IsStoreFile(const std::string& name) {
   return name == "CURRENT" || name == "IDENTITY" || name == kWalMarkerFile ||
-         name == kSyncMarkerFile || name == "dedup-journal" || StartsWith(name, "MANIFEST-") ||
-         StartsWith(name, "OPTIONS-") || Numbered(name, ".sst") ||
-         Numbered(name, ".log") || Numbered(name, ".blob");
+         name == kSyncMarkerFile || name == "dedup-journal" ||
+         StartsWith(name, "MANIFEST-") || StartsWith(name, "OPTIONS-") ||
+         Numbered(name, ".sst") || Numbered(name, ".log") ||
+         Numbered(name, ".blob");
 }
 
 std::string ReadSmallFile(const std::string& path, bool* ok) {

@@ -8,10 +8,10 @@
 
 #include "shardfilter/persistence/filter_expiry.h"
 #include "shardfilter/persistence/keys.h"
+#include "shardfilter/persistence/log/paths.h"
 #include "shardfilter/persistence/rocks_status.h"
 #include "shardfilter/persistence/store.h"
 #include "shardfilter/persistence/values.h"
-#include "shardfilter/persistence/log/paths.h"
 
 namespace shardfilter::persistence {
 

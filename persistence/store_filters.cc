@@ -9,13 +9,13 @@
 #include <string>
 #include <vector>
 
-#include "shardfilter/filters/hash.h"
 #include "shardfilter/filters/detail/tsan.h"
+#include "shardfilter/filters/hash.h"
 #include "shardfilter/persistence/filter_expiry.h"
 #include "shardfilter/persistence/keys.h"
+#include "shardfilter/persistence/log/paths.h"
 #include "shardfilter/persistence/rocks_status.h"
 #include "shardfilter/persistence/store.h"
-#include "shardfilter/persistence/log/paths.h"
 
 namespace shardfilter::persistence {
 

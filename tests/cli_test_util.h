@@ -1,5 +1,5 @@
-// A fixture for CLI tests that drive RunCli (tools/cli/cli.h) in process against
-// a fresh temporary directory (removed afterwards).
+// A fixture for CLI tests that drive RunCli (tools/cli/cli.h) in process
+// against a fresh temporary directory (removed afterwards).
 #ifndef SHARDFILTER_TESTS_CLI_TEST_UTIL_H_
 #define SHARDFILTER_TESTS_CLI_TEST_UTIL_H_
 

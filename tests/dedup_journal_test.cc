@@ -67,7 +67,8 @@ class DedupLogTest : public ::testing::Test {
     for (const auto& ops : records) (*log)->Append(seq++, ops);
   }
   Result<std::vector<DedupLogRecord>> Read(std::string_view set = "set") {
-    SF_ASSIGN_OR_RETURN(auto log, DedupLog::OpenExisting(testing::LogEnv(), Path(), set));
+    SF_ASSIGN_OR_RETURN(auto log,
+                        DedupLog::OpenExisting(testing::LogEnv(), Path(), set));
     std::vector<DedupLogRecord> out;
     SF_RETURN_IF_ERROR(log->ReadAll(&out));
     return out;
@@ -172,10 +173,12 @@ TEST_F(DedupLogTest, BadFilesAreRefused) {
   }
   std::filesystem::remove(Path());
   EXPECT_TRUE(Read().status().IsNotFound());
-  EXPECT_TRUE(
-      DedupLog::Create(testing::LogEnv(), Path(), "set", 1000).status().IsInvalidArgument());
-  EXPECT_TRUE(
-      DedupLog::Create(testing::LogEnv(), Path(), "set", 4096).status().IsInvalidArgument());
+  EXPECT_TRUE(DedupLog::Create(testing::LogEnv(), Path(), "set", 1000)
+                  .status()
+                  .IsInvalidArgument());
+  EXPECT_TRUE(DedupLog::Create(testing::LogEnv(), Path(), "set", 4096)
+                  .status()
+                  .IsInvalidArgument());
 }
 
 // After a reboot the page cache may have written the mapping back in any

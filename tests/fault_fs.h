@@ -302,11 +302,11 @@ class FaultFs : public rocksdb::FileSystemWrapper {
   // A file made through NewWritableFile, followed across renames (its
   // handle syncs it under its current name), and its mapping, if any.
   struct Node {
-    std::string name;              // GUARDED_BY(FaultFs::mu_)
-    const char* base = nullptr;    // the live mapping, or null
+    std::string name;            // GUARDED_BY(FaultFs::mu_)
+    const char* base = nullptr;  // the live mapping, or null
     size_t size = 0;
-    bool synced_once = false;      // a sync completed while mapped
-    std::string synced;            // what that sync covered
+    bool synced_once = false;  // a sync completed while mapped
+    std::string synced;        // what that sync covered
   };
   // The name a handle's file has now.
   std::string NameOf(const Node& n) {
@@ -525,8 +525,7 @@ class FaultFs : public rocksdb::FileSystemWrapper {
   // file a size, for a mapping of it (NewMemoryMappedFileBuffer).
   class Discard : public rocksdb::FSWritableFile {
    public:
-    Discard(FaultFs* fs, std::string name)
-        : fs_(fs), name_(std::move(name)) {}
+    Discard(FaultFs* fs, std::string name) : fs_(fs), name_(std::move(name)) {}
     rocksdb::IOStatus Allocate(uint64_t offset, uint64_t len,
                                const rocksdb::IOOptions&,
                                rocksdb::IODebugContext*) override {

@@ -6,8 +6,6 @@
 // under durability sync.
 //
 // Over 400 lines: the numbered journal cases share one fixture and fault hooks.
-#include "shardfilter/persistence/log/segment.h"
-
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -21,8 +19,9 @@
 
 #include "shardfilter/engine/database.h"
 #include "shardfilter/engine/internal/filter_log.h"
-#include "shardfilter/persistence/log/dedup_log.h"
 #include "shardfilter/persistence/keys.h"
+#include "shardfilter/persistence/log/dedup_log.h"
+#include "shardfilter/persistence/log/segment.h"
 #include "shardfilter/persistence/values.h"
 #include "store_test_util.h"
 

@@ -61,18 +61,22 @@ DatabaseOptions Options(const std::string& path) {
   auto f = (*db)->Create(
       "f", Spec(FilterType::kCountingBloom, 100'000, 2, Durability::kJournal));
   check(f.status(), "create");
-  for (int i = 0; i < 100; ++i) check((*f)->Add("kept" + std::to_string(i)), "add");
+  for (int i = 0; i < 100; ++i)
+    check((*f)->Add("kept" + std::to_string(i)), "add");
   auto set = DedupStore::Open(**db, "s", journal);
   check(set.status(), "dedup open");
   for (int i = 0; i < 50; ++i) {
-    check((*set)->InsertIfAbsent("kept" + std::to_string(i)).status(), "insert");
+    check((*set)->InsertIfAbsent("kept" + std::to_string(i)).status(),
+          "insert");
   }
   check((*set)->Flush(), "flush");  // into RocksDB (WAL on, unsynced)
   // A synced commit: the filter's checkpoint, and the log before it.
   check((*db)->Checkpoint("f").status(), "checkpoint");
-  for (int i = 0; i < 100; ++i) check((*f)->Add("lost" + std::to_string(i)), "add");
+  for (int i = 0; i < 100; ++i)
+    check((*f)->Add("lost" + std::to_string(i)), "add");
   for (int i = 0; i < 50; ++i) {
-    check((*set)->InsertIfAbsent("lost" + std::to_string(i)).status(), "insert");
+    check((*set)->InsertIfAbsent("lost" + std::to_string(i)).status(),
+          "insert");
   }
   // Acknowledged: in both logs' page cache (a kill -9 would keep them).
   fe.fs->PowerOff();

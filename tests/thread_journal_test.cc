@@ -3,8 +3,6 @@
 // Bloom adds landing there and replayed exactly, retirement by generation
 // at a checkpoint (T2), a full disk before the apply, and damage within a
 // boot against a torn tail after a reboot.
-#include "shardfilter/persistence/log/paths.h"
-
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -23,6 +21,7 @@
 #include "shardfilter/engine/database.h"
 #include "shardfilter/engine/internal/filter_log.h"
 #include "shardfilter/persistence/boot_id.h"
+#include "shardfilter/persistence/log/paths.h"
 #include "shardfilter/persistence/log/segment.h"
 #include "store_test_util.h"
 

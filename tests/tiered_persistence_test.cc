@@ -1,5 +1,6 @@
 // Persistent tiered filters: round trips through Close / reopen, the stored
-// encodings, errors, and the blacklist scenario of tools/examples/blacklist_example.
+// encodings, errors, and the blacklist scenario of
+// tools/examples/blacklist_example.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -256,8 +257,8 @@ TEST(TieredPersistenceTest, EncodingsArePinnedAndChecked) {
       persistence::DecodeExactEntry(rk, e, "x").status().IsNotSupported());
 }
 
-// The blacklist of tools/examples/blacklist_example, scaled down: coarse levels that
-// stay in cache, an exact level in RocksDB, a 90%-absent query stream.
+// The blacklist of tools/examples/blacklist_example, scaled down: coarse levels
+// that stay in cache, an exact level in RocksDB, a 90%-absent query stream.
 TEST(TieredPersistenceTest, BlacklistScenarioIsExact) {
   constexpr uint64_t kBlacklisted = 50'000, kQueries = 200'000;
   TempDir dir;

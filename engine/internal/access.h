@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "shardfilter/engine/internal/filter_spec.h"
 #include "shardfilter/engine/internal/filter_log.h"
+#include "shardfilter/engine/internal/filter_spec.h"
 #include "shardfilter/engine/internal/journal_sink.h"
 #include "shardfilter/engine/internal/shard.h"
 #include "shardfilter/engine/sharded_filter.h"

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "shardfilter/filters/detail/thread_stripe.h"
-#include "shardfilter/persistence/store.h"
 #include "shardfilter/persistence/log/paths.h"
+#include "shardfilter/persistence/store.h"
 
 namespace shardfilter::internal {
 

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "shardfilter/engine/internal/access.h"
-#include "shardfilter/engine/internal/filter_spec.h"
 #include "shardfilter/engine/internal/filter_log.h"
+#include "shardfilter/engine/internal/filter_spec.h"
 #include "shardfilter/engine/internal/parallel.h"
 #include "shardfilter/engine/internal/shard.h"
 #include "shardfilter/engine/internal/shard_chain.h"
@@ -96,8 +96,8 @@ Result<std::unique_ptr<ShardedFilter>> RecoverFilter(
     std::shared_ptr<persistence::Segment> seg;
     std::vector<persistence::ThreadRecord> recs;
     Status damage;
-    SF_RETURN_IF_ERROR(persistence::ReadThreadSegment(env, path, owner, &seg,
-                                                      &recs, &damage));
+    SF_RETURN_IF_ERROR(
+        persistence::ReadThreadSegment(env, path, owner, &seg, &recs, &damage));
     // Damaged (T3): Corruption, or with tolerate_damage the adds before it.
     if (!tolerate_damage) SF_RETURN_IF_ERROR(damage);
     for (const persistence::ThreadRecord& r : recs) {

@@ -30,8 +30,8 @@
 #include <span>
 #include <utility>
 
-#include "shardfilter/filters/hash.h"
 #include "shardfilter/filters/detail/prefetch.h"
+#include "shardfilter/filters/hash.h"
 #include "shardfilter/filters/sizing.h"
 
 namespace shardfilter::internal {

@@ -101,16 +101,16 @@ class FsEnv final : public Env {
       const std::string zeros(size_t{1} << 20, '\0');
       a = rocksdb::IOStatus::OK();
       for (uint64_t off = 0; a.ok() && off < bytes; off += zeros.size()) {
-        const size_t n = static_cast<size_t>(
-            std::min<uint64_t>(zeros.size(), bytes - off));
+        const size_t n =
+            static_cast<size_t>(std::min<uint64_t>(zeros.size(), bytes - off));
         a = file->Append(rocksdb::Slice(zeros.data(), n), kIo, nullptr);
       }
       if (a.ok()) a = file->Flush(kIo, nullptr);
     }
     if (!a.ok()) return fail(FromRocks(a, "allocating " + tmp));
     std::unique_ptr<rocksdb::MemoryMappedFileBuffer> map;
-    Status s = FromRocks(fs_->NewMemoryMappedFileBuffer(tmp, &map),
-                         "mapping " + tmp);
+    Status s =
+        FromRocks(fs_->NewMemoryMappedFileBuffer(tmp, &map), "mapping " + tmp);
     if (s.ok() && map->GetLen() != bytes) {
       s = Status::IOError("mapping " + tmp + ": " +
                           std::to_string(map->GetLen()) + " bytes, not " +
@@ -149,13 +149,13 @@ class FsEnv final : public Env {
     rocksdb::FileOptions fo;
     fo.use_mmap_reads = true;  // Read returns the mapping's bytes
     std::unique_ptr<rocksdb::FSRandomAccessFile> file;
-    SF_RETURN_IF_ERROR(
-        FromRocks(fs_->NewRandomAccessFile(path, fo, &file, nullptr),
-                  "opening " + path));
+    SF_RETURN_IF_ERROR(FromRocks(
+        fs_->NewRandomAccessFile(path, fo, &file, nullptr), "opening " + path));
     std::unique_ptr<char[]> copy(new char[size]);
     rocksdb::Slice got;
-    SF_RETURN_IF_ERROR(FromRocks(
-        file->Read(0, size, kIo, &got, copy.get(), nullptr), "reading " + path));
+    SF_RETURN_IF_ERROR(
+        FromRocks(file->Read(0, size, kIo, &got, copy.get(), nullptr),
+                  "reading " + path));
     if (got.size() != size) {
       return Status::IOError("reading " + path + ": " +
                              std::to_string(got.size()) + " of " +
@@ -204,10 +204,11 @@ class FsEnv final : public Env {
   // Every directory of `dir` that is missing, outermost first.
   Status MakeDirs(const std::string& dir) {
     for (size_t at = dir.find('/', 1);; at = dir.find('/', at + 1)) {
-      const std::string part = at == std::string::npos ? dir : dir.substr(0, at);
+      const std::string part =
+          at == std::string::npos ? dir : dir.substr(0, at);
       if (!part.empty()) {
-        SF_RETURN_IF_ERROR(FromRocks(fs_->CreateDirIfMissing(part, kIo, nullptr),
-                                     "creating " + part));
+        SF_RETURN_IF_ERROR(FromRocks(
+            fs_->CreateDirIfMissing(part, kIo, nullptr), "creating " + part));
       }
       if (at == std::string::npos) return Status::OK();
     }

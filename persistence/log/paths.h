@@ -1,8 +1,8 @@
 // Where the journal component's logs live (log/format.h has their bytes):
 //
 //   <store>/filter-journal/<epoch, 16 hex>/<shard, 3 digits>-<n, 8 digits>.sfj
-//   <store>/filter-journal/<epoch, 16 hex>/t<stripe, 3 digits>-<n, 8 digits>.sfj
-//   <store>/dedup-journal/<xxh3 of set name, 16 hex>.sfdl
+//   <store>/filter-journal/<epoch, 16 hex>/t<stripe, 3 digits>-<n, 8
+//   digits>.sfj <store>/dedup-journal/<xxh3 of set name, 16 hex>.sfdl
 //
 // A filter's epoch is a random u64 kept in RocksDB's default column family
 // under its name (the key and value below); CreateFilter, DropFilter and a
@@ -34,8 +34,7 @@ std::string ThreadSegmentPath(std::string_view store_path, uint64_t epoch,
 // Parse a file name of an epoch directory ("007-00000012.sfj",
 // "t007-00000012.sfj"): false for any other name (the other kind, a
 // ".tmp" a kill left).
-bool ParseSegmentName(std::string_view file, uint32_t* shard,
-                      uint64_t* number);
+bool ParseSegmentName(std::string_view file, uint32_t* shard, uint64_t* number);
 bool ParseThreadSegmentName(std::string_view file, uint32_t* stripe,
                             uint64_t* number);
 

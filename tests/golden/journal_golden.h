@@ -26,8 +26,8 @@
 #include "shardfilter/filters/status.h"
 #include "shardfilter/persistence/boot_id.h"
 #include "shardfilter/persistence/log/dedup_log.h"
-#include "shardfilter/persistence/log/segment.h"
 #include "shardfilter/persistence/log/paths.h"
+#include "shardfilter/persistence/log/segment.h"
 
 namespace shardfilter::golden {
 
@@ -68,19 +68,27 @@ struct GoldenShardSegment {
 inline std::vector<GoldenShardSegment> GoldenShardSegments() {
   using R = GoldenRecord;
   std::vector<GoldenShardSegment> out;
-  out.push_back({"000-00000001.sfj", 2, 0, 1,
+  out.push_back({"000-00000001.sfj",
+                 2,
+                 0,
+                 1,
                  {
                      R{1, 1, {GoldenHash(1)}},  // first: long (the base)
                      R{2, 1, {GoldenHash(2)}},  // short from here
                      R{3, 2, {GoldenHash(1)}},
                      R{4, 0, {}},  // a no op (a failed op's slot)
-                     R{5, 1, {GoldenHash(5), GoldenHash(6), GoldenHash(7),
-                              GoldenHash(8), GoldenHash(9)}},  // a batch
+                     R{5,
+                       1,
+                       {GoldenHash(5), GoldenHash(6), GoldenHash(7),
+                        GoldenHash(8), GoldenHash(9)}},  // a batch
                      R{6, 1, {GoldenHash(10)}, R::kCommitted, true},
                      R{7, 2, {GoldenHash(2)}, R::kCommitted, true},
                      R{8, 1, {GoldenHash(11)}, R::kReserved},
                  }});
-  out.push_back({"000-00000002.sfj", 2, 0, 2,
+  out.push_back({"000-00000002.sfj",
+                 2,
+                 0,
+                 2,
                  {
                      R{8, 1, {GoldenHash(12)}},
                      R{9, 1, {GoldenHash(13)}, R::kCommitted, true},
@@ -88,7 +96,10 @@ inline std::vector<GoldenShardSegment> GoldenShardSegments() {
                      R{11, 0, {}, R::kCommitted, true},
                      R{12, 1, {GoldenHash(17)}, R::kUncommitted},
                  }});
-  out.push_back({"001-00000001.sfj", 1, 1, 1,
+  out.push_back({"001-00000001.sfj",
+                 1,
+                 1,
+                 1,
                  {
                      R{1, 1, {GoldenHash(20), GoldenHash(21)}},
                      R{2, 0, {}},
@@ -166,9 +177,8 @@ inline Status WriteGoldenJournals(persistence::Env& env,
     h.file_bytes = kJournalSegmentBytes;
     h.boot_id = kJournalBoot;
     h.name = kJournalFilter;
-    SF_ASSIGN_OR_RETURN(auto seg,
-                        persistence::Segment::Create(env, dir + "/" + g.file,
-                                                     h));
+    SF_ASSIGN_OR_RETURN(
+        auto seg, persistence::Segment::Create(env, dir + "/" + g.file, h));
     char* p = seg->data() + persistence::kSegmentHeaderBytes;
     bool first = true;
     for (const GoldenRecord& r : g.records) {
@@ -184,8 +194,7 @@ inline Status WriteGoldenJournals(persistence::Env& env,
       if (r.state != GoldenRecord::kReserved) {
         if (r.prepared) {
           const uint64_t hash = r.hashes.empty() ? 0 : r.hashes[0];
-          const uint64_t tag =
-              persistence::PrepareCommit(p, r.seq, r.op, hash);
+          const uint64_t tag = persistence::PrepareCommit(p, r.seq, r.op, hash);
           persistence::CommitPrepared(p, r.seq, r.op, hash, tag);
         } else {
           persistence::CommitRecord(p, r.seq, r.op, r.hashes);
@@ -208,8 +217,7 @@ inline Status WriteGoldenJournals(persistence::Env& env,
     h.boot_id = kJournalBoot;
     h.name = kJournalFilter;
     SF_ASSIGN_OR_RETURN(auto seg,
-                        persistence::Segment::Create(env, dir + "/" + g.file,
-                                                     h,
+                        persistence::Segment::Create(env, dir + "/" + g.file, h,
                                                      /*prefault_write=*/true));
     char* p = seg->data() + persistence::kSegmentHeaderBytes;
     for (const persistence::ThreadRecord& r : g.records) {
@@ -225,10 +233,9 @@ inline Status WriteGoldenJournals(persistence::Env& env,
     }
     SF_RETURN_IF_ERROR(seg->Sync());
   }
-  SF_ASSIGN_OR_RETURN(auto log,
-                      persistence::DedupLog::Create(env, dir + "/golden.sfdl",
-                                                    kJournalSet,
-                                                    kDedupRegionBytes));
+  SF_ASSIGN_OR_RETURN(
+      auto log, persistence::DedupLog::Create(env, dir + "/golden.sfdl",
+                                              kJournalSet, kDedupRegionBytes));
   const auto records = GoldenDedupRecords();
   for (const GoldenDedupRecord& r : records) {
     if (r.seq == 4) log->Swap();

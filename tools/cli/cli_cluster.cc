@@ -15,9 +15,9 @@
 #include "shardfilter/engine/multi_part.h"
 #include "tools/cli/cli.h"
 #include "tools/cli/cli_commands.h"
+#include "tools/cli/key_reader.h"
 #include "tools/cluster/cluster_client.h"
 #include "tools/cluster/multi_part_client.h"
-#include "tools/cli/key_reader.h"
 
 namespace shardfilter::tools {
 namespace {

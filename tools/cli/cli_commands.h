@@ -81,7 +81,8 @@ int RunDemoCommand(CommandContext& ctx);
 // tools/cli/cli_dedup.cc; its usage text lives there too.
 int RunDedup(CommandContext& ctx);
 extern const std::string_view kDedupUsage;
-// tools/cli/cli_transfer.cc, cli_import.cc, cli_experiment.cc (usage there too).
+// tools/cli/cli_transfer.cc, cli_import.cc, cli_experiment.cc (usage there
+// too).
 int RunExport(CommandContext& ctx);
 int RunImportFilter(CommandContext& ctx);
 int RunImport(CommandContext& ctx);

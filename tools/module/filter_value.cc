@@ -105,20 +105,20 @@ std::unique_ptr<FilterValue> ValueFromBytes(
   return v;
 }
 
-std::unique_ptr<FilterValue> ValueFromRdb(int encver, std::string bytes,
-                                          std::shared_ptr<MemoryBudget> budget) {
+std::unique_ptr<FilterValue> ValueFromRdb(
+    int encver, std::string bytes, std::shared_ptr<MemoryBudget> budget) {
   if (encver == kRdbEncodingVersion) {
     return ValueFromBytes(std::move(bytes), std::move(budget));
   }
   auto v = std::make_unique<FilterValue>();
-  const std::string what = "shardfilter value of RDB encoding version " +
-                           std::to_string(encver);
-  v->damage = (encver > kRdbEncodingVersion
-                   ? Status::NotSupported(what + ", newer than this module's (" +
-                                          std::to_string(kRdbEncodingVersion) +
-                                          ")")
-                   : Status::Corruption(what + ", which no module wrote"))
-                  .ToString();
+  const std::string what =
+      "shardfilter value of RDB encoding version " + std::to_string(encver);
+  v->damage =
+      (encver > kRdbEncodingVersion
+           ? Status::NotSupported(what + ", newer than this module's (" +
+                                  std::to_string(kRdbEncodingVersion) + ")")
+           : Status::Corruption(what + ", which no module wrote"))
+          .ToString();
   v->raw = std::move(bytes);
   return v;
 }
