@@ -32,12 +32,15 @@ Status Database::SetExpiry(std::string_view name,
       d.unavailable.count(name) == 0) {
     return Status::NotFound(DescribeName(name) + " does not exist");
   }
+  // A deadline is as durable as the filter's adds (Create's descriptor
+  // write says why an unsynced write is enough under journal and none).
+  const bool sync = d.MetadataSyncs(name);
   if (unix_ms.has_value()) {
-    SF_RETURN_IF_ERROR(d.store->PutFilterExpiry(name, *unix_ms));
+    SF_RETURN_IF_ERROR(d.store->PutFilterExpiry(name, *unix_ms, sync));
     d.PutExpiry(name, *unix_ms);
   } else {
     if (d.expiry.find(name) == d.expiry.end()) return Status::OK();
-    SF_RETURN_IF_ERROR(d.store->DeleteFilterExpiry(name));
+    SF_RETURN_IF_ERROR(d.store->DeleteFilterExpiry(name, sync));
     d.ForgetExpiry(name);
   }
   return Status::OK();

@@ -199,11 +199,14 @@ class Store {
   // of the name never replays an earlier one's segments.
   Result<uint64_t> GetFilterJournalEpoch(std::string_view name) const;
   // The filters' expiry deadlines (persistence/filter_expiry.h), unix
-  // ms. Put / Delete are synced. List: every (name, deadline); a value that
+  // ms. Put / Delete sync RocksDB's log when `sync` (the filter's durability
+  // is sync); unsynced, the write is in the log file when they return (a
+  // killed process loses nothing) and a later synced write covers it against
+  // power loss. List: every (name, deadline); a value that
   // does not decode is reported in *bad (that filter then has no deadline: it
   // is never dropped for a deadline nobody can read) and Verify lists it.
-  Status PutFilterExpiry(std::string_view name, int64_t unix_ms);
-  Status DeleteFilterExpiry(std::string_view name);
+  Status PutFilterExpiry(std::string_view name, int64_t unix_ms, bool sync);
+  Status DeleteFilterExpiry(std::string_view name, bool sync);
   Result<std::vector<std::pair<std::string, int64_t>>> ListFilterExpiries(
       std::vector<std::string>* bad = nullptr) const;
   // Every epoch the store names, whether or not its filter opens (a filter

@@ -42,16 +42,17 @@ Result<std::set<uint64_t>> Store::ListFilterJournalEpochs() const {
   return out;
 }
 
-Status Store::PutFilterExpiry(std::string_view name, int64_t unix_ms) {
+Status Store::PutFilterExpiry(std::string_view name, int64_t unix_ms,
+                              bool sync) {
   rocksdb::WriteBatch batch;
   batch.Put(default_cf_, FilterExpiryKey(name), EncodeFilterExpiry(unix_ms));
-  return Write(&batch, true, "writing the expiry of " + DescribeName(name));
+  return Write(&batch, sync, "writing the expiry of " + DescribeName(name));
 }
 
-Status Store::DeleteFilterExpiry(std::string_view name) {
+Status Store::DeleteFilterExpiry(std::string_view name, bool sync) {
   rocksdb::WriteBatch batch;
   batch.Delete(default_cf_, FilterExpiryKey(name));
-  return Write(&batch, true, "deleting the expiry of " + DescribeName(name));
+  return Write(&batch, sync, "deleting the expiry of " + DescribeName(name));
 }
 
 Result<std::vector<std::pair<std::string, int64_t>>> Store::ListFilterExpiries(

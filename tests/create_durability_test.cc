@@ -6,6 +6,7 @@
 // synced write syncs it too).
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 
 #include "fault_fs.h"
@@ -55,6 +56,44 @@ TEST(CreateDurabilityTest, JournalAndNoneCreatesDoNotSyncTheLog) {
   EXPECT_TRUE(db->Get("s").status().IsNotFound());
   // A failed log sync leaves RocksDB in its background-error state
   // (Store::Write): what Close then writes is not this test's subject.
+  (void)db->Close();
+}
+
+// A deadline is as durable as the filter's adds: EXPIRE and PERSIST of a
+// journal filter, loaded or not yet loaded, need no log sync; a sync
+// filter's still syncs (refused here, and its deadline unchanged).
+TEST(CreateDurabilityTest, ExpiryChangesFollowTheFilterDurability) {
+  TempDir dir;
+  testing::FaultEnv fe;
+  EnvScope scope(fe);
+  {
+    auto db = MustOpen(testing::Options(dir.db()));
+    ASSERT_NE(db, nullptr);
+    for (const char* name : {"loaded", "unloaded"}) {
+      ASSERT_TRUE(db->Create(name, Spec(FilterType::kBloom, 500, 1,
+                                        Durability::kJournal))
+                      .ok());
+    }
+    ASSERT_TRUE(
+        db->Create("s", Spec(FilterType::kBloom, 500, 1, Durability::kSync))
+            .ok());
+    SF_ASSERT_OK(db->Close());
+  }
+  auto db = MustOpen(testing::Options(dir.db()));
+  ASSERT_NE(db, nullptr);
+  ASSERT_TRUE(db->Get("loaded").ok());
+  fe.fs->FailSyncs(".log");
+  for (const char* name : {"loaded", "unloaded"}) {
+    SF_ASSERT_OK(db->SetExpiry(name, 4102444800000));
+    EXPECT_EQ(db->Expiry(name), std::optional<int64_t>(4102444800000)) << name;
+    SF_ASSERT_OK(db->SetExpiry(name, std::nullopt));
+    EXPECT_EQ(db->Expiry(name), std::nullopt) << name;
+    SF_ASSERT_OK(db->SetExpiry(name, 4102444800001));
+  }
+  Status st = db->SetExpiry("s", 4102444800000);
+  EXPECT_EQ(st.code(), StatusCode::kIOError) << st.ToString();
+  EXPECT_EQ(db->Expiry("s"), std::nullopt);
+  fe.fs->FailSyncs("");
   (void)db->Close();
 }
 

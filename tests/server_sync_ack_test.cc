@@ -159,7 +159,21 @@ TEST_F(ServerSyncAckTest, WhatRunsOnAWorker) {
   EXPECT_TRUE(runs({"BF.RESERVE", "new", "0.01", "100"}));
   EXPECT_TRUE(runs({"DEL", "journal"}));  // drops sync the catalog
   EXPECT_TRUE(runs({"SAVE"}));
-  EXPECT_TRUE(runs({"EXPIRE", "journal", "100"}));
+  // A deadline is written as the key's adds are: a journal filter's on the
+  // loop, unsynced; a sync filter's, a missing key's and one that drops
+  // the key (not in the future, or overflowing) on a worker.
+  EXPECT_FALSE(runs({"EXPIRE", "journal", "100"}));
+  EXPECT_FALSE(runs({"pexpire", "journal", "100000"}));
+  EXPECT_FALSE(runs({"EXPIREAT", "journal", "4102444800"}));
+  EXPECT_FALSE(runs({"PERSIST", "journal"}));
+  EXPECT_FALSE(runs({"EXPIRE", "journal", "soon"}));  // an error, no write
+  EXPECT_TRUE(runs({"EXPIRE", "sync", "100"}));
+  EXPECT_TRUE(runs({"PERSIST", "sync"}));
+  EXPECT_TRUE(runs({"EXPIRE", "missing", "100"}));
+  EXPECT_TRUE(runs({"EXPIRE", "journal", "0"}));
+  EXPECT_TRUE(runs({"EXPIRE", "journal", "-5"}));
+  EXPECT_TRUE(runs({"PEXPIREAT", "journal", "1"}));
+  EXPECT_TRUE(runs({"EXPIRE", "journal", "9223372036854775807"}));
   EXPECT_FALSE(runs({"NOSUCHCOMMAND", "sync"}));
   // EXEC of a queued sync write.
   session.in_multi = true;

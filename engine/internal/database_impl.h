@@ -92,6 +92,23 @@ class DatabaseImpl {
     deadline_sum += unix_ms;
     expiry_count.store(expiry.size(), std::memory_order_relaxed);
   }
+  // Whether a write of `name`'s metadata (its deadline) syncs RocksDB's
+  // log: under the effective durability sync, and for a filter whose
+  // descriptor could not be read (nothing says it may skip the sync).
+  bool MetadataSyncs(std::string_view name) const SF_REQUIRES(mu) {
+    if (options.durability_override.has_value()) {
+      return *options.durability_override == Durability::kSync;
+    }
+    if (auto it = filters.find(name); it != filters.end()) {
+      return it->second.filter->durability() == Durability::kSync;
+    }
+    if (auto it = unloaded.find(name); it != unloaded.end()) {
+      return it->second.durability !=
+                 static_cast<uint8_t>(Durability::kJournal) &&
+             it->second.durability != static_cast<uint8_t>(Durability::kNone);
+    }
+    return true;
+  }
   // After a Drop committed (its WriteBatch deleted the stored deadline), or
   // a deadline was removed.
   void ForgetExpiry(std::string_view name) SF_REQUIRES(mu) {

@@ -654,6 +654,11 @@ def main():
         created = ["r9-%d" % i for i in range(500)]
         for name in created:
             p.execute_command("BF.RESERVE", name, "0.01", "100")
+        # So are their deadlines (an EXPIRE is as durable as the adds) and
+        # the removal of one (PERSIST).
+        for name in created:
+            p.execute_command("EXPIRE", name, "86400")
+        p.execute_command("PERSIST", created[0])
         p.execute()
         r.close()
         srv.stop(signal.SIGKILL)
@@ -662,6 +667,9 @@ def main():
         check(r.exists(*created) == len(created),
               "acknowledged BF.RESERVE after kill -9: %d of %d"
               % (r.exists(*created), len(created)))
+        ttls = [r.ttl(name) for name in created]
+        check(ttls[0] == -1 and all(80000 < t <= 86400 for t in ttls[1:]),
+              "acknowledged EXPIRE/PERSIST after kill -9: %s" % ttls[:3])
         check(all(r.bf().mexists("k9", *acked)), "journalled BF.ADD after kill -9")
         check(all(r.execute_command("CF.MEXISTS", "k9c", *acked)),
               "journalled CF.ADD after kill -9")

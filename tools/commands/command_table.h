@@ -39,11 +39,16 @@ enum CommandFlag : uint32_t {
   // Needs a store the Redis module has not (dedup sets, tiered filters):
   // the module does not register it.
   kServerOnly = 1 << 11,
-  // Waits for an fsync whatever the key's durability (it creates or drops
-  // filters, stores an expiry deadline or takes a checkpoint: synced
-  // writes). A host that answers from an event loop runs it off the loop
-  // (shardfilter-server's SyncWorkers); not reported by COMMAND.
+  // Waits for an fsync whatever the key's durability (it drops filters or
+  // takes a checkpoint: synced writes). A host that answers from an event
+  // loop runs it off the loop (shardfilter-server's SyncWorkers); not
+  // reported by COMMAND.
   kFsyncs = 1 << 12,
+  // Stores a key's deadline (the EXPIRE family, PERSIST): waits for an
+  // fsync when the key's writes do (durability sync) or when it drops the
+  // key (a deadline already past); a journal or none filter's deadline is
+  // written unsynced, as its adds are. Not reported by COMMAND.
+  kSetsDeadline = 1 << 13,
 };
 
 using Handler = void (*)(CommandContext& ctx, Args args);

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "tools/commands/command_table.h"
+#include "tools/commands/util.h"
 #include "tools/server/event_loop.h"
 
 #ifndef SHARDFILTER_VERSION
@@ -224,12 +225,42 @@ void Server::Wait() {
 
 namespace {
 
+// An EXPIRE-family request or PERSIST: waits when its key's writes do
+// (WriteMayWaitForSync), or when it may drop the key: a deadline within a
+// second of now or past (Redis then deletes the key, a synced drop), or one
+// that overflows. A malformed time is answered with an error and writes
+// nothing.
+bool DeadlineMayWait(DbKeyspace* keyspace, const commands::CommandSpec* spec,
+                     commands::Args args) {
+  if (args.size() < 2) return false;  // an arity error
+  if (keyspace->WriteMayWaitForSync(args[1])) return true;
+  const std::string_view name(spec->name);
+  if (name == "persist" || args.size() < 3) return false;
+  int64_t when = 0;
+  if (!commands::ParseLongLong(args[2], &when)) return false;
+  const int64_t now =
+      std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::system_clock::now().time_since_epoch())
+          .count();
+  int64_t ms = 0;
+  if (__builtin_mul_overflow(when, name.starts_with("p") ? 1 : 1000, &ms)) {
+    return true;
+  }
+  if (!name.ends_with("at") && __builtin_add_overflow(ms, now, &ms)) {
+    return true;
+  }
+  return ms <= now + 1000;
+}
+
 // One request's part of RunsOnWorker. `last_key` remembers the key last
 // found not to wait, so that a run of writes to one key costs one lookup.
 bool MayWait(DbKeyspace* keyspace, const commands::CommandSpec* spec,
              commands::Args args, std::string_view* last_key) {
   if (spec == nullptr) return false;
   if ((spec->flags & commands::kFsyncs) != 0) return true;
+  if ((spec->flags & commands::kSetsDeadline) != 0) {
+    return DeadlineMayWait(keyspace, spec, args);
+  }
   if ((spec->flags & commands::kWrite) == 0 || spec->first_key <= 0 ||
       args.size() <= static_cast<size_t>(spec->first_key)) {
     return false;
