@@ -13,6 +13,7 @@ Exit 0 = pass, 77 = skipped (a client tool is missing), else failure.
 
 import argparse
 import os
+import re
 import shutil
 import signal
 import socket
@@ -71,17 +72,20 @@ STARTED = []  # every server process, killed at exit whatever happened
 class Server:
     def __init__(self, binary, db, extra=()):
         self.binary, self.db, self.extra = binary, db, list(extra)
-        self.port = free_port()
+        self.port = None  # the server's own pick at each start (--port 0)
         self.proc = None
 
     def start(self):
         self.proc = subprocess.Popen(
-            [self.binary, "--db", self.db, "--port", str(self.port),
+            [self.binary, "--db", self.db, "--port", "0",
              "--threads", "2", "--bind", "127.0.0.1"] + self.extra,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         STARTED.append(self.proc)
         line = self.proc.stdout.readline()
         check("ready" in line, "server did not start: %r" % line)
+        m = re.search(r"ready: port (\d+)", line)
+        check(m is not None, "no port in the ready line %r" % line)
+        self.port = int(m.group(1))
         return self
 
     def stop(self, sig=signal.SIGTERM):

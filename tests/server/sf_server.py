@@ -7,6 +7,7 @@ comes; stop() terminates it and removes the directory.
 """
 
 import os
+import re
 import resource
 import shutil
 import socket
@@ -22,10 +23,22 @@ def free_port():
     return port
 
 
+def ready_port(line):
+    """The port of shardfilter-server's ready line ("... ready: port N, ...").
+
+    Servers are started with --port 0 and report the port they bound: a port
+    picked by the test and bound later could be taken meanwhile by another
+    test's server."""
+    m = re.search(r"ready: port (\d+)", line)
+    if m is None:
+        raise AssertionError("no port in the ready line %r" % line)
+    return int(m.group(1))
+
+
 class Server:
     def __init__(self, binary, args, nofile=None, prefix="sf_server_"):
         self.dir = tempfile.mkdtemp(prefix=prefix)
-        self.port = free_port()
+        self.port = None  # the server picks a free one (--port 0)
         self.log_path = os.path.join(self.dir, "server.log")
 
         def limit_descriptors():
@@ -35,7 +48,7 @@ class Server:
         with open(self.log_path, "w") as log:
             self.proc = subprocess.Popen(
                 [binary, "--db", os.path.join(self.dir, "db"), "--port",
-                 str(self.port), "--bind", "127.0.0.1", "--threads", "2"] +
+                 "0", "--bind", "127.0.0.1", "--threads", "2"] +
                 args,
                 stdout=subprocess.PIPE, stderr=log, text=True,
                 preexec_fn=limit_descriptors)
@@ -46,6 +59,7 @@ class Server:
                 err = f.read()
             shutil.rmtree(self.dir, ignore_errors=True)
             raise AssertionError("server did not start: %r %r" % (line, err))
+        self.port = ready_port(line)
 
     def status(self, field):
         """A /proc/PID/status figure in bytes (VmHWM, VmRSS)."""
