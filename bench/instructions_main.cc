@@ -302,11 +302,9 @@ const Scenario kScenarios[] = {
 // The handle's add on a filter of durability journal whose journal is
 // memory-mapped (engine/internal/filter_log.h): Bloom through its thread's
 // segment (L7), counting and cuckoo through their shards' segments.
-#define SF_JOURNAL_ADD(label, type, shards)        \
-  {                                                \
-    "journal_add_" label, "sf_ic_handle_add", [] { \
-      JournalAdd(type, shards);                    \
-    }                                              \
+#define SF_JOURNAL_ADD(label, type, shards)                                    \
+  {                                                                            \
+    "journal_add_" label, "sf_ic_handle_add", [] { JournalAdd(type, shards); } \
   }
     SF_JOURNAL_ADD("bloom_16", FilterType::kBloom, 16),
     SF_JOURNAL_ADD("counting_16", FilterType::kCountingBloom, 16),

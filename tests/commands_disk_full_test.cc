@@ -13,12 +13,7 @@ namespace {
 
 using DiskFullCommandsTest = CommandsFixture;
 
-struct EnvScope {
-  explicit EnvScope(FaultEnv& e) {
-    persistence::internal::SetStoreEnvForTesting(e.env.get());
-  }
-  ~EnvScope() { persistence::internal::SetStoreEnvForTesting(nullptr); }
-};
+using testing::EnvScope;
 
 TEST_F(DiskFullCommandsTest, WritesOnAFullDiskSayTheDiskIsFull) {
   FaultEnv fe;

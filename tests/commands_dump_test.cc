@@ -124,8 +124,8 @@ class DumpBudgetTest : public ::testing::Test {
     auto db = Database::Open(o);
     ASSERT_TRUE(db.ok()) << db.status().ToString();
     db_ = std::move(db).value();
-    keyspace_ = std::make_unique<server::DbKeyspace>(db_.get(),
-                                                     server::DbKeyspaceOptions{});
+    keyspace_ = std::make_unique<server::DbKeyspace>(
+        db_.get(), server::DbKeyspaceOptions{});
   }
   void TearDown() override {
     sessions_.clear();
@@ -157,7 +157,8 @@ class DumpBudgetTest : public ::testing::Test {
 
   static std::string Header(uint64_t total) {
     std::string h = "SFDUMP01";
-    for (int i = 0; i < 8; ++i) h.push_back(static_cast<char>(total >> (8 * i)));
+    for (int i = 0; i < 8; ++i)
+      h.push_back(static_cast<char>(total >> (8 * i)));
     return h;
   }
 
@@ -215,9 +216,9 @@ TEST_F(DumpBudgetTest, LoadChunkStagingIsChargedUntilDoneOrAbandoned) {
 
 TEST_F(DumpBudgetTest, PendingRestoresAreBounded) {
   for (size_t i = 0; i < 32; ++i) {
-    ASSERT_EQ(Run(i, {"BF.LOADCHUNK", "k" + std::to_string(i), "1",
-                      Header(1000)}),
-              "+OK\r\n")
+    ASSERT_EQ(
+        Run(i, {"BF.LOADCHUNK", "k" + std::to_string(i), "1", Header(1000)}),
+        "+OK\r\n")
         << i;
   }
   EXPECT_EQ(Run(32, {"BF.LOADCHUNK", "k32", "1", Header(1000)})

@@ -22,12 +22,7 @@ using testing::MustOpen;
 using testing::Spec;
 using testing::TempDir;
 
-struct EnvScope {
-  explicit EnvScope(testing::FaultEnv& e) {
-    persistence::internal::SetStoreEnvForTesting(e.env.get());
-  }
-  ~EnvScope() { persistence::internal::SetStoreEnvForTesting(nullptr); }
-};
+using testing::EnvScope;
 
 // Every sync of RocksDB's log fails: creates that need none succeed.
 TEST(CreateDurabilityTest, JournalAndNoneCreatesDoNotSyncTheLog) {

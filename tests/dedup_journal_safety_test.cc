@@ -61,7 +61,8 @@ class DedupLogSafetyTest : public ::testing::Test {
     }
   }
   Result<std::vector<DedupLogRecord>> Read() {
-    SF_ASSIGN_OR_RETURN(auto log, DedupLog::OpenExisting(testing::LogEnv(), Path(), "set"));
+    SF_ASSIGN_OR_RETURN(
+        auto log, DedupLog::OpenExisting(testing::LogEnv(), Path(), "set"));
     std::vector<DedupLogRecord> out;
     SF_RETURN_IF_ERROR(log->ReadAll(&out));
     return out;

@@ -48,6 +48,7 @@
 #include <string_view>
 
 #include "shardfilter/persistence/boot_id.h"
+#include "shardfilter/persistence/test_env.h"
 
 namespace shardfilter::testing {
 
@@ -605,6 +606,16 @@ struct FaultEnv {
 
   std::shared_ptr<FaultFs> fs = std::make_shared<FaultFs>();
   std::unique_ptr<rocksdb::Env> env = rocksdb::NewCompositeEnv(fs);
+};
+
+// Installs a FaultEnv for the Stores opened during its lifetime.
+struct EnvScope {
+  explicit EnvScope(FaultEnv& e) {
+    persistence::internal::SetStoreEnvForTesting(e.env.get());
+  }
+  ~EnvScope() { persistence::internal::SetStoreEnvForTesting(nullptr); }
+  EnvScope(const EnvScope&) = delete;
+  EnvScope& operator=(const EnvScope&) = delete;
 };
 
 }  // namespace shardfilter::testing

@@ -40,11 +40,7 @@ DatabaseOptions Options(const std::string& path) {
 
 std::string Key(int i) { return "key-" + std::to_string(i); }
 
-// Installs the fault env for the Stores opened during its lifetime.
-struct EnvScope {
-  explicit EnvScope(FaultEnv& e) { SetStoreEnvForTesting(e.env.get()); }
-  ~EnvScope() { SetStoreEnvForTesting(nullptr); }
-};
+using testing::EnvScope;
 
 struct Param {
   FilterType type;

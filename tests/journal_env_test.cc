@@ -30,10 +30,7 @@ using testing::MustOpen;
 using testing::Spec;
 using testing::TempDir;
 
-struct EnvScope {
-  explicit EnvScope(FaultEnv& e) { SetStoreEnvForTesting(e.env.get()); }
-  ~EnvScope() { SetStoreEnvForTesting(nullptr); }
-};
+using testing::EnvScope;
 
 DatabaseOptions Options(const std::string& path) {
   DatabaseOptions o = testing::Options(path);

@@ -12,6 +12,8 @@
 //     in its log, opens (writable and read-only, in the boot that wrote it
 //     and in a later one) with every acknowledged op, and Verify finds no
 //     problem.
+#include "golden/journal_golden.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -22,7 +24,6 @@
 #include <vector>
 
 #include "golden/golden_manifest.h"
-#include "golden/journal_golden.h"
 #include "shardfilter/engine/dedup_store.h"
 #include "store_test_util.h"
 

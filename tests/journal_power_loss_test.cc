@@ -26,11 +26,7 @@ using testing::MustOpen;
 using testing::Spec;
 using testing::TempDir;
 
-// Installs the fault env for the Stores opened during its lifetime.
-struct EnvScope {
-  explicit EnvScope(FaultEnv& e) { SetStoreEnvForTesting(e.env.get()); }
-  ~EnvScope() { SetStoreEnvForTesting(nullptr); }
-};
+using testing::EnvScope;
 
 struct SmallSegments {
   SmallSegments() { persistence::SetSegmentBytesForTesting(64 << 10); }

@@ -232,12 +232,7 @@ TEST(SyncMarkerTest, FailedMarkerWriteStopsLaterSyncWrites) {
   DedupOptions sync;
   sync.durability = Durability::kSync;
   {
-    struct EnvScope {
-      explicit EnvScope(testing::FaultEnv& e) {
-        persistence::internal::SetStoreEnvForTesting(e.env.get());
-      }
-      ~EnvScope() { persistence::internal::SetStoreEnvForTesting(nullptr); }
-    } scope(fe);
+    testing::EnvScope scope(fe);
     auto db = MustOpen(testing::Options(dir.db()));
     ASSERT_NE(db, nullptr);
     auto s = DedupStore::Open(*db, "s", sync);

@@ -148,17 +148,17 @@ Result<std::unique_ptr<DedupLog>> DedupLog::Create(Env& env,
   log->path_ = path;
   log->region_bytes_ = region_bytes;
   log->writable_ = true;
-  SF_ASSIGN_OR_RETURN(log->file_,
-                      env.CreateMapped(
-                          path, size,
-                          [&](char* p) {
-                            log->base_ = p;
-                            std::memcpy(p, h.data(), h.size());
-                            for (int r = 0; r < 2; ++r) {
-                              log->WriteRegionHeader(r, log->gen_[r] = 1);
-                            }
-                          },
-                          MapOptions()));
+  SF_ASSIGN_OR_RETURN(log->file_, env.CreateMapped(
+                                      path, size,
+                                      [&](char* p) {
+                                        log->base_ = p;
+                                        std::memcpy(p, h.data(), h.size());
+                                        for (int r = 0; r < 2; ++r) {
+                                          log->WriteRegionHeader(
+                                              r, log->gen_[r] = 1);
+                                        }
+                                      },
+                                      MapOptions()));
   log->base_ = log->file_->data();
   log->size_ = log->file_->size();
   return log;

@@ -105,10 +105,10 @@ Result<std::shared_ptr<Segment>> Segment::OpenExisting(
   seg->base_ = const_cast<char*>(file->bytes().data());
   seg->size_ = file->bytes().size();
   seg->loaded_ = std::move(file);
-  SF_ASSIGN_OR_RETURN(seg->header_,
-                      DecodeSegmentHeader(std::string_view(seg->base_,
-                                                           seg->size_),
-                                          "filter journal " + path));
+  SF_ASSIGN_OR_RETURN(
+      seg->header_,
+      DecodeSegmentHeader(std::string_view(seg->base_, seg->size_),
+                          "filter journal " + path));
   return seg;
 }
 

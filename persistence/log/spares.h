@@ -32,8 +32,7 @@ namespace shardfilter::persistence {
 
 class SpareSegments {
  public:
-  using MakeFn =
-      std::function<Result<std::shared_ptr<Segment>>(uint32_t slot)>;
+  using MakeFn = std::function<Result<std::shared_ptr<Segment>>(uint32_t slot)>;
   // `make` makes a slot's next segment (a failure only means the writer
   // makes it itself).
   SpareSegments(std::shared_ptr<Env> env, uint32_t slots, MakeFn make);

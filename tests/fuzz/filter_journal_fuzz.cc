@@ -13,8 +13,8 @@
 #include <string_view>
 #include <vector>
 
-#include "shardfilter/persistence/log/segment.h"
 #include "shardfilter/persistence/log/paths.h"
+#include "shardfilter/persistence/log/segment.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace shardfilter::persistence;

@@ -112,7 +112,7 @@ void AddBatch(ShardedFilter& f, const std::string& prefix, uint64_t a,
   Add(**cuckoo, "k", 200, 400);
   Remove(**cuckoo, "k", 0, 20);
   AddBatch(**cuckoo, "b", 0, 100);
-  Add(**bloom, "k", 300, 1300);  // two thread segments
+  Add(**bloom, "k", 300, 1300);    // two thread segments
   AddBatch(**bloom, "b", 0, 200);  // per-shard segments
   std::string manifest =
       "# Written by tests/golden/make_journal_golden.cc; format in "
